@@ -1,0 +1,143 @@
+//! Length-prefixed frames: `[len: i32][payload: len bytes]`, where `len` counts the payload only.
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use tokio_util::codec::Decoder;
+
+use super::CodecError;
+use crate::consts::{xid, ErrorCode};
+use crate::error::DecodeError;
+use crate::jute::Encode;
+use crate::records::{ReplyHeader, RequestHeader, WatcherEvent};
+use crate::{Request, Response};
+
+/// ZooKeeper's default `jute.maxbuffer`: the largest frame payload servers (and 3.6+ Java
+/// clients) accept, 1,048,575 bytes.
+pub const DEFAULT_MAX_FRAME: usize = 1_048_575;
+
+/// Bytes of the length prefix.
+const LEN_PREFIX: usize = 4;
+
+/// Splits one frame payload off the front of `src`.
+///
+/// `Ok(None)` when `src` does not yet hold a whole frame (room for the rest is reserved); an
+/// error for a negative length or one above `max_frame` (the connection must then be closed,
+/// as servers and the Java client do). The payload is a zero-copy slice of `src`.
+pub fn decode_frame(src: &mut BytesMut, max_frame: usize) -> Result<Option<Bytes>, DecodeError> {
+    if src.len() < LEN_PREFIX {
+        return Ok(None);
+    }
+    let len = i32::from_be_bytes([src[0], src[1], src[2], src[3]]);
+    let len = usize::try_from(len).map_err(|_| DecodeError::InvalidLength {
+        what: "frame length",
+        len: len.into(),
+    })?;
+    if len > max_frame {
+        return Err(DecodeError::FrameTooLarge {
+            len,
+            max: max_frame,
+        });
+    }
+    let total = LEN_PREFIX + len;
+    if src.len() < total {
+        src.reserve(total - src.len());
+        return Ok(None);
+    }
+    src.advance(LEN_PREFIX);
+    Ok(Some(src.split_to(len).freeze()))
+}
+
+/// A raw frame decoder yielding each payload as `Bytes`, without looking inside.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameDecoder {
+    /// Largest accepted payload; longer frames are an error.
+    pub max_frame: usize,
+}
+
+impl FrameDecoder {
+    /// A decoder accepting payloads up to `max_frame` bytes.
+    pub fn new(max_frame: usize) -> FrameDecoder {
+        FrameDecoder { max_frame }
+    }
+}
+
+impl Default for FrameDecoder {
+    fn default() -> Self {
+        FrameDecoder::new(DEFAULT_MAX_FRAME)
+    }
+}
+
+impl Decoder for FrameDecoder {
+    type Item = Bytes;
+    type Error = CodecError;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Bytes>, CodecError> {
+        Ok(decode_frame(src, self.max_frame)?)
+    }
+}
+
+/// Writes `parts` as one frame: reserves once, writes a placeholder length, encodes, then
+/// patches the length with what was actually written.
+#[inline]
+fn write_frame(buf: &mut BytesMut, payload_len: usize, write: impl FnOnce(&mut BytesMut)) {
+    buf.reserve(LEN_PREFIX + payload_len);
+    let start = buf.len();
+    buf.put_i32(0);
+    write(buf);
+    let written = buf.len() - start - LEN_PREFIX;
+    // A payload beyond i32::MAX cannot be framed; servers close the connection on anything
+    // over their limit anyway, so saturate instead of writing a negative length.
+    let len = i32::try_from(written).unwrap_or(i32::MAX);
+    buf[start..start + LEN_PREFIX].copy_from_slice(&len.to_be_bytes());
+}
+
+/// Appends one frame holding a headerless record (`ConnectRequest`, `ConnectResponse`).
+pub fn encode_record_frame(buf: &mut BytesMut, record: &impl Encode) {
+    write_frame(buf, record.encoded_len(), |buf| record.encode(buf));
+}
+
+/// Appends one request frame: length prefix, `RequestHeader{xid, request.opcode()}`, body.
+#[inline]
+pub fn encode_request_frame(buf: &mut BytesMut, xid: i32, request: &Request) {
+    let header = RequestHeader {
+        xid,
+        opcode: request.opcode(),
+    };
+    write_frame(buf, RequestHeader::LEN + request.encoded_len(), |buf| {
+        header.encode(buf);
+        request.encode(buf);
+    });
+}
+
+/// Appends one reply frame: length prefix, `header`, then `response` only if `header.err` is
+/// OK (servers send no body with an error).
+pub fn encode_reply_frame(buf: &mut BytesMut, header: &ReplyHeader, response: &Response) {
+    let with_body = header.err.is_ok();
+    let body_len = if with_body { response.encoded_len() } else { 0 };
+    write_frame(buf, ReplyHeader::LEN + body_len, |buf| {
+        header.encode(buf);
+        if with_body {
+            response.encode(buf);
+        }
+    });
+}
+
+/// Appends one reply frame whose body is already encoded.
+pub fn encode_raw_reply_frame(buf: &mut BytesMut, header: &ReplyHeader, body: &[u8]) {
+    write_frame(buf, ReplyHeader::LEN + body.len(), |buf| {
+        header.encode(buf);
+        buf.put_slice(body);
+    });
+}
+
+/// Appends one notification frame: `ReplyHeader{xid −1, zxid, err 0}` and the event.
+pub fn encode_notification_frame(buf: &mut BytesMut, zxid: i64, event: &WatcherEvent) {
+    let header = ReplyHeader {
+        xid: xid::NOTIFICATION,
+        zxid,
+        err: ErrorCode::Ok,
+    };
+    write_frame(buf, ReplyHeader::LEN + event.encoded_len(), |buf| {
+        header.encode(buf);
+        event.encode(buf);
+    });
+}

@@ -1,0 +1,29 @@
+//! `auth` (100) and `whoAmI` (107).
+
+use bytes::Bytes;
+
+use super::ClientInfo;
+use crate::jute::record;
+
+record! {
+    /// Request of `auth`, sent with xid −4. The reply (no body) is produced out of order and
+    /// can overtake earlier replies; err AUTHFAILED closes the connection.
+    #[derive(Clone, Debug, PartialEq, Eq, Default)]
+    pub struct AuthPacket {
+        /// Always 0.
+        pub auth_type: i32,
+        /// Auth scheme, for example `digest`.
+        pub scheme: String,
+        /// Credentials; for `digest`, the UTF-8 bytes of `user:password`.
+        pub auth: Bytes,
+    }
+}
+
+record! {
+    /// Reply of `whoAmI` (3.7+; the request has no body).
+    #[derive(Clone, Debug, PartialEq, Eq, Default)]
+    pub struct WhoAmIResponse {
+        /// Every identity of the session, always including its `ip` identity.
+        pub client_info: Vec<ClientInfo>,
+    }
+}

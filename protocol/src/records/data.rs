@@ -1,0 +1,185 @@
+//! Data records (`org.apache.zookeeper.data`): `Id`, `ACL`, `Stat`, `ClientInfo`.
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+
+use crate::consts::perms;
+use crate::jute::{ensure, record, Decode, Encode, Field};
+use crate::Result;
+
+record! {
+    /// An identity: an auth scheme and an id within it, for example `world:anyone`.
+    #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct Id {
+        /// Auth scheme: `world`, `auth`, `digest`, `ip`, `sasl`, `x509`, ...
+        pub scheme: String,
+        /// The id within the scheme.
+        pub id: String,
+    }
+}
+
+impl Id {
+    /// `world:anyone`, everybody (`ZooDefs.Ids.ANYONE_ID_UNSAFE`).
+    pub fn anyone() -> Id {
+        Id {
+            scheme: "world".into(),
+            id: "anyone".into(),
+        }
+    }
+
+    /// `auth:` — in an ACL being set, the server replaces it with every identity the session
+    /// has authenticated as (`ZooDefs.Ids.AUTH_IDS`).
+    pub fn auth() -> Id {
+        Id {
+            scheme: "auth".into(),
+            id: String::new(),
+        }
+    }
+}
+
+record! {
+    /// One ACL entry: the permissions (`perms` bits) granted to an identity.
+    #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct Acl {
+        /// Bit mask of [`perms`](crate::perms).
+        pub perms: i32,
+        /// Who gets them.
+        pub id: Id,
+    }
+}
+
+impl Acl {
+    /// Everything for everybody (`ZooDefs.Ids.OPEN_ACL_UNSAFE`).
+    pub fn open_unsafe() -> Vec<Acl> {
+        vec![Acl {
+            perms: perms::ALL,
+            id: Id::anyone(),
+        }]
+    }
+
+    /// Read for everybody (`ZooDefs.Ids.READ_ACL_UNSAFE`).
+    pub fn read_unsafe() -> Vec<Acl> {
+        vec![Acl {
+            perms: perms::READ,
+            id: Id::anyone(),
+        }]
+    }
+
+    /// Everything for the session's authenticated identities (`ZooDefs.Ids.CREATOR_ALL_ACL`);
+    /// the server answers INVALIDACL if the session has authenticated as nobody.
+    pub fn creator_all() -> Vec<Acl> {
+        vec![Acl {
+            perms: perms::ALL,
+            id: Id::auth(),
+        }]
+    }
+}
+
+/// The metadata of a znode. Always 68 bytes on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Stat {
+    /// zxid of the create.
+    pub czxid: i64,
+    /// zxid of the last data change.
+    pub mzxid: i64,
+    /// Creation time, ms since the Unix epoch.
+    pub ctime: i64,
+    /// Last modification time, ms since the Unix epoch.
+    pub mtime: i64,
+    /// Data version.
+    pub version: i32,
+    /// Children version.
+    pub cversion: i32,
+    /// ACL version.
+    pub aversion: i32,
+    /// Owning session of an ephemeral node, else 0 (also 0 for container and TTL nodes).
+    pub ephemeral_owner: i64,
+    /// Length of the data.
+    pub data_length: i32,
+    /// Number of children.
+    pub num_children: i32,
+    /// zxid of the last change to the children list.
+    pub pzxid: i64,
+}
+
+impl Stat {
+    /// Bytes of a `Stat` on the wire.
+    pub const LEN: usize = 68;
+}
+
+impl Encode for Stat {
+    #[inline]
+    fn encode(&self, buf: &mut BytesMut) {
+        buf.reserve(Self::LEN);
+        buf.put_i64(self.czxid);
+        buf.put_i64(self.mzxid);
+        buf.put_i64(self.ctime);
+        buf.put_i64(self.mtime);
+        buf.put_i32(self.version);
+        buf.put_i32(self.cversion);
+        buf.put_i32(self.aversion);
+        buf.put_i64(self.ephemeral_owner);
+        buf.put_i32(self.data_length);
+        buf.put_i32(self.num_children);
+        buf.put_i64(self.pzxid);
+    }
+
+    #[inline]
+    fn encoded_len(&self) -> usize {
+        Self::LEN
+    }
+}
+
+impl Decode for Stat {
+    /// One length check, then every field read at its fixed offset.
+    #[inline]
+    fn decode(buf: &mut Bytes) -> Result<Self> {
+        ensure(buf, Self::LEN, "Stat")?;
+        let b: &[u8; Stat::LEN] = buf.chunk()[..Self::LEN]
+            .try_into()
+            .expect("length checked above");
+        let long = |at: usize| i64::from_be_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+        let int = |at: usize| i32::from_be_bytes(b[at..at + 4].try_into().expect("4 bytes"));
+        let stat = Stat {
+            czxid: long(0),
+            mzxid: long(8),
+            ctime: long(16),
+            mtime: long(24),
+            version: int(32),
+            cversion: int(36),
+            aversion: int(40),
+            ephemeral_owner: long(44),
+            data_length: int(52),
+            num_children: int(56),
+            pzxid: long(60),
+        };
+        buf.advance(Self::LEN);
+        Ok(stat)
+    }
+}
+
+impl Field for Stat {
+    const MIN_LEN: usize = Stat::LEN;
+    #[inline]
+    fn write(&self, buf: &mut BytesMut) {
+        self.encode(buf);
+    }
+    #[inline]
+    fn wire_len(&self) -> usize {
+        Self::LEN
+    }
+    #[inline]
+    fn read(buf: &mut Bytes, _what: &'static str) -> Result<Self> {
+        Stat::decode(buf)
+    }
+}
+
+record! {
+    /// One identity of the session, as reported by `whoAmI` (3.7+).
+    #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct ClientInfo {
+        /// Auth scheme, for example `ip` or `digest`.
+        pub auth_scheme: String,
+        /// The identity within the scheme.
+        pub user: String,
+    }
+}

@@ -1,0 +1,202 @@
+//! [`Request`]: every request a client sends after the handshake, tied to its opcode.
+
+use bytes::{Bytes, BytesMut};
+
+use crate::consts::OpCode;
+use crate::error::DecodeError;
+use crate::jute::{Decode, Encode};
+use crate::records::*;
+use crate::Result;
+
+/// A client request: one variant per opcode a client may send (standalone `check` is left out
+/// on purpose: it is only valid inside a multi). Encoding writes the body only; frames add the
+/// length prefix and the [`RequestHeader`] ([`encode_request_frame`](crate::encode_request_frame)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// `create` (1): the reply carries only the path.
+    Create(CreateRequest),
+    /// `create2` (15): the reply carries the path and the stat.
+    Create2(CreateRequest),
+    /// `createContainer` (19).
+    CreateContainer(CreateRequest),
+    /// `createTTL` (21).
+    CreateTtl(CreateTtlRequest),
+    /// `delete` (2).
+    Delete(DeleteRequest),
+    /// `exists` (3).
+    Exists(ExistsRequest),
+    /// `getData` (4).
+    GetData(GetDataRequest),
+    /// `setData` (5).
+    SetData(SetDataRequest),
+    /// `getACL` (6).
+    GetAcl(GetAclRequest),
+    /// `setACL` (7).
+    SetAcl(SetAclRequest),
+    /// `getChildren` (8).
+    GetChildren(GetChildrenRequest),
+    /// `getChildren2` (12).
+    GetChildren2(GetChildren2Request),
+    /// `getAllChildrenNumber` (104).
+    GetAllChildrenNumber(GetAllChildrenNumberRequest),
+    /// `getEphemerals` (103).
+    GetEphemerals(GetEphemeralsRequest),
+    /// `sync` (9).
+    Sync(SyncRequest),
+    /// `multi` (14): write ops only.
+    Multi(MultiRequest),
+    /// `multiRead` (22): `getData`/`getChildren` ops only.
+    MultiRead(MultiRequest),
+    /// `auth` (100), sent with xid −4.
+    Auth(AuthPacket),
+    /// `setWatches` (101).
+    SetWatches(SetWatches),
+    /// `setWatches2` (105).
+    SetWatches2(SetWatches2),
+    /// `addWatch` (106).
+    AddWatch(AddWatchRequest),
+    /// `checkWatches` (17).
+    CheckWatches(CheckWatchesRequest),
+    /// `removeWatches` (18).
+    RemoveWatches(RemoveWatchesRequest),
+    /// `reconfig` (16).
+    Reconfig(ReconfigRequest),
+    /// `sasl` (102).
+    Sasl(GetSaslRequest),
+    /// `whoAmI` (107); no body.
+    WhoAmI,
+    /// `ping` (11), sent with xid −2; no body.
+    Ping,
+    /// `closeSession` (−11); no body.
+    CloseSession,
+}
+
+impl Request {
+    /// The opcode of the request.
+    pub fn opcode(&self) -> OpCode {
+        match self {
+            Request::Create(_) => OpCode::Create,
+            Request::Create2(_) => OpCode::Create2,
+            Request::CreateContainer(_) => OpCode::CreateContainer,
+            Request::CreateTtl(_) => OpCode::CreateTtl,
+            Request::Delete(_) => OpCode::Delete,
+            Request::Exists(_) => OpCode::Exists,
+            Request::GetData(_) => OpCode::GetData,
+            Request::SetData(_) => OpCode::SetData,
+            Request::GetAcl(_) => OpCode::GetAcl,
+            Request::SetAcl(_) => OpCode::SetAcl,
+            Request::GetChildren(_) => OpCode::GetChildren,
+            Request::GetChildren2(_) => OpCode::GetChildren2,
+            Request::GetAllChildrenNumber(_) => OpCode::GetAllChildrenNumber,
+            Request::GetEphemerals(_) => OpCode::GetEphemerals,
+            Request::Sync(_) => OpCode::Sync,
+            Request::Multi(_) => OpCode::Multi,
+            Request::MultiRead(_) => OpCode::MultiRead,
+            Request::Auth(_) => OpCode::Auth,
+            Request::SetWatches(_) => OpCode::SetWatches,
+            Request::SetWatches2(_) => OpCode::SetWatches2,
+            Request::AddWatch(_) => OpCode::AddWatch,
+            Request::CheckWatches(_) => OpCode::CheckWatches,
+            Request::RemoveWatches(_) => OpCode::RemoveWatches,
+            Request::Reconfig(_) => OpCode::Reconfig,
+            Request::Sasl(_) => OpCode::Sasl,
+            Request::WhoAmI => OpCode::WhoAmI,
+            Request::Ping => OpCode::Ping,
+            Request::CloseSession => OpCode::CloseSession,
+        }
+    }
+
+    /// The request record, `None` for the bodiless requests.
+    fn body(&self) -> Option<&dyn Encode> {
+        Some(match self {
+            Request::Create(r) | Request::Create2(r) | Request::CreateContainer(r) => r,
+            Request::CreateTtl(r) => r,
+            Request::Delete(r) => r,
+            Request::Exists(r) => r,
+            Request::GetData(r) => r,
+            Request::SetData(r) => r,
+            Request::GetAcl(r) => r,
+            Request::SetAcl(r) => r,
+            Request::GetChildren(r) => r,
+            Request::GetChildren2(r) => r,
+            Request::GetAllChildrenNumber(r) => r,
+            Request::GetEphemerals(r) => r,
+            Request::Sync(r) => r,
+            Request::Multi(r) | Request::MultiRead(r) => r,
+            Request::Auth(r) => r,
+            Request::SetWatches(r) => r,
+            Request::SetWatches2(r) => r,
+            Request::AddWatch(r) => r,
+            Request::CheckWatches(r) => r,
+            Request::RemoveWatches(r) => r,
+            Request::Reconfig(r) => r,
+            Request::Sasl(r) => r,
+            Request::WhoAmI | Request::Ping | Request::CloseSession => return None,
+        })
+    }
+
+    /// Decodes the body of a request with the given opcode (the server side of the protocol).
+    ///
+    /// Opcodes a client may not send standalone (`check`, `deleteContainer`, internal and
+    /// unknown opcodes) fail with [`DecodeError::UnexpectedOpCode`]. Bytes after the record
+    /// are left in `body`.
+    pub fn decode(opcode: OpCode, body: &mut Bytes) -> Result<Request> {
+        Ok(match opcode {
+            OpCode::Create => Request::Create(CreateRequest::decode(body)?),
+            OpCode::Create2 => Request::Create2(CreateRequest::decode(body)?),
+            OpCode::CreateContainer => Request::CreateContainer(CreateRequest::decode(body)?),
+            OpCode::CreateTtl => Request::CreateTtl(CreateTtlRequest::decode(body)?),
+            OpCode::Delete => Request::Delete(DeleteRequest::decode(body)?),
+            OpCode::Exists => Request::Exists(ExistsRequest::decode(body)?),
+            OpCode::GetData => Request::GetData(GetDataRequest::decode(body)?),
+            OpCode::SetData => Request::SetData(SetDataRequest::decode(body)?),
+            OpCode::GetAcl => Request::GetAcl(GetAclRequest::decode(body)?),
+            OpCode::SetAcl => Request::SetAcl(SetAclRequest::decode(body)?),
+            OpCode::GetChildren => Request::GetChildren(GetChildrenRequest::decode(body)?),
+            OpCode::GetChildren2 => Request::GetChildren2(GetChildren2Request::decode(body)?),
+            OpCode::GetAllChildrenNumber => {
+                Request::GetAllChildrenNumber(GetAllChildrenNumberRequest::decode(body)?)
+            }
+            OpCode::GetEphemerals => Request::GetEphemerals(GetEphemeralsRequest::decode(body)?),
+            OpCode::Sync => Request::Sync(SyncRequest::decode(body)?),
+            OpCode::Multi => Request::Multi(MultiRequest::decode(body)?),
+            OpCode::MultiRead => Request::MultiRead(MultiRequest::decode(body)?),
+            OpCode::Auth => Request::Auth(AuthPacket::decode(body)?),
+            OpCode::SetWatches => Request::SetWatches(SetWatches::decode(body)?),
+            OpCode::SetWatches2 => Request::SetWatches2(SetWatches2::decode(body)?),
+            OpCode::AddWatch => Request::AddWatch(AddWatchRequest::decode(body)?),
+            OpCode::CheckWatches => Request::CheckWatches(CheckWatchesRequest::decode(body)?),
+            OpCode::RemoveWatches => Request::RemoveWatches(RemoveWatchesRequest::decode(body)?),
+            OpCode::Reconfig => Request::Reconfig(ReconfigRequest::decode(body)?),
+            OpCode::Sasl => Request::Sasl(GetSaslRequest::decode(body)?),
+            OpCode::WhoAmI => Request::WhoAmI,
+            OpCode::Ping => Request::Ping,
+            OpCode::CloseSession => Request::CloseSession,
+            OpCode::Check
+            | OpCode::DeleteContainer
+            | OpCode::Notification
+            | OpCode::CreateSession
+            | OpCode::Error
+            | OpCode::Unknown(_) => {
+                return Err(DecodeError::UnexpectedOpCode {
+                    what: "request",
+                    opcode: opcode.as_i32(),
+                })
+            }
+        })
+    }
+}
+
+impl Encode for Request {
+    #[inline]
+    fn encode(&self, buf: &mut BytesMut) {
+        if let Some(body) = self.body() {
+            body.encode(buf);
+        }
+    }
+
+    #[inline]
+    fn encoded_len(&self) -> usize {
+        self.body().map_or(0, Encode::encoded_len)
+    }
+}
