@@ -1,1 +1,3 @@
 //! placeholder
+#![allow(dead_code)]
+mod naming;
