@@ -32,7 +32,7 @@
 //! ```
 #![warn(missing_docs)]
 
-//mod ensemble;
+mod ensemble;
 mod error;
 pub mod four_letter;
 mod install;
@@ -46,7 +46,7 @@ mod server;
 mod shared;
 mod tempdir;
 
-//pub use ensemble::{Ensemble, EnsembleBuilder};
+pub use ensemble::{Ensemble, EnsembleBuilder};
 pub use error::{Error, Result, SETUP_COMMAND};
 pub use four_letter::{four_letter, four_letter_blocking, Connection, Mntr, Mode, Srvr};
 pub use install::{Installation, CLASSPATH_ENV, HOME_ENV, JAVA_ENV};
