@@ -1,1 +1,87 @@
-fn main() {}
+//! `zk-bench`: measures the client and the recipes side by side with their limits (a raw
+//! pipelined socket, an instant in-process server) and with Curator, in one process run.
+//!
+//! `cargo run --release -p zk-bench` starts its own ZooKeeper, runs every workload with the
+//! contestants alternating round by round, prints `figure NAME VALUE UNIT` lines as it goes and
+//! a markdown table at the end. Medians of rounds and same-run ratios are quoted because the
+//! machines this runs on are shared and noisy.
+
+mod contestant;
+mod instant_server;
+mod measure;
+mod options;
+mod ours;
+mod raw_socket;
+mod report;
+mod rusage;
+mod stats;
+mod wire;
+mod workloads;
+
+use std::error::Error;
+use std::net::SocketAddr;
+
+use options::Options;
+use report::Report;
+
+/// Error type of a workload: any failure ends that workload, not the run.
+pub type BenchError = Box<dyn Error + Send + Sync>;
+
+/// What every workload gets.
+pub struct Ctx {
+    pub opts: Options,
+    /// The real ZooKeeper server.
+    pub zk: SocketAddr,
+}
+
+fn main() {
+    let opts = match Options::parse(std::env::args().skip(1)) {
+        Ok(opts) => opts,
+        Err(msg) => {
+            eprintln!("{msg}");
+            std::process::exit(2);
+        }
+    };
+    let runtime = match opts.threads {
+        None => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        Some(n) => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(n)
+            .enable_all()
+            .build(),
+    }
+    .expect("tokio runtime");
+    let mut report = Report::default();
+    runtime.block_on(run(opts, &mut report));
+    println!();
+    println!("{}", report.markdown());
+}
+
+async fn run(opts: Options, report: &mut Report) {
+    let zk = match opts.server {
+        Some(addr) => addr,
+        None => {
+            eprintln!("no server: pass --server HOST:PORT");
+            std::process::exit(2);
+        }
+    };
+    println!(
+        "# zk-bench: server {zk}, {} rounds, runtime {}",
+        opts.rounds,
+        match opts.threads {
+            None => "current-thread".to_string(),
+            Some(n) => format!("multi-thread x{n}"),
+        }
+    );
+    let ctx = Ctx { opts, zk };
+    for workload in options::WORKLOADS {
+        if !ctx.opts.runs(workload) {
+            continue;
+        }
+        println!("# workload {workload}");
+        if let Err(e) = workloads::run(workload, &ctx, report).await {
+            report.not_measured(workload, "", &format!("workload failed: {e}"));
+        }
+    }
+}

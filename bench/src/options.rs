@@ -1,0 +1,95 @@
+//! Command-line options.
+
+use std::net::SocketAddr;
+
+/// Every workload, in the order a full run executes them.
+pub const WORKLOADS: [&str; 6] = [
+    "codec",
+    "client-bound",
+    "latency",
+    "pipeline",
+    "locks",
+    "scale",
+];
+
+const USAGE: &str = "\
+usage: zk-bench [--quick] [--only W[,W..]] [--server HOST:PORT] [--rounds N] [--threads N]
+
+  --quick          small counts and 2 rounds: checks that every workload runs
+  --only W,..      run only these workloads: codec, client-bound, latency, pipeline, locks, scale
+  --server ADDR    use a running ZooKeeper instead of starting one (it needs 4lw mntr)
+  --rounds N       rounds per workload (default 5; medians are over rounds)
+  --threads N      client runtime: N worker threads (default: a single-threaded runtime)
+";
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub quick: bool,
+    pub only: Vec<String>,
+    pub server: Option<SocketAddr>,
+    pub rounds: usize,
+    pub threads: Option<usize>,
+}
+
+impl Options {
+    pub fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
+        let mut opts = Options {
+            quick: false,
+            only: Vec::new(),
+            server: None,
+            rounds: 0,
+            threads: None,
+        };
+        let mut args = args.peekable();
+        while let Some(arg) = args.next() {
+            let mut value = |name: &str| {
+                args.next()
+                    .ok_or_else(|| format!("{name} needs a value\n{USAGE}"))
+            };
+            match arg.as_str() {
+                "--quick" => opts.quick = true,
+                "--only" => {
+                    for w in value("--only")?.split(',') {
+                        if !WORKLOADS.contains(&w) {
+                            return Err(format!("unknown workload {w:?}\n{USAGE}"));
+                        }
+                        opts.only.push(w.to_string());
+                    }
+                }
+                "--server" => {
+                    let v = value("--server")?;
+                    opts.server = Some(v.parse().map_err(|e| format!("--server {v}: {e}"))?);
+                }
+                "--rounds" => {
+                    let v = value("--rounds")?;
+                    opts.rounds = v.parse().map_err(|e| format!("--rounds {v}: {e}"))?;
+                }
+                "--threads" => {
+                    let v = value("--threads")?;
+                    opts.threads = Some(v.parse().map_err(|e| format!("--threads {v}: {e}"))?);
+                }
+                "--help" | "-h" => return Err(USAGE.to_string()),
+                // `cargo bench` style harness flags are ignored.
+                "--bench" => {}
+                other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
+            }
+        }
+        if opts.rounds == 0 {
+            opts.rounds = if opts.quick { 2 } else { 5 };
+        }
+        Ok(opts)
+    }
+
+    pub fn runs(&self, workload: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|w| w == workload)
+    }
+
+    /// `full` in a normal run, a small fraction of it with `--quick`.
+    pub fn count(&self, full: u64) -> u64 {
+        if self.quick {
+            (full / 20).max(1)
+        } else {
+            full
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! The workloads, one file each.
+
+mod client_bound;
+mod latency;
+mod pipeline;
+mod throughput;
+
+use crate::report::Report;
+use crate::{BenchError, Ctx};
+
+/// Path of the 100-byte node every getData workload reads.
+pub const NODE: &str = "/zk-bench-node";
+/// Size of its data.
+pub const NODE_DATA_LEN: usize = 100;
+
+pub async fn run(name: &str, ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
+    match name {
+        "pipeline" => pipeline::run(ctx, report).await,
+        "latency" => latency::run(ctx, report).await,
+        "client-bound" => client_bound::run(ctx, report).await,
+        other => {
+            report.not_measured(other, "", "not implemented yet");
+            Ok(())
+        }
+    }
+}
+
+/// Creates the node the getData workloads read on the real server.
+pub async fn ensure_node(ctx: &Ctx) -> Result<(), BenchError> {
+    let mut raw = crate::raw_socket::RawSession::connect(ctx.zk).await?;
+    raw.ensure_node(NODE, &[b'x'; NODE_DATA_LEN]).await?;
+    raw.close().await?;
+    Ok(())
+}

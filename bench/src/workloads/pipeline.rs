@@ -1,0 +1,28 @@
+//! Workload 1: pipelined getData throughput against the real server, 1,000 in flight on one
+//! session, our client against the raw socket.
+
+use super::throughput::{compare, Setup};
+use super::{ensure_node, NODE};
+use crate::report::{Report, Target};
+use crate::{BenchError, Ctx};
+
+pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
+    ensure_node(ctx).await?;
+    compare(
+        Setup {
+            name: "pipeline",
+            addr: ctx.zk,
+            path: NODE,
+            total: ctx.opts.count(200_000),
+            window: 1_000,
+            sessions: 1,
+            rounds: ctx.opts.rounds,
+            excluded: &[],
+            throughput_ratio: Some(Target::AtLeast(0.95)),
+            cpu_ratio: Some(Target::AtMost(1.5)),
+            ours_ops: None,
+        },
+        report,
+    )
+    .await
+}
