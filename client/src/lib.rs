@@ -1,1 +1,75 @@
-//! placeholder
+//! An asynchronous ZooKeeper client, written from the wire protocol up.
+//!
+//! * One [`Client`] is one session; clones share it. Requests are queued in call order and
+//!   pipelined; replies are matched in order with the xid checked.
+//! * Watches are futures ([`OneshotWatcher`]) and streams ([`PersistentWatcher`]); an event is
+//!   always delivered before the reply that observes its change.
+//! * The session survives connection loss: it reconnects across the ensemble, resumes with its
+//!   id, password and last zxid, replays authentication and restores every watch still wanted.
+//!   Expiry is terminal and reported to every watcher and to [`Client::state_watcher`].
+//! * Errors are one enum, [`Error`], with [`Error::is_retryable`] and
+//!   [`Error::is_session_terminal`]. Bad input (paths, sizes, TTLs) is refused before anything
+//!   is sent.
+//!
+//! ```no_run
+//! use zk_client::{Client, CreateOptions, MultiOp, Error};
+//!
+//! # async fn demo() -> Result<(), Error> {
+//! let client = Client::builder("127.0.0.1:2181,127.0.0.1:2182/app")
+//!     .session_timeout(std::time::Duration::from_secs(10))
+//!     .connect()
+//!     .await?;
+//!
+//! let (path, _stat) = client.create("/config", b"v1", &CreateOptions::persistent()).await?;
+//! assert_eq!(path, "/config");
+//!
+//! // Read and watch: the watcher resolves on the next change.
+//! let (data, stat, watcher) = client.get_data_and_watch("/config").await?;
+//! assert_eq!(&data[..], b"v1");
+//! client.set_data("/config", b"v2", Some(stat.version)).await?;
+//! let event = watcher.await;
+//! assert_eq!(event.path, "/config");
+//!
+//! // Several writes, all or nothing.
+//! client
+//!     .multi(vec![
+//!         MultiOp::check("/config", stat.version + 1),
+//!         MultiOp::create("/config/a", b"", &CreateOptions::ephemeral()),
+//!         MultiOp::set_data("/config", b"v3", None),
+//!     ])
+//!     .await?;
+//!
+//! client.close().await;
+//! # Ok(())
+//! # }
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod builder;
+mod client;
+mod connect_string;
+mod driver;
+mod error;
+mod ops;
+mod options;
+mod packet;
+mod path;
+mod queue;
+mod session;
+mod state;
+mod watcher;
+
+pub use builder::{ClientBuilder, DEFAULT_MAX_OUTSTANDING, DEFAULT_SESSION_TIMEOUT};
+pub use client::Client;
+pub use connect_string::{ConnectString, HostPort, DEFAULT_PORT};
+pub use error::{Error, Result};
+pub use ops::{MultiOp, MultiResult, ReadOp, ReadResult};
+pub use options::{CreateOptions, MAX_TTL};
+pub use path::validate_path;
+pub use state::{SessionId, SessionState};
+pub use watcher::{OneshotWatcher, PersistentWatcher, WatchedEvent};
+
+pub use zk_protocol::{
+    perms, Acl, AddWatchMode, ClientInfo, CreateMode, ErrorCode, EventType, Id, Stat, WatcherType,
+};

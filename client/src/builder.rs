@@ -1,0 +1,216 @@
+//! Session settings and `connect`.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use tokio::sync::watch;
+use zk_protocol::DEFAULT_MAX_FRAME;
+
+use crate::client::{Client, Inner};
+use crate::connect_string::ConnectString;
+use crate::driver::{self, SessionInfo};
+use crate::error::{Error, Result};
+use crate::path::{validate_path, Chroot};
+use crate::queue::RequestQueue;
+use crate::session::{Session, SessionConfig, SET_WATCHES_MAX_BYTES};
+use crate::state::SessionState;
+
+/// Default requested session timeout.
+pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default bound on requests queued or in flight.
+pub const DEFAULT_MAX_OUTSTANDING: usize = 16 * 1024;
+
+/// Builds a [`Client`]. Obtain one with [`Client::builder`].
+#[derive(Debug, Clone)]
+pub struct ClientBuilder {
+    connect_string: String,
+    session_timeout: Duration,
+    connect_timeout: Option<Duration>,
+    attempt_timeout: Option<Duration>,
+    chroot: Option<String>,
+    read_only: bool,
+    auth: Vec<(String, Bytes)>,
+    request_timeout: Option<Duration>,
+    fail_fast: bool,
+    max_outstanding: usize,
+    max_frame: usize,
+    max_incoming_frame: usize,
+    set_watches_max_bytes: usize,
+}
+
+impl ClientBuilder {
+    pub(crate) fn new(connect_string: &str) -> ClientBuilder {
+        ClientBuilder {
+            connect_string: connect_string.to_owned(),
+            session_timeout: DEFAULT_SESSION_TIMEOUT,
+            connect_timeout: None,
+            attempt_timeout: None,
+            chroot: None,
+            read_only: false,
+            auth: Vec::new(),
+            request_timeout: None,
+            fail_fast: false,
+            max_outstanding: DEFAULT_MAX_OUTSTANDING,
+            max_frame: DEFAULT_MAX_FRAME,
+            max_incoming_frame: 4 * DEFAULT_MAX_FRAME,
+            set_watches_max_bytes: SET_WATCHES_MAX_BYTES,
+        }
+    }
+
+    /// The session timeout to ask for (default 30 s). The server clamps it to its
+    /// `[minSessionTimeout, maxSessionTimeout]`; [`Client::session_timeout`] gives the result.
+    pub fn session_timeout(mut self, timeout: Duration) -> Self {
+        self.session_timeout = timeout;
+        self
+    }
+
+    /// How long [`ClientBuilder::connect`] waits for the first session (default: the session
+    /// timeout).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = Some(timeout);
+        self
+    }
+
+    /// How long one connection attempt to one server may take, handshake included (default:
+    /// session timeout divided by the number of servers).
+    pub fn attempt_timeout(mut self, timeout: Duration) -> Self {
+        self.attempt_timeout = Some(timeout);
+        self
+    }
+
+    /// Work under this path; overrides a chroot in the connect string.
+    pub fn chroot(mut self, chroot: &str) -> Self {
+        self.chroot = Some(chroot.to_owned());
+        self
+    }
+
+    /// Accept read-only servers (default false).
+    pub fn read_only(mut self, allowed: bool) -> Self {
+        self.read_only = allowed;
+        self
+    }
+
+    /// Authenticate with `digest` `user:password` on every connection.
+    pub fn digest_auth(self, user: &str, password: &str) -> Self {
+        self.auth("digest", format!("{user}:{password}").as_bytes())
+    }
+
+    /// Authenticate with any scheme on every connection.
+    pub fn auth(mut self, scheme: &str, auth: &[u8]) -> Self {
+        self.auth
+            .push((scheme.to_owned(), Bytes::copy_from_slice(auth)));
+        self
+    }
+
+    /// A deadline for every request (default none); see [`Client::with_request_timeout`].
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = Some(timeout);
+        self
+    }
+
+    /// Fail requests made while disconnected at once with
+    /// [`Error::ConnectionLoss`] instead of holding them until the
+    /// reconnect (default false: hold them; the request deadline and session expiry still bound
+    /// the wait).
+    pub fn fail_fast(mut self, fail_fast: bool) -> Self {
+        self.fail_fast = fail_fast;
+        self
+    }
+
+    /// Requests queued or in flight at once (default 16384); calls beyond it wait.
+    pub fn max_outstanding(mut self, n: usize) -> Self {
+        self.max_outstanding = n.max(1);
+        self
+    }
+
+    /// The largest request frame sent (default 1,048,575 bytes, the server's `jute.maxbuffer`);
+    /// larger requests fail with [`Error::DataTooLarge`] before anything is sent.
+    pub fn max_frame(mut self, bytes: usize) -> Self {
+        self.max_frame = bytes;
+        self
+    }
+
+    /// Bytes of paths per `setWatches` frame when watches are restored after a reconnect.
+    #[doc(hidden)]
+    pub fn set_watches_max_bytes(mut self, bytes: usize) -> Self {
+        self.set_watches_max_bytes = bytes.max(1);
+        self
+    }
+
+    /// Starts the session task and waits until a server accepted the session.
+    ///
+    /// Fails with [`Error::Connect`] if no server answered within the connect timeout,
+    /// [`Error::AuthFailed`] if an identity was refused, or [`Error::InvalidConnectString`].
+    /// Must be called inside a tokio runtime.
+    pub async fn connect(self) -> Result<Client> {
+        let parsed = ConnectString::parse(&self.connect_string)?;
+        let chroot = match self.chroot.as_deref().or(parsed.chroot.as_deref()) {
+            Some(c) => {
+                validate_path(c)?;
+                Chroot::new(Some(c))
+            }
+            None => Chroot::new(None),
+        };
+        if self.session_timeout.is_zero() {
+            return Err(Error::InvalidArgument(
+                "session timeout must not be zero".into(),
+            ));
+        }
+        let seed = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0)
+            ^ (std::process::id() as u64) << 32;
+        let cfg = SessionConfig {
+            hosts: parsed.hosts,
+            chroot: chroot.clone(),
+            session_timeout: self.session_timeout,
+            attempt_timeout: self.attempt_timeout,
+            read_only: self.read_only,
+            fail_fast: self.fail_fast,
+            max_incoming_frame: self.max_incoming_frame,
+            set_watches_max_bytes: self.set_watches_max_bytes,
+            auth: self.auth,
+            seed,
+        };
+        let (state_tx, mut state_rx) = watch::channel(SessionState::Connecting);
+        let queue = RequestQueue::new(self.max_outstanding);
+        let info = Arc::new(SessionInfo::default());
+        let session = Session::new(cfg, state_tx, tokio::time::Instant::now().into_std());
+        driver::spawn(session, queue.clone(), info.clone());
+        let client = Client::from_inner(
+            Inner {
+                queue,
+                info,
+                state_rx: state_rx.clone(),
+                chroot,
+                max_frame: self.max_frame,
+            },
+            self.request_timeout,
+        );
+        let connect_timeout = self.connect_timeout.unwrap_or(self.session_timeout);
+        let outcome = tokio::time::timeout(connect_timeout, async {
+            let state = *state_rx
+                .wait_for(|s| s.is_connected() || s.is_terminal())
+                .await
+                .map_err(|_| Error::Closed)?;
+            match state {
+                SessionState::AuthFailed => Err(Error::AuthFailed),
+                SessionState::Expired => Err(Error::SessionExpired),
+                SessionState::Closed => Err(Error::Closed),
+                _ => Ok(()),
+            }
+        })
+        .await;
+        match outcome {
+            Ok(Ok(())) => Ok(client),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(Error::Connect(format!(
+                "no server of {:?} accepted a session within {connect_timeout:?}",
+                self.connect_string
+            ))),
+        }
+        // On failure `client` drops here, which stops the session task.
+    }
+}

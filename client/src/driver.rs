@@ -1,0 +1,192 @@
+//! The tokio task around the session machine: sockets, the clock and the request queue.
+//!
+//! It owns no protocol logic. Each turn it carries out the machine's connection actions, writes
+//! what the machine produced, and waits for the first of: bytes from the server, room to write,
+//! a finished connection attempt, new requests, or the machine's next deadline.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::BytesMut;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tracing::{debug, Instrument};
+
+use crate::connect_string::HostPort;
+use crate::queue::{Item, RequestQueue};
+use crate::session::{Action, Session};
+
+/// Session facts the handles read without asking the task.
+#[derive(Debug, Default)]
+pub(crate) struct SessionInfo {
+    pub session_id: AtomicI64,
+    pub timeout_ms: AtomicU64,
+}
+
+type ConnectFuture = Pin<Box<dyn Future<Output = io::Result<TcpStream>> + Send>>;
+
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Spawns the task; it ends once the session is terminated.
+pub(crate) fn spawn(session: Session, queue: Arc<RequestQueue>, info: Arc<SessionInfo>) {
+    let span = tracing::info_span!("zk_session", session_id = tracing::field::Empty);
+    tokio::spawn(run(session, queue, info, span.clone()).instrument(span));
+}
+
+enum Wake {
+    Read(io::Result<usize>),
+    Wrote(io::Result<usize>),
+    Connected(io::Result<TcpStream>),
+    Queue,
+    Timer,
+}
+
+async fn run(
+    mut session: Session,
+    queue: Arc<RequestQueue>,
+    info: Arc<SessionInfo>,
+    span: tracing::Span,
+) {
+    let mut reader: Option<OwnedReadHalf> = None;
+    let mut writer: Option<OwnedWriteHalf> = None;
+    let mut connecting: Option<ConnectFuture> = None;
+    let mut read_buf = BytesMut::with_capacity(READ_CHUNK);
+    let mut items = Vec::new();
+    let mut recorded_id = 0;
+
+    loop {
+        while let Some(action) = session.poll_action() {
+            reader = None;
+            writer = None;
+            connecting = None;
+            read_buf.clear();
+            if let Action::Connect(host) = action {
+                connecting = Some(Box::pin(connect(host)));
+            }
+        }
+        queue.release(session.take_completed());
+        if session.session_id() != recorded_id {
+            recorded_id = session.session_id();
+            span.record(
+                "session_id",
+                tracing::field::display(crate::state::SessionId(recorded_id)),
+            );
+            info.session_id.store(recorded_id, Ordering::Release);
+        }
+        if let Some(t) = session.negotiated_timeout() {
+            info.timeout_ms
+                .store(t.as_millis() as u64, Ordering::Release);
+        }
+        if session.is_terminated() {
+            break;
+        }
+
+        let deadline = session.next_deadline();
+        let has_output = writer.is_some() && !session.output().is_empty();
+        if read_buf.capacity() - read_buf.len() < READ_CHUNK / 4 {
+            read_buf.reserve(READ_CHUNK);
+        }
+        let wake = {
+            let out = session.output();
+            tokio::select! {
+                r = read_some(reader.as_mut(), &mut read_buf) => Wake::Read(r),
+                r = write_some(writer.as_mut(), out), if has_output => Wake::Wrote(r),
+                r = finish_connect(connecting.as_mut()) => Wake::Connected(r),
+                _ = queue.notify.notified() => Wake::Queue,
+                _ = sleep_until(deadline) => Wake::Timer,
+            }
+        };
+        let now = Instant::now();
+        match wake {
+            Wake::Read(Ok(0)) => {
+                reader = None;
+                writer = None;
+                session.on_disconnected(now, "connection closed by the server");
+            }
+            Wake::Read(Ok(_)) => session.on_bytes(&mut read_buf, now),
+            Wake::Read(Err(e)) | Wake::Wrote(Err(e)) => {
+                reader = None;
+                writer = None;
+                session.on_disconnected(now, &e.to_string());
+            }
+            Wake::Wrote(Ok(_)) => {}
+            Wake::Connected(Ok(stream)) => {
+                connecting = None;
+                let _ = stream.set_nodelay(true);
+                let (r, w) = stream.into_split();
+                reader = Some(r);
+                writer = Some(w);
+                session.on_connected(now);
+            }
+            Wake::Connected(Err(e)) => {
+                connecting = None;
+                session.on_disconnected(now, &e.to_string());
+            }
+            Wake::Queue => {}
+            Wake::Timer => session.on_timeout(now),
+        }
+        // Take new requests every turn, not only when notified: under load the queue refills
+        // while frames are being handled, and batching them into one write is what keeps
+        // pipelining cheap.
+        queue.take_all(&mut items);
+        for item in items.drain(..) {
+            match item {
+                Item::Packet(p) => session.submit(p, now),
+                Item::Close(done) => session.close(done, now),
+            }
+        }
+    }
+    debug!("session task ends");
+    // Whatever is still queued fails with the session's terminal error.
+    let err = match session.state() {
+        crate::SessionState::Expired => crate::Error::SessionExpired,
+        crate::SessionState::AuthFailed => crate::Error::AuthFailed,
+        _ => crate::Error::Closed,
+    };
+    queue.close(err);
+    queue.release(session.take_completed());
+}
+
+async fn connect(host: HostPort) -> io::Result<TcpStream> {
+    let mut last_err = io::Error::new(io::ErrorKind::NotFound, "host resolved to no address");
+    for addr in tokio::net::lookup_host(host.to_addr_string()).await? {
+        match TcpStream::connect(addr).await {
+            Ok(stream) => return Ok(stream),
+            Err(e) => last_err = e,
+        }
+    }
+    Err(last_err)
+}
+
+async fn read_some(reader: Option<&mut OwnedReadHalf>, buf: &mut BytesMut) -> io::Result<usize> {
+    match reader {
+        Some(r) => r.read_buf(buf).await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn write_some(writer: Option<&mut OwnedWriteHalf>, out: &mut BytesMut) -> io::Result<usize> {
+    match writer {
+        Some(w) => w.write_buf(out).await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn finish_connect(connecting: Option<&mut ConnectFuture>) -> io::Result<TcpStream> {
+    match connecting {
+        Some(f) => f.await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d.into()).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,57 @@
+//! getACL, setACL.
+
+use std::future::Future;
+
+use zk_protocol::{
+    Acl, Decode, GetAclRequest, GetAclResponse, Request, SetAclRequest, SetAclResponse, Stat,
+};
+
+use crate::client::Client;
+use crate::error::{Error, Result};
+
+impl Client {
+    /// The node's ACL and stat.
+    pub fn get_acl(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<Acl>, Stat)>> + Send + 'static {
+        let call = self
+            .server_path(path)
+            .and_then(|path| self.call(Request::GetAcl(GetAclRequest { path }), None));
+        async move {
+            let mut reply = call?.reply().await?;
+            let response = GetAclResponse::decode(&mut reply.body)?;
+            Ok((response.acl, response.stat))
+        }
+    }
+
+    /// Replaces the node's ACL, if `version` (the ACL version) is `None` or matches.
+    ///
+    /// Errors: [`Error::NoNode`], [`Error::BadVersion`], [`Error::NoAuth`],
+    /// [`Error::InvalidAcl`] (also before anything is sent, for an empty ACL).
+    pub fn set_acl(
+        &self,
+        path: &str,
+        acl: Vec<Acl>,
+        version: Option<i32>,
+    ) -> impl Future<Output = Result<Stat>> + Send + 'static {
+        let call = if acl.is_empty() {
+            Err(Error::InvalidAcl)
+        } else {
+            self.server_path(path).and_then(|path| {
+                self.call(
+                    Request::SetAcl(SetAclRequest {
+                        path,
+                        acl,
+                        version: version.unwrap_or(-1),
+                    }),
+                    None,
+                )
+            })
+        };
+        async move {
+            let mut reply = call?.reply().await?;
+            Ok(SetAclResponse::decode(&mut reply.body)?.stat)
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! getChildren2, getAllChildrenNumber.
+
+use std::future::Future;
+
+use tokio::sync::oneshot;
+use zk_protocol::{
+    Decode, GetAllChildrenNumberRequest, GetAllChildrenNumberResponse, GetChildren2Request,
+    GetChildren2Response, Request, Stat,
+};
+
+use crate::client::{Call, Client};
+use crate::error::Result;
+use crate::packet::WatchRegistration;
+use crate::watcher::OneshotWatcher;
+
+impl Client {
+    /// The names of the node's children (unordered) and the node's stat.
+    ///
+    /// Errors: [`Error::NoNode`](crate::Error::NoNode), [`Error::NoAuth`](crate::Error::NoAuth).
+    pub fn get_children(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<String>, Stat)>> + Send + 'static {
+        let call = self.children_call(path, None);
+        async move { children_reply(call).await }
+    }
+
+    /// Like [`Client::get_children`], and watches the child list: the watcher fires when a
+    /// child is added or removed, or the node is deleted. No watch is set if the node does not
+    /// exist.
+    pub fn get_children_and_watch(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<String>, Stat, OneshotWatcher)>> + Send + 'static {
+        let (tx, rx) = oneshot::channel();
+        let call = self.children_call(path, Some(tx));
+        let watcher = OneshotWatcher::new(rx, path.to_owned());
+        async move {
+            let (children, stat) = children_reply(call).await?;
+            Ok((children, stat, watcher))
+        }
+    }
+
+    fn children_call(
+        &self,
+        path: &str,
+        watch: Option<oneshot::Sender<crate::WatchedEvent>>,
+    ) -> Result<Call> {
+        let path = self.server_path(path)?;
+        let registration = watch.map(|tx| WatchRegistration::Child(path.clone(), tx));
+        self.call(
+            Request::GetChildren2(GetChildren2Request {
+                path,
+                watch: registration.is_some(),
+            }),
+            registration,
+        )
+    }
+
+    /// The number of all descendants of the node (not only direct children). Servers 3.6+.
+    pub fn get_all_children_number(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<i32>> + Send + 'static {
+        let call = self.server_path(path).and_then(|path| {
+            self.call(
+                Request::GetAllChildrenNumber(GetAllChildrenNumberRequest { path }),
+                None,
+            )
+        });
+        async move {
+            let mut reply = call?.reply().await?;
+            Ok(GetAllChildrenNumberResponse::decode(&mut reply.body)?.total_number)
+        }
+    }
+}
+
+async fn children_reply(call: Result<Call>) -> Result<(Vec<String>, Stat)> {
+    let mut reply = call?.reply().await?;
+    let response = GetChildren2Response::decode(&mut reply.body)?;
+    Ok((response.children, response.stat))
+}

@@ -1,0 +1,319 @@
+//! multi (atomic writes) and multiRead.
+
+use std::future::Future;
+
+use bytes::Bytes;
+use zk_protocol::{
+    CheckVersionRequest, Decode, DeleteRequest, ErrorCode, GetChildrenRequest, GetDataRequest,
+    MultiOpResult, MultiRequest, MultiResponse, Request, SetDataRequest, Stat,
+};
+
+use super::node::create_request;
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::options::CreateOptions;
+use crate::path::Chroot;
+
+/// One write of a [`Client::multi`] transaction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MultiOp {
+    /// Create a node.
+    Create {
+        /// Client path.
+        path: String,
+        /// Data.
+        data: Bytes,
+        /// Mode, ACL, TTL.
+        options: CreateOptions,
+    },
+    /// Delete a node (`version` `None` = any).
+    Delete {
+        /// Client path.
+        path: String,
+        /// Expected version.
+        version: Option<i32>,
+    },
+    /// Replace a node's data (`version` `None` = any).
+    SetData {
+        /// Client path.
+        path: String,
+        /// New data.
+        data: Bytes,
+        /// Expected version.
+        version: Option<i32>,
+    },
+    /// Require the node's data version to be `version`.
+    Check {
+        /// Client path.
+        path: String,
+        /// Required version.
+        version: i32,
+    },
+}
+
+impl MultiOp {
+    /// A create.
+    pub fn create(path: &str, data: &[u8], options: &CreateOptions) -> MultiOp {
+        MultiOp::Create {
+            path: path.to_owned(),
+            data: Bytes::copy_from_slice(data),
+            options: options.clone(),
+        }
+    }
+
+    /// A delete.
+    pub fn delete(path: &str, version: Option<i32>) -> MultiOp {
+        MultiOp::Delete {
+            path: path.to_owned(),
+            version,
+        }
+    }
+
+    /// A data write.
+    pub fn set_data(path: &str, data: &[u8], version: Option<i32>) -> MultiOp {
+        MultiOp::SetData {
+            path: path.to_owned(),
+            data: Bytes::copy_from_slice(data),
+            version,
+        }
+    }
+
+    /// A version check.
+    pub fn check(path: &str, version: i32) -> MultiOp {
+        MultiOp::Check {
+            path: path.to_owned(),
+            version,
+        }
+    }
+
+    fn to_wire(&self, chroot: &Chroot) -> Result<zk_protocol::MultiOp> {
+        use zk_protocol::MultiOp as W;
+        Ok(match self {
+            MultiOp::Create {
+                path,
+                data,
+                options,
+            } => match create_request(chroot.to_server(path)?, data, options)? {
+                Request::Create2(r) => W::Create2(r),
+                Request::CreateContainer(r) => W::CreateContainer(r),
+                Request::CreateTtl(r) => W::CreateTtl(r),
+                Request::Create(r) => W::Create(r),
+                _ => return Err(Error::InvalidArgument("not a create".into())),
+            },
+            MultiOp::Delete { path, version } => W::Delete(DeleteRequest {
+                path: chroot.to_server(path)?,
+                version: version.unwrap_or(-1),
+            }),
+            MultiOp::SetData {
+                path,
+                data,
+                version,
+            } => W::SetData(SetDataRequest {
+                path: chroot.to_server(path)?,
+                data: Some(data.clone()),
+                version: version.unwrap_or(-1),
+            }),
+            MultiOp::Check { path, version } => W::Check(CheckVersionRequest {
+                path: chroot.to_server(path)?,
+                version: *version,
+            }),
+        })
+    }
+}
+
+/// The result of one write of a successful [`Client::multi`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MultiResult {
+    /// The node was created at `path` (chroot stripped).
+    Create {
+        /// Actual path.
+        path: String,
+        /// The new node's stat.
+        stat: Stat,
+    },
+    /// The node was deleted.
+    Delete,
+    /// The data was written.
+    SetData {
+        /// The node's new stat.
+        stat: Stat,
+    },
+    /// The check passed.
+    Check,
+}
+
+/// One read of a [`Client::multi_read`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReadOp {
+    /// Read a node's data.
+    GetData(String),
+    /// List a node's children.
+    GetChildren(String),
+}
+
+impl ReadOp {
+    /// A data read.
+    pub fn get_data(path: &str) -> ReadOp {
+        ReadOp::GetData(path.to_owned())
+    }
+
+    /// A child listing.
+    pub fn get_children(path: &str) -> ReadOp {
+        ReadOp::GetChildren(path.to_owned())
+    }
+}
+
+/// The result of one read of a [`Client::multi_read`]; each read succeeds or fails alone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReadResult {
+    /// Data and stat.
+    Data {
+        /// Data (empty for null).
+        data: Bytes,
+        /// Stat.
+        stat: Stat,
+    },
+    /// Child names.
+    Children {
+        /// Bare names, unordered.
+        children: Vec<String>,
+    },
+    /// This read failed.
+    Error(Error),
+}
+
+impl Client {
+    /// Applies every write atomically, or none.
+    ///
+    /// On failure returns [`Error::MultiFailed`] with the index and code of the first failing
+    /// operation; nothing was applied. An empty list succeeds at once without a round trip.
+    pub fn multi(
+        &self,
+        ops: Vec<MultiOp>,
+    ) -> impl Future<Output = Result<Vec<MultiResult>>> + Send + 'static {
+        let chroot = self.chroot_ref().clone();
+        let call = if ops.is_empty() {
+            None
+        } else {
+            Some(
+                ops.iter()
+                    .map(|op| op.to_wire(&chroot))
+                    .collect::<Result<Vec<_>>>()
+                    .and_then(|ops| self.call(Request::Multi(MultiRequest { ops }), None)),
+            )
+        };
+        async move {
+            let Some(call) = call else {
+                return Ok(Vec::new());
+            };
+            let mut reply = call?.reply().await?;
+            let response = MultiResponse::decode(&mut reply.body)?;
+            if let Some((index, code)) = first_failure(&response) {
+                return Err(Error::MultiFailed { index, code });
+            }
+            response
+                .results
+                .into_iter()
+                .map(|r| match r {
+                    MultiOpResult::Create { path } => Ok(MultiResult::Create {
+                        path: chroot.strip(&path),
+                        stat: Stat::default(),
+                    }),
+                    MultiOpResult::Create2 { path, stat } => Ok(MultiResult::Create {
+                        path: chroot.strip(&path),
+                        stat,
+                    }),
+                    MultiOpResult::Delete => Ok(MultiResult::Delete),
+                    MultiOpResult::SetData { stat } => Ok(MultiResult::SetData { stat }),
+                    MultiOpResult::Check => Ok(MultiResult::Check),
+                    other => Err(Error::Protocol(format!(
+                        "unexpected multi result {other:?}"
+                    ))),
+                })
+                .collect()
+        }
+    }
+
+    /// Runs several reads in one round trip (servers 3.6+). Each read succeeds or fails on its
+    /// own; no watches are set.
+    pub fn multi_read(
+        &self,
+        ops: Vec<ReadOp>,
+    ) -> impl Future<Output = Result<Vec<ReadResult>>> + Send + 'static {
+        let chroot = self.chroot_ref().clone();
+        let call = if ops.is_empty() {
+            None
+        } else {
+            Some(
+                ops.iter()
+                    .map(|op| {
+                        Ok(match op {
+                            ReadOp::GetData(p) => zk_protocol::MultiOp::GetData(GetDataRequest {
+                                path: chroot.to_server(p)?,
+                                watch: false,
+                            }),
+                            ReadOp::GetChildren(p) => {
+                                zk_protocol::MultiOp::GetChildren(GetChildrenRequest {
+                                    path: chroot.to_server(p)?,
+                                    watch: false,
+                                })
+                            }
+                        })
+                    })
+                    .collect::<Result<Vec<_>>>()
+                    .and_then(|ops| self.call(Request::MultiRead(MultiRequest { ops }), None)),
+            )
+        };
+        async move {
+            let Some(call) = call else {
+                return Ok(Vec::new());
+            };
+            let mut reply = call?.reply().await?;
+            let response = MultiResponse::decode(&mut reply.body)?;
+            response
+                .results
+                .into_iter()
+                .map(|r| match r {
+                    MultiOpResult::GetData { data, stat } => Ok(ReadResult::Data {
+                        data: data.unwrap_or_default(),
+                        stat,
+                    }),
+                    MultiOpResult::GetChildren { children } => {
+                        Ok(ReadResult::Children { children })
+                    }
+                    MultiOpResult::Error { err } => Ok(ReadResult::Error(Error::from_code(err))),
+                    other => Err(Error::Protocol(format!(
+                        "unexpected multiRead result {other:?}"
+                    ))),
+                })
+                .collect()
+        }
+    }
+}
+
+/// A failed multi reports every op as an error result: OK before the failure, the real code at
+/// it, RUNTIMEINCONSISTENCY after it.
+fn first_failure(response: &MultiResponse) -> Option<(usize, ErrorCode)> {
+    response
+        .results
+        .iter()
+        .enumerate()
+        .find_map(|(i, r)| match r {
+            MultiOpResult::Error { err }
+                if *err != ErrorCode::Ok && *err != ErrorCode::RuntimeInconsistency =>
+            {
+                Some((i, *err))
+            }
+            _ => None,
+        })
+        .or_else(|| {
+            response
+                .results
+                .iter()
+                .enumerate()
+                .find_map(|(i, r)| match r {
+                    MultiOpResult::Error { err } if *err != ErrorCode::Ok => Some((i, *err)),
+                    _ => None,
+                })
+        })
+}

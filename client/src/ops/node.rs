@@ -1,0 +1,230 @@
+//! create, delete, exists, getData, setData.
+
+use std::future::Future;
+
+use bytes::Bytes;
+use tokio::sync::oneshot;
+use zk_protocol::{
+    Create2Response, CreateMode, CreateRequest, CreateTtlRequest, Decode, DeleteRequest,
+    ExistsRequest, ExistsResponse, GetDataRequest, GetDataResponse, Request, SetDataRequest,
+    SetDataResponse, Stat,
+};
+
+use crate::client::{Call, Client};
+use crate::error::{Error, Result};
+use crate::options::CreateOptions;
+use crate::packet::WatchRegistration;
+use crate::watcher::OneshotWatcher;
+
+impl Client {
+    /// Creates a node and returns its actual path (with the sequence suffix for sequential
+    /// modes, chroot stripped) and its stat.
+    ///
+    /// Errors: [`Error::NodeExists`], [`Error::NoNode`] (no parent),
+    /// [`Error::NoChildrenForEphemerals`], [`Error::InvalidAcl`], [`Error::NoAuth`],
+    /// [`Error::Unimplemented`] (TTL modes on a server without extended types), and, before
+    /// anything is sent, [`Error::InvalidPath`], [`Error::DataTooLarge`] or
+    /// [`Error::InvalidArgument`] (TTL missing or out of range).
+    pub fn create(
+        &self,
+        path: &str,
+        data: &[u8],
+        options: &CreateOptions,
+    ) -> impl Future<Output = Result<(String, Stat)>> + Send + 'static {
+        let call = self.create_call(path, data, options);
+        let chroot = self.chroot_ref().clone();
+        async move {
+            let mut reply = call?.reply().await?;
+            let response = Create2Response::decode(&mut reply.body)?;
+            Ok((chroot.strip(&response.path), response.stat))
+        }
+    }
+
+    fn create_call(&self, path: &str, data: &[u8], options: &CreateOptions) -> Result<Call> {
+        if options.mode.is_sequential() && path.len() > 1 && path.ends_with('/') {
+            return Err(Error::InvalidPath {
+                path: path.to_owned(),
+                reason: "a sequential node's path must not end with '/'",
+            });
+        }
+        let path = self.server_path(path)?;
+        let request = create_request(path, data, options)?;
+        self.call(request, None)
+    }
+
+    /// Deletes a node, if `version` is `None` or matches.
+    ///
+    /// Errors: [`Error::NoNode`], [`Error::BadVersion`], [`Error::NotEmpty`], [`Error::NoAuth`].
+    pub fn delete(
+        &self,
+        path: &str,
+        version: Option<i32>,
+    ) -> impl Future<Output = Result<()>> + Send + 'static {
+        let call = self.server_path(path).and_then(|path| {
+            self.call(
+                Request::Delete(DeleteRequest {
+                    path,
+                    version: version.unwrap_or(-1),
+                }),
+                None,
+            )
+        });
+        async move {
+            call?.reply().await?;
+            Ok(())
+        }
+    }
+
+    /// The node's stat, or `None` if it does not exist.
+    pub fn exists(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<Option<Stat>>> + Send + 'static {
+        let call = self.exists_call(path, None);
+        async move { exists_reply(call).await }
+    }
+
+    /// Like [`Client::exists`], and watches the node: the watcher fires on its creation,
+    /// deletion or data change.
+    pub fn exists_and_watch(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Option<Stat>, OneshotWatcher)>> + Send + 'static {
+        let (tx, rx) = oneshot::channel();
+        let call = self.exists_call(path, Some(tx));
+        let watcher = OneshotWatcher::new(rx, path.to_owned());
+        async move { Ok((exists_reply(call).await?, watcher)) }
+    }
+
+    fn exists_call(
+        &self,
+        path: &str,
+        watch: Option<oneshot::Sender<crate::WatchedEvent>>,
+    ) -> Result<Call> {
+        let path = self.server_path(path)?;
+        let registration = watch.map(|tx| WatchRegistration::Exists(path.clone(), tx));
+        self.call(
+            Request::Exists(ExistsRequest {
+                path,
+                watch: registration.is_some(),
+            }),
+            registration,
+        )
+    }
+
+    /// The node's data and stat.
+    ///
+    /// Errors: [`Error::NoNode`], [`Error::NoAuth`].
+    pub fn get_data(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Bytes, Stat)>> + Send + 'static {
+        let call = self.get_data_call(path, None);
+        async move { get_data_reply(call).await }
+    }
+
+    /// Like [`Client::get_data`], and watches the node: the watcher fires on its next data
+    /// change or deletion. No watch is set if the node does not exist.
+    pub fn get_data_and_watch(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Bytes, Stat, OneshotWatcher)>> + Send + 'static {
+        let (tx, rx) = oneshot::channel();
+        let call = self.get_data_call(path, Some(tx));
+        let watcher = OneshotWatcher::new(rx, path.to_owned());
+        async move {
+            let (data, stat) = get_data_reply(call).await?;
+            Ok((data, stat, watcher))
+        }
+    }
+
+    fn get_data_call(
+        &self,
+        path: &str,
+        watch: Option<oneshot::Sender<crate::WatchedEvent>>,
+    ) -> Result<Call> {
+        let path = self.server_path(path)?;
+        let registration = watch.map(|tx| WatchRegistration::Data(path.clone(), tx));
+        self.call(
+            Request::GetData(GetDataRequest {
+                path,
+                watch: registration.is_some(),
+            }),
+            registration,
+        )
+    }
+
+    /// Replaces the node's data, if `version` is `None` or matches; returns the new stat.
+    ///
+    /// Errors: [`Error::NoNode`], [`Error::BadVersion`], [`Error::NoAuth`], and
+    /// [`Error::DataTooLarge`] before anything is sent.
+    pub fn set_data(
+        &self,
+        path: &str,
+        data: &[u8],
+        version: Option<i32>,
+    ) -> impl Future<Output = Result<Stat>> + Send + 'static {
+        let call = self.server_path(path).and_then(|path| {
+            self.call(
+                Request::SetData(SetDataRequest {
+                    path,
+                    data: Some(Bytes::copy_from_slice(data)),
+                    version: version.unwrap_or(-1),
+                }),
+                None,
+            )
+        });
+        async move {
+            let mut reply = call?.reply().await?;
+            Ok(SetDataResponse::decode(&mut reply.body)?.stat)
+        }
+    }
+}
+
+/// The create request for a server path: the opcode follows the mode (create2 for the plain
+/// modes so that the stat comes back, createContainer, createTTL).
+pub(crate) fn create_request(
+    path: String,
+    data: &[u8],
+    options: &CreateOptions,
+) -> Result<Request> {
+    let ttl = options.validate()?;
+    let data = Some(Bytes::copy_from_slice(data));
+    let acl = options.acl.clone();
+    let flags = options.mode.flags();
+    Ok(match (options.mode, ttl) {
+        (_, Some(ttl)) => Request::CreateTtl(CreateTtlRequest {
+            path,
+            data,
+            acl,
+            flags,
+            ttl,
+        }),
+        (CreateMode::Container, None) => Request::CreateContainer(CreateRequest {
+            path,
+            data,
+            acl,
+            flags,
+        }),
+        _ => Request::Create2(CreateRequest {
+            path,
+            data,
+            acl,
+            flags,
+        }),
+    })
+}
+
+async fn exists_reply(call: Result<Call>) -> Result<Option<Stat>> {
+    match call?.reply().await {
+        Ok(mut reply) => Ok(Some(ExistsResponse::decode(&mut reply.body)?.stat)),
+        Err(Error::NoNode) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+async fn get_data_reply(call: Result<Call>) -> Result<(Bytes, Stat)> {
+    let mut reply = call?.reply().await?;
+    let response = GetDataResponse::decode(&mut reply.body)?;
+    Ok((response.data.unwrap_or_default(), response.stat))
+}

@@ -1,0 +1,107 @@
+//! sync, auth, whoAmI, getEphemerals.
+
+use std::future::Future;
+
+use bytes::Bytes;
+use zk_protocol::{
+    xid, AuthPacket, ClientInfo, Decode, GetEphemeralsRequest, GetEphemeralsResponse, Request,
+    SyncRequest, WhoAmIResponse,
+};
+
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::packet::PacketKind;
+
+impl Client {
+    /// Waits until the server this client is connected to has caught up with the leader for
+    /// `path`, so that a following read sees every write committed before the sync.
+    pub fn sync(&self, path: &str) -> impl Future<Output = Result<()>> + Send + 'static {
+        let call = self
+            .server_path(path)
+            .and_then(|path| self.call(Request::Sync(SyncRequest { path }), None));
+        async move {
+            call?.reply().await?;
+            Ok(())
+        }
+    }
+
+    /// Adds an identity to the session (for example `("digest", b"user:password")`). It is
+    /// replayed after every reconnect once accepted.
+    ///
+    /// A refused identity fails with [`Error::AuthFailed`] and ends the session (the server
+    /// closes the connection).
+    pub fn add_auth(
+        &self,
+        scheme: &str,
+        auth: &[u8],
+    ) -> impl Future<Output = Result<()>> + Send + 'static {
+        let auth = Bytes::copy_from_slice(auth);
+        let call = if scheme.is_empty() {
+            Err(Error::InvalidArgument("auth scheme is empty".into()))
+        } else {
+            self.call_kind(
+                Request::Auth(AuthPacket {
+                    auth_type: 0,
+                    scheme: scheme.to_owned(),
+                    auth: auth.clone(),
+                }),
+                None,
+                PacketKind::Auth {
+                    scheme: scheme.to_owned(),
+                    auth,
+                },
+                xid::AUTH,
+            )
+        };
+        async move {
+            call?.reply().await?;
+            Ok(())
+        }
+    }
+
+    /// The identities the server associates with this session (servers 3.7+; older servers
+    /// answer [`Error::Unimplemented`] and drop the connection, which the client re-opens).
+    pub fn who_am_i(&self) -> impl Future<Output = Result<Vec<ClientInfo>>> + Send + 'static {
+        let call = self.call(Request::WhoAmI, None);
+        async move {
+            let mut reply = call?.reply().await?;
+            Ok(WhoAmIResponse::decode(&mut reply.body)?.client_info)
+        }
+    }
+
+    /// The paths of this session's ephemeral nodes whose path starts with `prefix` (a string
+    /// prefix under the chroot; `/` for all). Paths come back with the chroot stripped; nodes
+    /// outside the chroot are left out. Servers 3.6+.
+    pub fn get_ephemerals(
+        &self,
+        prefix: &str,
+    ) -> impl Future<Output = Result<Vec<String>>> + Send + 'static {
+        let chroot = self.chroot_ref().clone();
+        let call = if !prefix.starts_with('/') || prefix.contains('\0') {
+            Err(Error::InvalidPath {
+                path: prefix.to_owned(),
+                reason: "prefix must start with '/' and contain no NUL",
+            })
+        } else {
+            let server_prefix = match chroot.as_str() {
+                Some(root) => format!("{root}{prefix}"),
+                None => prefix.to_owned(),
+            };
+            self.call(
+                Request::GetEphemerals(GetEphemeralsRequest {
+                    prefix_path: server_prefix,
+                }),
+                None,
+            )
+        };
+        async move {
+            let mut reply = call?.reply().await?;
+            let response = GetEphemeralsResponse::decode(&mut reply.body)?;
+            Ok(response
+                .ephemerals
+                .iter()
+                .filter_map(|p| chroot.strip_ref(p).map(str::to_owned))
+                .collect())
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! Options of `create`.
+
+use std::time::Duration;
+
+use zk_protocol::{Acl, CreateMode};
+
+use crate::error::{Error, Result};
+
+/// Largest TTL servers accept (2^40 − 1 ms).
+pub const MAX_TTL: Duration = Duration::from_millis((1 << 40) - 1);
+
+/// How to create a node: mode, ACL and (for TTL modes) the TTL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CreateOptions {
+    /// The node's kind.
+    pub mode: CreateMode,
+    /// The node's ACL (default: open to everyone).
+    pub acl: Vec<Acl>,
+    /// Time to live, required for the TTL modes and refused for the others.
+    pub ttl: Option<Duration>,
+}
+
+impl CreateOptions {
+    /// Options for `mode` with an open ACL.
+    pub fn new(mode: CreateMode) -> CreateOptions {
+        CreateOptions {
+            mode,
+            acl: Acl::open_unsafe(),
+            ttl: None,
+        }
+    }
+
+    /// A persistent node.
+    pub fn persistent() -> CreateOptions {
+        CreateOptions::new(CreateMode::Persistent)
+    }
+
+    /// An ephemeral node.
+    pub fn ephemeral() -> CreateOptions {
+        CreateOptions::new(CreateMode::Ephemeral)
+    }
+
+    /// A persistent node with a sequence suffix.
+    pub fn persistent_sequential() -> CreateOptions {
+        CreateOptions::new(CreateMode::PersistentSequential)
+    }
+
+    /// An ephemeral node with a sequence suffix.
+    pub fn ephemeral_sequential() -> CreateOptions {
+        CreateOptions::new(CreateMode::EphemeralSequential)
+    }
+
+    /// A container node (removed by the server once its last child is gone).
+    pub fn container() -> CreateOptions {
+        CreateOptions::new(CreateMode::Container)
+    }
+
+    /// A persistent node removed after `ttl` without changes or children (the server needs
+    /// `zookeeper.extendedTypesEnabled=true`, else [`Error::Unimplemented`]).
+    pub fn with_ttl(ttl: Duration) -> CreateOptions {
+        CreateOptions::new(CreateMode::PersistentWithTtl).ttl(ttl)
+    }
+
+    /// Sets the ACL.
+    pub fn acl(mut self, acl: Vec<Acl>) -> CreateOptions {
+        self.acl = acl;
+        self
+    }
+
+    /// Sets the TTL (TTL modes only).
+    pub fn ttl(mut self, ttl: Duration) -> CreateOptions {
+        self.ttl = Some(ttl);
+        self
+    }
+
+    /// Checks what the server would reject, so that it is never sent. Returns the TTL in ms
+    /// for TTL modes.
+    pub(crate) fn validate(&self) -> Result<Option<i64>> {
+        if self.acl.is_empty() {
+            return Err(Error::InvalidAcl);
+        }
+        match (self.mode.is_ttl(), self.ttl) {
+            (true, Some(ttl)) => {
+                if ttl.is_zero() || ttl > MAX_TTL || ttl.as_millis() == 0 {
+                    return Err(Error::InvalidArgument(format!(
+                        "TTL {ttl:?} outside 1 ms ..= {MAX_TTL:?}"
+                    )));
+                }
+                Ok(Some(ttl.as_millis() as i64))
+            }
+            (true, None) => Err(Error::InvalidArgument(format!(
+                "mode {:?} needs a TTL",
+                self.mode
+            ))),
+            (false, Some(_)) => Err(Error::InvalidArgument(format!(
+                "mode {:?} takes no TTL",
+                self.mode
+            ))),
+            (false, None) => Ok(None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ttl_rules() {
+        assert_eq!(
+            CreateOptions::with_ttl(Duration::from_secs(1)).validate(),
+            Ok(Some(1000))
+        );
+        assert!(CreateOptions::new(CreateMode::PersistentWithTtl)
+            .validate()
+            .is_err());
+        assert!(CreateOptions::persistent()
+            .ttl(Duration::from_secs(1))
+            .validate()
+            .is_err());
+        assert!(CreateOptions::with_ttl(Duration::ZERO).validate().is_err());
+        assert!(CreateOptions::with_ttl(Duration::from_micros(10))
+            .validate()
+            .is_err());
+        assert!(CreateOptions::with_ttl(MAX_TTL + Duration::from_millis(1))
+            .validate()
+            .is_err());
+        assert_eq!(
+            CreateOptions::persistent().acl(vec![]).validate(),
+            Err(Error::InvalidAcl)
+        );
+    }
+}

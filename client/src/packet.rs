@@ -1,0 +1,87 @@
+//! A request on its way from a `Client` handle to the server, and what comes back.
+
+use bytes::{Bytes, BytesMut};
+use tokio::sync::{mpsc, oneshot};
+use zk_protocol::{encode_request_frame, Encode, OpCode, Request, WatcherType};
+
+use crate::error::{Error, Result};
+use crate::watcher::WatchedEvent;
+
+/// The body of a successful reply (`err == 0`), still encoded: the caller decodes it in its own
+/// task, so the session loop only routes bytes.
+#[derive(Debug)]
+pub(crate) struct RawReply {
+    /// The reply header's zxid.
+    #[allow(dead_code)]
+    pub zxid: i64,
+    /// The response record, a slice of the received frame.
+    pub body: Bytes,
+}
+
+pub(crate) type ReplyTx = oneshot::Sender<Result<RawReply>>;
+pub(crate) type ReplyRx = oneshot::Receiver<Result<RawReply>>;
+
+/// A watch to set on the client side when the reply says the server set it.
+#[derive(Debug)]
+pub(crate) enum WatchRegistration {
+    /// `getData`: a data watch, set on success.
+    Data(String, oneshot::Sender<WatchedEvent>),
+    /// `exists`: a data watch on success, an exist watch on `NONODE`.
+    Exists(String, oneshot::Sender<WatchedEvent>),
+    /// `getChildren`: a child watch, set on success.
+    Child(String, oneshot::Sender<WatchedEvent>),
+    /// `addWatch`: a persistent or persistent-recursive watch, set on success.
+    Persistent {
+        path: String,
+        recursive: bool,
+        tx: mpsc::UnboundedSender<WatchedEvent>,
+    },
+    /// `removeWatches`: on success, drop the client-side watchers of that type.
+    Remove(String, WatcherType),
+}
+
+/// What the session must do besides routing the reply.
+#[derive(Debug)]
+pub(crate) enum PacketKind {
+    /// An ordinary request, answered in order.
+    Request,
+    /// An `auth` packet (xid −4, answered out of order); on success the identity is replayed
+    /// after every reconnect.
+    Auth { scheme: String, auth: Bytes },
+}
+
+/// An encoded request, its reply channel and its side effects.
+#[derive(Debug)]
+pub(crate) struct Packet {
+    /// The whole frame, length prefix included; the xid at bytes 4..8 is set when it is sent.
+    pub frame: Bytes,
+    pub opcode: OpCode,
+    pub kind: PacketKind,
+    pub watch: Option<WatchRegistration>,
+    pub reply: ReplyTx,
+}
+
+impl Packet {
+    /// Encodes a request with a placeholder `xid` (ordinary requests get theirs when sent;
+    /// `auth` keeps −4). Fails with `DataTooLarge` when the frame payload would exceed
+    /// `max_frame`, so that an oversized request never reaches the server (which would drop the
+    /// connection without a reply).
+    pub fn encode(request: &Request, xid: i32, max_frame: usize) -> Result<(BytesMut, OpCode)> {
+        let opcode = request.opcode();
+        let payload = 8 + request.encoded_len();
+        if payload > max_frame {
+            return Err(Error::DataTooLarge {
+                size: payload,
+                max: max_frame,
+            });
+        }
+        let mut buf = BytesMut::with_capacity(4 + payload);
+        encode_request_frame(&mut buf, xid, request);
+        Ok((buf, opcode))
+    }
+
+    /// Fails the request.
+    pub fn fail(self, err: Error) {
+        let _ = self.reply.send(Err(err));
+    }
+}

@@ -1,0 +1,182 @@
+//! Path validation and the chroot prefix, applied on the client before anything is sent.
+
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+
+/// Checks a client path the way servers do (`PathUtils.validatePath`), so that a bad path gets a
+/// typed error naming the problem instead of a round trip and `BADARGUMENTS`.
+pub fn validate_path(path: &str) -> Result<()> {
+    let fail = |reason: &'static str| {
+        Err(Error::InvalidPath {
+            path: path.to_owned(),
+            reason,
+        })
+    };
+    if path.is_empty() {
+        return fail("path is empty");
+    }
+    if !path.starts_with('/') {
+        return fail("path must start with '/'");
+    }
+    if path.len() == 1 {
+        return Ok(());
+    }
+    if path.ends_with('/') {
+        return fail("path must not end with '/'");
+    }
+    for segment in path[1..].split('/') {
+        match segment {
+            "" => return fail("path has an empty segment"),
+            "." | ".." => return fail("relative segments '.' and '..' are not allowed"),
+            _ => {}
+        }
+    }
+    for c in path.chars() {
+        if c == '\0' {
+            return fail("path contains NUL");
+        }
+        if is_forbidden_char(c) {
+            return fail("path contains a character ZooKeeper does not allow");
+        }
+    }
+    Ok(())
+}
+
+/// The characters servers reject in paths: controls, the surrogate/private-use range, the
+/// specials block and (since the server counts UTF-16 units) anything outside the BMP.
+fn is_forbidden_char(c: char) -> bool {
+    let c = c as u32;
+    (0x01..=0x1f).contains(&c)
+        || (0x7f..=0x9f).contains(&c)
+        || (0xd800..=0xf8ff).contains(&c)
+        || (0xfff0..=0xffff).contains(&c)
+        || c > 0xffff
+}
+
+/// The chroot of a client: prefixed to every outgoing path, stripped from every incoming one.
+#[derive(Clone, Debug, Default)]
+pub struct Chroot(Option<Arc<str>>);
+
+impl Chroot {
+    /// A chroot from a validated path; `None` or `/` mean no chroot.
+    pub fn new(root: Option<&str>) -> Chroot {
+        match root {
+            None | Some("/") => Chroot(None),
+            Some(r) => Chroot(Some(Arc::from(r))),
+        }
+    }
+
+    /// The chroot path, if any.
+    pub fn as_str(&self) -> Option<&str> {
+        self.0.as_deref()
+    }
+
+    /// Validates a client path and turns it into the server path.
+    pub fn to_server(&self, path: &str) -> Result<String> {
+        validate_path(path)?;
+        Ok(self.prefix(path))
+    }
+
+    /// Turns an already valid client path into the server path.
+    pub fn prefix(&self, path: &str) -> String {
+        match &self.0 {
+            None => path.to_owned(),
+            Some(root) if path == "/" => root.to_string(),
+            Some(root) => {
+                let mut s = String::with_capacity(root.len() + path.len());
+                s.push_str(root);
+                s.push_str(path);
+                s
+            }
+        }
+    }
+
+    /// Turns a server path into the client path. Paths outside the chroot pass unchanged.
+    pub fn strip(&self, server_path: &str) -> String {
+        match self.strip_ref(server_path) {
+            Some(p) => p.to_owned(),
+            None => server_path.to_owned(),
+        }
+    }
+
+    /// Like [`Chroot::strip`] without allocating; `None` means "outside the chroot".
+    pub fn strip_ref<'a>(&self, server_path: &'a str) -> Option<&'a str> {
+        match &self.0 {
+            None => Some(server_path),
+            Some(root) => {
+                let rest = server_path.strip_prefix(&**root)?;
+                if rest.is_empty() {
+                    Some("/")
+                } else if rest.starts_with('/') {
+                    Some(rest)
+                } else {
+                    None
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reason(path: &str) -> &'static str {
+        match validate_path(path) {
+            Err(Error::InvalidPath { reason, .. }) => reason,
+            other => panic!("{path:?}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn valid_paths() {
+        for p in ["/", "/a", "/a/b", "/a.b/..c/x.", "/é/ü", "/zookeeper"] {
+            validate_path(p).unwrap();
+        }
+    }
+
+    #[test]
+    fn invalid_paths_say_why() {
+        assert_eq!(reason(""), "path is empty");
+        assert_eq!(reason("a"), "path must start with '/'");
+        assert_eq!(reason("/a/"), "path must not end with '/'");
+        assert_eq!(reason("/a//b"), "path has an empty segment");
+        assert_eq!(
+            reason("/a/./b"),
+            "relative segments '.' and '..' are not allowed"
+        );
+        assert_eq!(
+            reason("/a/.."),
+            "relative segments '.' and '..' are not allowed"
+        );
+        assert_eq!(reason("/a\0b"), "path contains NUL");
+        assert_eq!(
+            reason("/a\u{1}"),
+            "path contains a character ZooKeeper does not allow"
+        );
+        assert_eq!(
+            reason("/\u{1F600}"),
+            "path contains a character ZooKeeper does not allow"
+        );
+        assert_eq!(
+            reason("/\u{e000}"),
+            "path contains a character ZooKeeper does not allow"
+        );
+    }
+
+    #[test]
+    fn chroot_prefix_and_strip() {
+        let c = Chroot::new(Some("/app"));
+        assert_eq!(c.prefix("/"), "/app");
+        assert_eq!(c.prefix("/x/y"), "/app/x/y");
+        assert_eq!(c.strip("/app"), "/");
+        assert_eq!(c.strip("/app/x"), "/x");
+        assert_eq!(c.strip("/apple"), "/apple");
+        assert_eq!(c.strip("/other"), "/other");
+        let none = Chroot::new(None);
+        assert_eq!(none.prefix("/x"), "/x");
+        assert_eq!(none.strip("/x"), "/x");
+        assert!(Chroot::new(Some("/")).as_str().is_none());
+    }
+}

@@ -1,0 +1,344 @@
+//! The bounded hand-off from `Client` handles to the session task.
+//!
+//! Requests must leave in the order the methods were called, even when the queue is full, and a
+//! flood of calls must wait rather than pile up. Each call therefore takes a ticket at call time;
+//! tickets are admitted strictly in order while fewer than `limit` requests are outstanding
+//! (queued here or in flight on the connection). A call that finds the queue full keeps its
+//! encoded request inside its own future until its ticket comes up. Capacity is returned when a
+//! request completes, so `limit` bounds the memory held for requests.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+
+use tokio::sync::{oneshot, Notify};
+
+use crate::error::Error;
+use crate::packet::Packet;
+
+/// What the session task takes from the queue.
+#[derive(Debug)]
+pub(crate) enum Item {
+    Packet(Packet),
+    /// Close the session; the sender (if any) is told when it is done.
+    Close(Option<oneshot::Sender<()>>),
+}
+
+#[derive(Debug)]
+struct Inner {
+    items: Vec<Item>,
+    /// Admitted requests not yet completed (queued here or in flight).
+    outstanding: usize,
+    limit: usize,
+    next_ticket: u64,
+    next_admit: u64,
+    /// Tickets whose future was dropped before admission: skipped.
+    abandoned: BTreeSet<u64>,
+    waiters: BTreeMap<u64, Waker>,
+    /// Set once the session has ended: every later request fails with this.
+    closed: Option<Error>,
+}
+
+/// Shared between the handles and the session task.
+#[derive(Debug)]
+pub(crate) struct RequestQueue {
+    inner: Mutex<Inner>,
+    /// Wakes the session task when `items` becomes non-empty.
+    pub notify: Notify,
+}
+
+/// The outcome of [`RequestQueue::submit`].
+pub(crate) enum Admission {
+    Admitted,
+    /// The queue was full: wait with [`Admit`].
+    Wait(Admit),
+}
+
+impl RequestQueue {
+    pub fn new(limit: usize) -> Arc<RequestQueue> {
+        Arc::new(RequestQueue {
+            inner: Mutex::new(Inner {
+                items: Vec::new(),
+                outstanding: 0,
+                limit: limit.max(1),
+                next_ticket: 0,
+                next_admit: 0,
+                abandoned: BTreeSet::new(),
+                waiters: BTreeMap::new(),
+                closed: None,
+            }),
+            notify: Notify::new(),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding this lock cannot leave it inconsistent in a way that matters
+        // more than refusing all further work would.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues a request at call time, or hands back a ticket to wait with.
+    pub fn submit(self: &Arc<Self>, packet: Packet) -> Admission {
+        let mut inner = self.lock();
+        if let Some(err) = &inner.closed {
+            let err = err.clone();
+            drop(inner);
+            packet.fail(err);
+            return Admission::Admitted;
+        }
+        let ticket = inner.next_ticket;
+        inner.next_ticket += 1;
+        if ticket == inner.next_admit && inner.outstanding < inner.limit {
+            inner.next_admit += 1;
+            self.admit(&mut inner, packet);
+            return Admission::Admitted;
+        }
+        Admission::Wait(Admit {
+            queue: self.clone(),
+            ticket,
+            packet: Some(packet),
+        })
+    }
+
+    fn admit(&self, inner: &mut Inner, packet: Packet) {
+        inner.outstanding += 1;
+        let was_empty = inner.items.is_empty();
+        inner.items.push(Item::Packet(packet));
+        if was_empty {
+            self.notify.notify_one();
+        }
+    }
+
+    /// Queues a close request; it is not subject to the limit.
+    pub fn push_close(&self, done: Option<oneshot::Sender<()>>) {
+        let mut inner = self.lock();
+        if inner.closed.is_some() {
+            if let Some(done) = done {
+                let _ = done.send(());
+            }
+            return;
+        }
+        let was_empty = inner.items.is_empty();
+        inner.items.push(Item::Close(done));
+        if was_empty {
+            self.notify.notify_one();
+        }
+    }
+
+    /// Moves every queued item into `out` (session task).
+    pub fn take_all(&self, out: &mut Vec<Item>) {
+        let mut inner = self.lock();
+        if out.is_empty() {
+            std::mem::swap(&mut inner.items, out);
+        } else {
+            out.append(&mut inner.items);
+        }
+    }
+
+    /// Returns capacity for `n` completed requests (session task).
+    pub fn release(&self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        let mut inner = self.lock();
+        inner.outstanding = inner.outstanding.saturating_sub(n);
+        inner.wake_next();
+    }
+
+    /// Ends the queue: queued and waiting requests fail with `err`, and so does every later one.
+    pub fn close(&self, err: Error) {
+        let mut inner = self.lock();
+        inner.closed = Some(err.clone());
+        let items = std::mem::take(&mut inner.items);
+        let waiters = std::mem::take(&mut inner.waiters);
+        drop(inner);
+        for item in items {
+            match item {
+                Item::Packet(p) => p.fail(err.clone()),
+                Item::Close(Some(done)) => {
+                    let _ = done.send(());
+                }
+                Item::Close(None) => {}
+            }
+        }
+        for (_, w) in waiters {
+            w.wake();
+        }
+    }
+
+    #[cfg(test)]
+    pub fn outstanding(&self) -> usize {
+        self.lock().outstanding
+    }
+}
+
+impl Inner {
+    /// Skips abandoned tickets and wakes the one whose turn it is, if there is room.
+    fn wake_next(&mut self) {
+        while self.abandoned.remove(&self.next_admit) {
+            self.next_admit += 1;
+        }
+        if self.outstanding < self.limit {
+            if let Some(w) = self.waiters.remove(&self.next_admit) {
+                w.wake();
+            }
+        }
+    }
+}
+
+/// Waits for a ticket's turn, then queues its request.
+pub(crate) struct Admit {
+    queue: Arc<RequestQueue>,
+    ticket: u64,
+    packet: Option<Packet>,
+}
+
+impl Future for Admit {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = &mut *self;
+        let Some(packet) = this.packet.take() else {
+            return Poll::Ready(());
+        };
+        let mut inner = this.queue.lock();
+        if let Some(err) = &inner.closed {
+            let err = err.clone();
+            drop(inner);
+            packet.fail(err);
+            return Poll::Ready(());
+        }
+        if this.ticket == inner.next_admit && inner.outstanding < inner.limit {
+            inner.next_admit += 1;
+            this.queue.admit(&mut inner, packet);
+            inner.wake_next();
+            return Poll::Ready(());
+        }
+        inner.waiters.insert(this.ticket, cx.waker().clone());
+        drop(inner);
+        this.packet = Some(packet);
+        Poll::Pending
+    }
+}
+
+impl Drop for Admit {
+    fn drop(&mut self) {
+        if self.packet.is_some() {
+            let mut inner = self.queue.lock();
+            inner.waiters.remove(&self.ticket);
+            inner.abandoned.insert(self.ticket);
+            inner.wake_next();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::{PacketKind, ReplyRx};
+    use bytes::Bytes;
+    use std::task::Wake;
+    use zk_protocol::OpCode;
+
+    fn packet(tag: u8) -> (Packet, ReplyRx) {
+        let (tx, rx) = oneshot::channel();
+        let p = Packet {
+            frame: Bytes::from(vec![tag]),
+            opcode: OpCode::GetData,
+            kind: PacketKind::Request,
+            watch: None,
+            reply: tx,
+        };
+        (p, rx)
+    }
+
+    struct NoopWake;
+    impl Wake for NoopWake {
+        fn wake(self: Arc<Self>) {}
+    }
+
+    fn poll(admit: &mut Admit) -> Poll<()> {
+        let waker = Waker::from(Arc::new(NoopWake));
+        Pin::new(admit).poll(&mut Context::from_waker(&waker))
+    }
+
+    fn tags(q: &RequestQueue) -> Vec<u8> {
+        let mut items = Vec::new();
+        q.take_all(&mut items);
+        items
+            .into_iter()
+            .map(|i| match i {
+                Item::Packet(p) => p.frame[0],
+                Item::Close(_) => 0,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn full_queue_keeps_call_order() {
+        let q = RequestQueue::new(2);
+        let mut rxs = Vec::new();
+        for t in 1..=2 {
+            let (p, rx) = packet(t);
+            rxs.push(rx);
+            assert!(matches!(q.submit(p), Admission::Admitted));
+        }
+        let (p3, _r3) = packet(3);
+        let Admission::Wait(mut a3) = q.submit(p3) else {
+            panic!("3 admitted over the limit")
+        };
+        assert_eq!(tags(&q), vec![1, 2]);
+        // Capacity frees up before call 3's future is polled; call 4 must still queue behind 3.
+        q.release(1);
+        let (p4, _r4) = packet(4);
+        let Admission::Wait(mut a4) = q.submit(p4) else {
+            panic!("4 overtook 3")
+        };
+        assert!(poll(&mut a4).is_pending());
+        assert!(poll(&mut a3).is_ready());
+        assert!(poll(&mut a4).is_pending(), "limit reached again");
+        q.release(1);
+        assert!(poll(&mut a4).is_ready());
+        assert_eq!(tags(&q), vec![3, 4]);
+        assert_eq!(q.outstanding(), 2);
+    }
+
+    #[test]
+    fn abandoned_ticket_does_not_block_the_next() {
+        let q = RequestQueue::new(1);
+        let (p1, _r1) = packet(1);
+        assert!(matches!(q.submit(p1), Admission::Admitted));
+        let (p2, _r2) = packet(2);
+        let Admission::Wait(a2) = q.submit(p2) else {
+            panic!()
+        };
+        let (p3, _r3) = packet(3);
+        let Admission::Wait(mut a3) = q.submit(p3) else {
+            panic!()
+        };
+        drop(a2);
+        q.release(1);
+        assert!(poll(&mut a3).is_ready());
+        assert_eq!(tags(&q), vec![1, 3]);
+    }
+
+    #[test]
+    fn close_fails_queued_waiting_and_later_requests() {
+        let q = RequestQueue::new(1);
+        let (p1, mut r1) = packet(1);
+        assert!(matches!(q.submit(p1), Admission::Admitted));
+        let (p2, mut r2) = packet(2);
+        let Admission::Wait(mut a2) = q.submit(p2) else {
+            panic!()
+        };
+        q.close(Error::SessionExpired);
+        assert_eq!(r1.try_recv().unwrap().unwrap_err(), Error::SessionExpired);
+        assert!(poll(&mut a2).is_ready());
+        assert_eq!(r2.try_recv().unwrap().unwrap_err(), Error::SessionExpired);
+        let (p3, mut r3) = packet(3);
+        assert!(matches!(q.submit(p3), Admission::Admitted));
+        assert_eq!(r3.try_recv().unwrap().unwrap_err(), Error::SessionExpired);
+    }
+}

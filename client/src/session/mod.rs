@@ -1,0 +1,755 @@
+//! The session as a state machine, with no sockets and no clock inside.
+//!
+//! The driver feeds it what happens (a connection is up, bytes arrived, the connection died,
+//! a deadline passed, a request was made) together with the current `Instant`, and takes from
+//! it bytes to write ([`Session::output`]), connection actions ([`Session::poll_action`]) and
+//! the next deadline ([`Session::next_deadline`]). Replies, watch events and state changes leave
+//! through channels the machine completes synchronously, in the order frames arrived: an event
+//! is always delivered before the reply that follows it on the wire.
+//!
+//! Timing follows the reference client, with `T` the negotiated session timeout:
+//! a ping after `T/3` without sending, the connection declared dead after `2T/3` without
+//! receiving, `T / hosts` for one connection attempt, and the session declared expired locally
+//! once `T` has passed since the last frame from any server.
+
+mod handshake;
+pub(crate) mod hosts;
+mod pending;
+pub(crate) mod watches;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, Bytes, BytesMut};
+use tokio::sync::{oneshot, watch};
+use tracing::{debug, info, trace, warn};
+use zk_protocol::{
+    encode_request_frame, xid, Decode, ErrorCode, ReplyHeader, Request, WatcherEvent,
+};
+
+use crate::connect_string::HostPort;
+use crate::error::Error;
+use crate::packet::{Packet, PacketKind, RawReply, WatchRegistration};
+use crate::path::Chroot;
+use crate::state::SessionState;
+
+use hosts::{HostRing, Rng};
+use pending::{Pending, PendingAuth, PendingQueue, Unsent};
+use watches::WatchRegistry;
+
+/// Bytes of paths per `setWatches` frame (the reference client's choice), far below the
+/// server's 1 MiB frame limit.
+pub(crate) const SET_WATCHES_MAX_BYTES: usize = 128 * 1024;
+
+/// Shortest time given to one connection attempt.
+const MIN_ATTEMPT_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// Everything the machine needs to know up front.
+#[derive(Debug, Clone)]
+pub(crate) struct SessionConfig {
+    pub hosts: Vec<HostPort>,
+    pub chroot: Chroot,
+    /// Requested session timeout.
+    pub session_timeout: Duration,
+    /// Per-attempt connect timeout; `None` means `T / hosts`.
+    pub attempt_timeout: Option<Duration>,
+    /// Accept read-only servers.
+    pub read_only: bool,
+    /// Fail requests made while disconnected at once instead of holding them for the reconnect.
+    pub fail_fast: bool,
+    /// Largest frame payload accepted from the server.
+    pub max_incoming_frame: usize,
+    /// Bytes of paths per `setWatches` frame.
+    pub set_watches_max_bytes: usize,
+    /// Identities to authenticate with on every connection (`digest` and the like).
+    pub auth: Vec<(String, Bytes)>,
+    /// Seed for host shuffling and backoff jitter.
+    pub seed: u64,
+}
+
+/// What the driver must do with the connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Action {
+    /// Drop the current connection (if any) and open one to this server.
+    Connect(HostPort),
+    /// Drop the current connection (if any).
+    Disconnect,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Waiting before the next attempt.
+    Backoff {
+        until: Instant,
+    },
+    /// The driver is opening a TCP connection.
+    Connecting {
+        deadline: Instant,
+    },
+    /// `ConnectRequest` sent, waiting for `ConnectResponse`.
+    Handshaking {
+        deadline: Instant,
+    },
+    Connected,
+    /// `closeSession` sent, waiting for its reply.
+    Closing {
+        deadline: Instant,
+    },
+    Terminated,
+}
+
+/// One ZooKeeper session over any number of connections.
+pub(crate) struct Session {
+    cfg: SessionConfig,
+    phase: Phase,
+    state: SessionState,
+    state_tx: watch::Sender<SessionState>,
+    hosts: HostRing,
+    rng: Rng,
+
+    session_id: i64,
+    passwd: Bytes,
+    negotiated: Option<Duration>,
+    read_only_conn: bool,
+    /// Highest zxid of an ordinary reply: sent on reconnect and with `setWatches`.
+    last_zxid: i64,
+    next_xid: i32,
+
+    pending: PendingQueue,
+    unsent: Unsent,
+    watches: WatchRegistry,
+    /// Identities that authenticated, replayed after every reconnect.
+    auths: Vec<(String, Bytes)>,
+
+    out: BytesMut,
+    actions: VecDeque<Action>,
+    last_recv: Instant,
+    last_send: Instant,
+    ping_outstanding: bool,
+    /// Last frame from any server while a session existed: the base of local expiry.
+    last_heard: Option<Instant>,
+
+    /// User requests finished since the driver last asked (returns queue capacity).
+    completed: usize,
+    close_waiters: Vec<oneshot::Sender<()>>,
+    /// Bumped whenever the connection is dropped, so frames of a dead connection are ignored.
+    epoch: u64,
+    /// Auth replays of this connection still unanswered: the state turns connected only once
+    /// every identity is back in place.
+    auth_replays: usize,
+}
+
+impl Session {
+    pub fn new(cfg: SessionConfig, state_tx: watch::Sender<SessionState>, now: Instant) -> Session {
+        let mut rng = Rng::new(cfg.seed);
+        let hosts = HostRing::new(cfg.hosts.clone(), &mut rng);
+        let mut session = Session {
+            auths: cfg.auth.clone(),
+            cfg,
+            phase: Phase::Backoff { until: now },
+            state: SessionState::Connecting,
+            state_tx,
+            hosts,
+            rng,
+            session_id: 0,
+            passwd: Bytes::new(),
+            negotiated: None,
+            read_only_conn: false,
+            last_zxid: 0,
+            next_xid: 1,
+            pending: PendingQueue::default(),
+            unsent: VecDeque::new(),
+            watches: WatchRegistry::default(),
+            out: BytesMut::with_capacity(64 * 1024),
+            actions: VecDeque::new(),
+            last_recv: now,
+            last_send: now,
+            ping_outstanding: false,
+            last_heard: None,
+            completed: 0,
+            close_waiters: Vec::new(),
+            epoch: 0,
+            auth_replays: 0,
+        };
+        session.start_attempt(now);
+        session
+    }
+
+    // ----- what the driver reads -----
+
+    pub fn state(&self) -> SessionState {
+        self.state
+    }
+
+    pub fn session_id(&self) -> i64 {
+        self.session_id
+    }
+
+    /// The negotiated session timeout, once a server has answered.
+    pub fn negotiated_timeout(&self) -> Option<Duration> {
+        self.negotiated
+    }
+
+    #[cfg(test)]
+    pub fn last_zxid(&self) -> i64 {
+        self.last_zxid
+    }
+
+    pub fn is_terminated(&self) -> bool {
+        self.phase == Phase::Terminated
+    }
+
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    /// Bytes to write to the current connection.
+    pub fn output(&mut self) -> &mut BytesMut {
+        &mut self.out
+    }
+
+    /// User requests completed since the last call.
+    pub fn take_completed(&mut self) -> usize {
+        std::mem::take(&mut self.completed)
+    }
+
+    /// When [`Session::on_timeout`] must be called next.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        let t = self.timeout();
+        let phase_deadline = match self.phase {
+            Phase::Backoff { until } => Some(until),
+            Phase::Connecting { deadline } | Phase::Handshaking { deadline } => Some(deadline),
+            Phase::Connected => {
+                let read = self.last_recv + t * 2 / 3;
+                if self.ping_outstanding {
+                    Some(read)
+                } else {
+                    Some(read.min(self.last_send + t / 3))
+                }
+            }
+            Phase::Closing { deadline } => Some(deadline),
+            Phase::Terminated => return None,
+        };
+        match (phase_deadline, self.expiry_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    // ----- inputs -----
+
+    /// A request from a handle.
+    pub fn submit(&mut self, packet: Packet, now: Instant) {
+        if packet.reply.is_closed() {
+            // The caller gave up (deadline or drop) before it was sent: never send it.
+            self.completed += 1;
+            return;
+        }
+        match self.phase {
+            Phase::Connected => self.send_packet(packet, now),
+            Phase::Closing { .. } | Phase::Terminated => {
+                self.completed += 1;
+                packet.fail(self.terminal_error());
+            }
+            _ if self.cfg.fail_fast && self.state != SessionState::Connecting => {
+                self.completed += 1;
+                packet.fail(Error::ConnectionLoss);
+            }
+            _ => self.unsent.push_back(packet),
+        }
+    }
+
+    /// The TCP connection asked for by the last `Connect` action is up.
+    pub fn on_connected(&mut self, now: Instant) {
+        let Phase::Connecting { deadline } = self.phase else {
+            return;
+        };
+        self.out.clear();
+        handshake::write_connect_request(
+            &mut self.out,
+            self.last_zxid,
+            self.cfg.session_timeout,
+            self.session_id,
+            &self.passwd,
+            self.cfg.read_only,
+        );
+        self.last_send = now;
+        self.last_recv = now;
+        self.phase = Phase::Handshaking { deadline };
+    }
+
+    /// The connection failed or was closed by the peer (EOF, I/O error).
+    pub fn on_disconnected(&mut self, now: Instant, reason: &str) {
+        match self.phase {
+            Phase::Connecting { .. } | Phase::Handshaking { .. } => {
+                debug!(reason, "connection attempt failed");
+                self.attempt_failed(now);
+            }
+            Phase::Connected => self.connection_lost(now, reason),
+            Phase::Closing { .. } => self.terminate(SessionState::Closed),
+            Phase::Backoff { .. } | Phase::Terminated => {}
+        }
+    }
+
+    /// Bytes read from the connection: every complete frame is handled, the rest stays in `buf`.
+    pub fn on_bytes(&mut self, buf: &mut BytesMut, now: Instant) {
+        let epoch = self.epoch;
+        loop {
+            if buf.len() < 4 {
+                return;
+            }
+            let len = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
+            if len < 0 || len as usize > self.cfg.max_incoming_frame {
+                buf.clear();
+                let reason = format!(
+                    "frame length {len} outside 0..={}",
+                    self.cfg.max_incoming_frame
+                );
+                self.protocol_error(now, &reason);
+                return;
+            }
+            let len = len as usize;
+            if buf.len() < 4 + len {
+                buf.reserve(4 + len - buf.len());
+                return;
+            }
+            let mut frame = buf.split_to(4 + len).freeze();
+            frame.advance(4);
+            self.on_frame(frame, now);
+            if self.epoch != epoch {
+                // The connection was dropped while handling this frame: the rest is stale.
+                buf.clear();
+                return;
+            }
+        }
+    }
+
+    /// A deadline returned by [`Session::next_deadline`] may have passed.
+    pub fn on_timeout(&mut self, now: Instant) {
+        if let Some(expiry) = self.expiry_deadline() {
+            if now >= expiry {
+                warn!("no server reached within the session timeout: session expired");
+                self.terminate(SessionState::Expired);
+                return;
+            }
+        }
+        let t = self.timeout();
+        match self.phase {
+            Phase::Backoff { until } if now >= until => self.start_attempt(now),
+            Phase::Connecting { deadline } | Phase::Handshaking { deadline } if now >= deadline => {
+                debug!("connection attempt timed out");
+                self.attempt_failed(now);
+            }
+            Phase::Connected => {
+                if now >= self.last_recv + t * 2 / 3 {
+                    self.connection_lost(now, "read timeout");
+                } else if !self.ping_outstanding && now >= self.last_send + t / 3 {
+                    trace!("ping");
+                    encode_request_frame(&mut self.out, xid::PING, &Request::Ping);
+                    self.ping_outstanding = true;
+                    self.last_send = now;
+                }
+            }
+            Phase::Closing { deadline } if now >= deadline => self.terminate(SessionState::Closed),
+            _ => {}
+        }
+    }
+
+    /// Closes the session: `closeSession` after every request already made, then done.
+    pub fn close(&mut self, done: Option<oneshot::Sender<()>>, now: Instant) {
+        if let Some(done) = done {
+            self.close_waiters.push(done);
+        }
+        match self.phase {
+            Phase::Terminated => self.notify_close_waiters(),
+            Phase::Closing { .. } => {}
+            Phase::Connected => {
+                let xid = self.next_xid();
+                encode_request_frame(&mut self.out, xid, &Request::CloseSession);
+                self.pending.requests.push_back(Pending::Close { xid });
+                self.last_send = now;
+                self.phase = Phase::Closing {
+                    deadline: now + self.timeout() * 2 / 3,
+                };
+            }
+            // Not connected: nobody to tell; the server expires the session on its own.
+            _ => self.terminate(SessionState::Closed),
+        }
+    }
+
+    // ----- internals -----
+
+    fn timeout(&self) -> Duration {
+        self.negotiated.unwrap_or(self.cfg.session_timeout)
+    }
+
+    fn attempt_timeout(&self) -> Duration {
+        self.cfg
+            .attempt_timeout
+            .unwrap_or_else(|| self.timeout() / self.hosts.len().max(1) as u32)
+            .max(MIN_ATTEMPT_TIMEOUT)
+    }
+
+    /// Local expiry applies only while no server is connected and a session exists.
+    fn expiry_deadline(&self) -> Option<Instant> {
+        match self.phase {
+            Phase::Connected | Phase::Closing { .. } | Phase::Terminated => None,
+            _ => self
+                .last_heard
+                .filter(|_| self.session_id != 0)
+                .map(|heard| heard + self.timeout()),
+        }
+    }
+
+    fn next_xid(&mut self) -> i32 {
+        let xid = self.next_xid;
+        self.next_xid = if xid == i32::MAX { 1 } else { xid + 1 };
+        xid
+    }
+
+    fn terminal_error(&self) -> Error {
+        match self.state {
+            SessionState::Expired => Error::SessionExpired,
+            SessionState::AuthFailed => Error::AuthFailed,
+            _ => Error::Closed,
+        }
+    }
+
+    fn set_state(&mut self, state: SessionState) {
+        if self.state != state {
+            info!(session_id = %crate::state::SessionId(self.session_id), ?state, "session state");
+            self.state = state;
+            self.state_tx.send_replace(state);
+        }
+    }
+
+    fn start_attempt(&mut self, now: Instant) {
+        let (_, host) = self.hosts.next_host();
+        debug!(host = %host.to_addr_string(), "connecting");
+        self.epoch += 1;
+        self.out.clear();
+        self.actions.push_back(Action::Connect(host));
+        self.phase = Phase::Connecting {
+            deadline: now + self.attempt_timeout(),
+        };
+    }
+
+    fn drop_connection(&mut self) {
+        self.epoch += 1;
+        self.out.clear();
+        self.actions.push_back(Action::Disconnect);
+    }
+
+    fn attempt_failed(&mut self, now: Instant) {
+        self.drop_connection();
+        let delay = self.hosts.failed(&mut self.rng);
+        if delay.is_zero() {
+            self.start_attempt(now);
+        } else {
+            self.phase = Phase::Backoff { until: now + delay };
+        }
+    }
+
+    fn connection_lost(&mut self, now: Instant, reason: &str) {
+        warn!(reason, "connection lost");
+        self.drop_connection();
+        self.ping_outstanding = false;
+        self.completed += self.pending.fail_all(&Error::ConnectionLoss);
+        self.set_state(SessionState::Disconnected);
+        if self.cfg.fail_fast {
+            for packet in self.unsent.drain(..) {
+                self.completed += 1;
+                packet.fail(Error::ConnectionLoss);
+            }
+        }
+        // The next server at once; backoff starts only when a whole round fails.
+        self.start_attempt(now);
+    }
+
+    fn protocol_error(&mut self, now: Instant, reason: &str) {
+        warn!(reason, "protocol error");
+        match self.phase {
+            Phase::Connected => self.connection_lost(now, reason),
+            Phase::Closing { .. } => self.terminate(SessionState::Closed),
+            Phase::Connecting { .. } | Phase::Handshaking { .. } => self.attempt_failed(now),
+            _ => {}
+        }
+    }
+
+    fn terminate(&mut self, state: SessionState) {
+        if self.phase == Phase::Terminated {
+            return;
+        }
+        self.set_state(state);
+        self.phase = Phase::Terminated;
+        self.drop_connection();
+        let err = self.terminal_error();
+        self.completed += self.pending.fail_all(&err);
+        for packet in self.unsent.drain(..) {
+            self.completed += 1;
+            packet.fail(err.clone());
+        }
+        self.watches.terminate(state, &self.cfg.chroot);
+        self.notify_close_waiters();
+    }
+
+    fn notify_close_waiters(&mut self) {
+        for done in self.close_waiters.drain(..) {
+            let _ = done.send(());
+        }
+    }
+
+    fn send_packet(&mut self, packet: Packet, now: Instant) {
+        let Packet {
+            frame,
+            opcode,
+            kind,
+            watch,
+            reply,
+        } = packet;
+        match kind {
+            PacketKind::Request => {
+                let xid = self.next_xid();
+                self.out.extend_from_slice(&frame[..4]);
+                self.out.extend_from_slice(&xid.to_be_bytes());
+                self.out.extend_from_slice(&frame[8..]);
+                debug!(xid, ?opcode, "request sent");
+                self.pending
+                    .requests
+                    .push_back(Pending::User { xid, reply, watch });
+            }
+            PacketKind::Auth { scheme, auth } => {
+                self.out.extend_from_slice(&frame);
+                debug!(scheme, "auth sent");
+                self.pending.auths.push_back(PendingAuth {
+                    scheme,
+                    auth,
+                    reply: Some(reply),
+                });
+            }
+        }
+        self.last_send = now;
+    }
+
+    fn on_frame(&mut self, frame: Bytes, now: Instant) {
+        self.last_recv = now;
+        if self.session_id != 0 {
+            self.last_heard = Some(now);
+        }
+        match self.phase {
+            Phase::Handshaking { .. } => self.on_connect_response(frame, now),
+            Phase::Connected | Phase::Closing { .. } => self.on_reply(frame, now),
+            _ => {}
+        }
+    }
+
+    fn on_connect_response(&mut self, mut frame: Bytes, now: Instant) {
+        let response = match handshake::read_connect_response(&mut frame) {
+            Ok(r) => r,
+            Err(e) => return self.protocol_error(now, &e.to_string()),
+        };
+        if response.timeout <= 0 {
+            warn!(session_id = %crate::state::SessionId(self.session_id), "server reports the session expired");
+            return self.terminate(SessionState::Expired);
+        }
+        if self.session_id != 0 && response.session_id != self.session_id {
+            return self.protocol_error(now, "server answered with another session id");
+        }
+        self.session_id = response.session_id;
+        self.passwd = response.passwd;
+        self.negotiated = Some(Duration::from_millis(response.timeout as u64));
+        self.read_only_conn = response.read_only == Some(true);
+        self.last_heard = Some(now);
+        self.hosts.connected();
+        self.phase = Phase::Connected;
+        self.ping_outstanding = false;
+        info!(
+            session_id = %crate::state::SessionId(self.session_id),
+            timeout_ms = response.timeout,
+            read_only = self.read_only_conn,
+            "session established"
+        );
+        self.prime(now);
+        if self.auth_replays == 0 {
+            self.set_connected_state();
+        }
+    }
+
+    fn set_connected_state(&mut self) {
+        self.set_state(if self.read_only_conn {
+            SessionState::ConnectedReadOnly
+        } else {
+            SessionState::Connected
+        });
+    }
+
+    /// After a handshake: identities first, then watches, then the requests that waited.
+    fn prime(&mut self, now: Instant) {
+        self.auth_replays = self.auths.len();
+        for (scheme, auth) in self.auths.clone() {
+            handshake::write_auth(&mut self.out, &scheme, &auth);
+            self.pending.auths.push_back(PendingAuth {
+                scheme,
+                auth,
+                reply: None,
+            });
+        }
+        let wanted = self.watches.wanted();
+        if !wanted.is_empty() {
+            let batches = handshake::set_watches_batches(
+                wanted,
+                self.last_zxid,
+                self.cfg.set_watches_max_bytes,
+            );
+            debug!(frames = batches.len(), "re-registering watches");
+            for request in batches {
+                let xid = self.next_xid();
+                encode_request_frame(&mut self.out, xid, &request);
+                self.pending.requests.push_back(Pending::SetWatches { xid });
+            }
+        }
+        self.last_send = now;
+        while let Some(packet) = self.unsent.pop_front() {
+            if packet.reply.is_closed() {
+                self.completed += 1;
+                continue;
+            }
+            self.send_packet(packet, now);
+        }
+    }
+
+    fn on_reply(&mut self, mut frame: Bytes, now: Instant) {
+        let header = match ReplyHeader::decode(&mut frame) {
+            Ok(h) => h,
+            Err(e) => return self.protocol_error(now, &e.to_string()),
+        };
+        match header.xid {
+            xid::NOTIFICATION => {
+                let event = match WatcherEvent::decode(&mut frame) {
+                    Ok(e) => e,
+                    Err(e) => return self.protocol_error(now, &e.to_string()),
+                };
+                trace!(?event.event_type, path = %event.path, "watch event");
+                self.watches
+                    .dispatch(event.event_type, &event.path, &self.cfg.chroot);
+            }
+            xid::PING => self.ping_outstanding = false,
+            xid::AUTH => self.on_auth_reply(header, now),
+            x if x > 0 => self.on_ordered_reply(header, frame, now),
+            other => self.protocol_error(now, &format!("reply with unexpected xid {other}")),
+        }
+    }
+
+    fn on_auth_reply(&mut self, header: ReplyHeader, now: Instant) {
+        let Some(auth) = self.pending.auths.pop_front() else {
+            return self.protocol_error(now, "auth reply with no auth pending");
+        };
+        if header.err == ErrorCode::Ok {
+            match auth.reply {
+                Some(reply) => {
+                    self.completed += 1;
+                    self.auths.push((auth.scheme, auth.auth));
+                    let _ = reply.send(Ok(RawReply {
+                        zxid: header.zxid,
+                        body: Bytes::new(),
+                    }));
+                }
+                None => {
+                    self.auth_replays = self.auth_replays.saturating_sub(1);
+                    if self.auth_replays == 0 {
+                        self.set_connected_state();
+                    }
+                }
+            }
+            return;
+        }
+        warn!(scheme = auth.scheme, err = ?header.err, "authentication failed");
+        if let Some(reply) = auth.reply {
+            self.completed += 1;
+            let _ = reply.send(Err(Error::AuthFailed));
+        }
+        self.terminate(SessionState::AuthFailed);
+    }
+
+    fn on_ordered_reply(&mut self, header: ReplyHeader, body: Bytes, now: Instant) {
+        let Some(front) = self.pending.requests.front() else {
+            return self.protocol_error(
+                now,
+                &format!("reply xid {} with nothing pending", header.xid),
+            );
+        };
+        if front.xid() != header.xid {
+            let reason = format!(
+                "xid out of order: expected {}, got {}",
+                front.xid(),
+                header.xid
+            );
+            return self.protocol_error(now, &reason);
+        }
+        let entry = self
+            .pending
+            .requests
+            .pop_front()
+            .expect("front checked above");
+        if header.zxid > self.last_zxid {
+            self.last_zxid = header.zxid;
+        }
+        match entry {
+            Pending::User { xid, reply, watch } => {
+                self.completed += 1;
+                debug!(xid, err = ?header.err, "request completed");
+                if header.err == ErrorCode::Ok {
+                    if let Some(watch) = watch {
+                        self.register_watch(watch, true);
+                    }
+                    let _ = reply.send(Ok(RawReply {
+                        zxid: header.zxid,
+                        body,
+                    }));
+                } else {
+                    if header.err == ErrorCode::NoNode {
+                        if let Some(watch) = watch {
+                            self.register_watch(watch, false);
+                        }
+                    }
+                    let _ = reply.send(Err(Error::from_code(header.err)));
+                    if header.err == ErrorCode::SessionExpired {
+                        self.terminate(SessionState::Expired);
+                    }
+                }
+            }
+            Pending::SetWatches { .. } => {
+                if header.err != ErrorCode::Ok {
+                    warn!(err = ?header.err, "setWatches failed");
+                }
+            }
+            Pending::Close { .. } => self.terminate(SessionState::Closed),
+        }
+    }
+
+    /// Records a watch the server set: `ok` says the reply succeeded, else it was `NONODE`
+    /// (where only `exists` leaves a watch behind).
+    fn register_watch(&mut self, watch: WatchRegistration, ok: bool) {
+        match (watch, ok) {
+            (WatchRegistration::Data(path, tx), true) => self.watches.add_data(path, tx),
+            (WatchRegistration::Exists(path, tx), true) => self.watches.add_data(path, tx),
+            (WatchRegistration::Exists(path, tx), false) => self.watches.add_exist(path, tx),
+            (WatchRegistration::Child(path, tx), true) => self.watches.add_child(path, tx),
+            (
+                WatchRegistration::Persistent {
+                    path,
+                    recursive,
+                    tx,
+                },
+                true,
+            ) => self.watches.add_persistent(path, recursive, tx),
+            (WatchRegistration::Remove(path, watcher_type), true) => {
+                self.watches.remove(&path, watcher_type, &self.cfg.chroot)
+            }
+            _ => {}
+        }
+    }
+}

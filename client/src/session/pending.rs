@@ -1,0 +1,74 @@
+//! Requests on the wire, waiting for their reply.
+//!
+//! Servers answer ordinary requests in the order they were received, so replies are matched
+//! against the head of a FIFO and a different xid means the connection is broken. `auth`
+//! replies (xid −4) can overtake other replies; they have their own FIFO.
+
+use std::collections::VecDeque;
+
+use crate::error::Error;
+use crate::packet::{Packet, ReplyTx, WatchRegistration};
+
+/// What a pending entry is waiting for.
+#[derive(Debug)]
+pub(crate) enum Pending {
+    /// A user request.
+    User {
+        xid: i32,
+        reply: ReplyTx,
+        watch: Option<WatchRegistration>,
+    },
+    /// A `setWatches`/`setWatches2` batch sent after a reconnect.
+    SetWatches { xid: i32 },
+    /// `closeSession`.
+    Close { xid: i32 },
+}
+
+impl Pending {
+    pub fn xid(&self) -> i32 {
+        match self {
+            Pending::User { xid, .. } | Pending::SetWatches { xid } | Pending::Close { xid } => {
+                *xid
+            }
+        }
+    }
+}
+
+/// An `auth` packet waiting for its out-of-band reply.
+#[derive(Debug)]
+pub(crate) struct PendingAuth {
+    pub scheme: String,
+    pub auth: bytes::Bytes,
+    /// The user's `add_auth` call, or `None` for a replay after reconnect.
+    pub reply: Option<ReplyTx>,
+}
+
+/// The two FIFOs of one connection.
+#[derive(Debug, Default)]
+pub(crate) struct PendingQueue {
+    pub requests: VecDeque<Pending>,
+    pub auths: VecDeque<PendingAuth>,
+}
+
+impl PendingQueue {
+    /// Fails every entry with `err`; returns how many user requests that completed.
+    pub fn fail_all(&mut self, err: &Error) -> usize {
+        let mut completed = 0;
+        for entry in self.requests.drain(..) {
+            if let Pending::User { reply, .. } = entry {
+                completed += 1;
+                let _ = reply.send(Err(err.clone()));
+            }
+        }
+        for auth in self.auths.drain(..) {
+            if let Some(reply) = auth.reply {
+                completed += 1;
+                let _ = reply.send(Err(err.clone()));
+            }
+        }
+        completed
+    }
+}
+
+/// Requests accepted while no connection is up, sent once one is.
+pub(crate) type Unsent = VecDeque<Packet>;
