@@ -1,0 +1,45 @@
+//! Shared helpers of the integration tests: a client on the shared server, in its own chroot.
+
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::time::Duration;
+
+use zk_client::{Client, SessionState};
+
+/// The bound on any single wait in these tests.
+pub const WAIT: Duration = Duration::from_secs(10);
+
+/// A client on the shared server, chrooted to a fresh node unique to `test`.
+pub async fn client(test: &str) -> Client {
+    let connect = connect_string(test);
+    Client::builder(&connect)
+        .session_timeout(Duration::from_secs(10))
+        .connect()
+        .await
+        .expect("connect to the shared server")
+}
+
+/// The connect string (with a fresh chroot) for `test` on the shared server.
+pub fn connect_string(test: &str) -> String {
+    let server = zk_tests::shared_server();
+    let chroot = zk_tests::chroot_for(test);
+    server.connect_string_with_chroot(&chroot)
+}
+
+/// Awaits `f` for at most [`WAIT`], failing the test otherwise.
+pub async fn within<T>(what: &str, f: impl Future<Output = T>) -> T {
+    match tokio::time::timeout(WAIT, f).await {
+        Ok(v) => v,
+        Err(_) => panic!("timed out waiting for {what}"),
+    }
+}
+
+/// Waits until the client's state satisfies `pred`.
+pub async fn wait_state(client: &Client, pred: impl Fn(SessionState) -> bool) -> SessionState {
+    let mut rx = client.state_watcher();
+    within("session state", async {
+        *rx.wait_for(|s| pred(*s)).await.expect("state channel open")
+    })
+    .await
+}

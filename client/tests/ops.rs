@@ -1,0 +1,439 @@
+//! Every operation and its error paths against a real server.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{client, within};
+use zk_client::{
+    perms, Acl, Client, CreateMode, CreateOptions, Error, ErrorCode, Id, MultiOp, MultiResult,
+    ReadOp, ReadResult,
+};
+
+fn persistent() -> CreateOptions {
+    CreateOptions::persistent()
+}
+
+#[tokio::test]
+async fn create_in_every_plain_mode_returns_path_and_stat() {
+    let c = client("create_modes").await;
+    let (path, stat) = c.create("/p", b"data", &persistent()).await.unwrap();
+    assert_eq!(path, "/p");
+    assert_eq!(stat.data_length, 4);
+    assert_eq!(stat.ephemeral_owner, 0);
+
+    let (path, stat) = c
+        .create("/e", b"", &CreateOptions::ephemeral())
+        .await
+        .unwrap();
+    assert_eq!(path, "/e");
+    assert_eq!(stat.ephemeral_owner, c.session_id().0);
+
+    let (s1, _) = c
+        .create("/p/s-", b"", &CreateOptions::persistent_sequential())
+        .await
+        .unwrap();
+    let (s2, stat) = c
+        .create("/p/s-", b"", &CreateOptions::ephemeral_sequential())
+        .await
+        .unwrap();
+    assert_eq!(s1, "/p/s-0000000000");
+    assert_eq!(s2, "/p/s-0000000001");
+    assert_eq!(stat.ephemeral_owner, c.session_id().0);
+
+    let (path, _) = c
+        .create("/c", b"", &CreateOptions::container())
+        .await
+        .unwrap();
+    assert_eq!(path, "/c");
+    let (data, stat) = c.get_data("/p").await.unwrap();
+    assert_eq!(&data[..], b"data");
+    assert_eq!(stat.num_children, 2);
+}
+
+#[tokio::test]
+async fn create_errors_are_typed() {
+    let c = client("create_errors").await;
+    c.create("/a", b"", &persistent()).await.unwrap();
+    assert_eq!(
+        c.create("/a", b"", &persistent()).await,
+        Err(Error::NodeExists)
+    );
+    assert_eq!(
+        c.create("/missing/x", b"", &persistent()).await,
+        Err(Error::NoNode)
+    );
+    c.create("/eph", b"", &CreateOptions::ephemeral())
+        .await
+        .unwrap();
+    assert_eq!(
+        c.create("/eph/child", b"", &persistent()).await,
+        Err(Error::NoChildrenForEphemerals)
+    );
+    // `auth` ids without any authenticated identity.
+    let creator = CreateOptions::persistent().acl(Acl::creator_all());
+    assert_eq!(
+        c.create("/creator", b"", &creator).await,
+        Err(Error::InvalidAcl)
+    );
+}
+
+#[tokio::test]
+async fn ttl_create_without_extended_types_is_unimplemented_and_the_session_goes_on() {
+    let c = client("ttl_unimplemented").await;
+    let ttl = CreateOptions::with_ttl(Duration::from_secs(10));
+    assert_eq!(c.create("/t", b"", &ttl).await, Err(Error::Unimplemented));
+    c.create("/after", b"", &persistent()).await.unwrap();
+}
+
+#[tokio::test]
+async fn ttl_nodes_on_a_server_with_extended_types() {
+    let server = zk_tests::ZkServer::builder()
+        .extended_types()
+        .start()
+        .await
+        .unwrap();
+    let c = Client::connect(&server.connect_string()).await.unwrap();
+    let options = CreateOptions::with_ttl(Duration::from_secs(60));
+    let (path, stat) = c.create("/ttl", b"x", &options).await.unwrap();
+    assert_eq!(path, "/ttl");
+    assert_eq!(stat.ephemeral_owner, 0, "servers hide the TTL marker");
+    let seq =
+        CreateOptions::new(CreateMode::PersistentSequentialWithTtl).ttl(Duration::from_secs(60));
+    let (path, _) = c.create("/ttl/s-", b"", &seq).await.unwrap();
+    assert_eq!(path, "/ttl/s-0000000000");
+}
+
+#[tokio::test]
+async fn delete_with_and_without_version() {
+    let c = client("delete").await;
+    let (_, stat) = c.create("/d", b"", &persistent()).await.unwrap();
+    assert_eq!(
+        c.delete("/d", Some(stat.version + 1)).await,
+        Err(Error::BadVersion)
+    );
+    c.delete("/d", Some(stat.version)).await.unwrap();
+    assert_eq!(c.delete("/d", None).await, Err(Error::NoNode));
+    c.create("/n", b"", &persistent()).await.unwrap();
+    c.create("/n/child", b"", &persistent()).await.unwrap();
+    assert_eq!(c.delete("/n", None).await, Err(Error::NotEmpty));
+    c.delete("/n/child", None).await.unwrap();
+    c.delete("/n", None).await.unwrap();
+    assert_eq!(c.exists("/n").await, Ok(None));
+}
+
+#[tokio::test]
+async fn exists_get_set_data() {
+    let c = client("data").await;
+    assert_eq!(c.exists("/x").await, Ok(None));
+    assert_eq!(c.get_data("/x").await, Err(Error::NoNode));
+    assert_eq!(c.set_data("/x", b"", None).await, Err(Error::NoNode));
+    c.create("/x", b"one", &persistent()).await.unwrap();
+    let stat = c.exists("/x").await.unwrap().expect("exists");
+    assert_eq!(stat.version, 0);
+    let stat = c.set_data("/x", b"two", Some(0)).await.unwrap();
+    assert_eq!(stat.version, 1);
+    assert_eq!(
+        c.set_data("/x", b"three", Some(0)).await,
+        Err(Error::BadVersion)
+    );
+    let (data, stat) = c.get_data("/x").await.unwrap();
+    assert_eq!((&data[..], stat.version), (&b"two"[..], 1));
+    c.set_data("/x", b"", None).await.unwrap();
+    assert_eq!(c.get_data("/x").await.unwrap().0.len(), 0);
+}
+
+#[tokio::test]
+async fn acls_and_auth() {
+    let c = client("acl").await;
+    c.create("/open", b"", &persistent()).await.unwrap();
+    let (acl, stat) = c.get_acl("/open").await.unwrap();
+    assert_eq!(acl, Acl::open_unsafe());
+    assert_eq!(stat.aversion, 0);
+
+    let read_only = vec![Acl {
+        perms: perms::READ,
+        id: Id::anyone(),
+    }];
+    assert_eq!(
+        c.set_acl("/open", read_only.clone(), Some(5)).await,
+        Err(Error::BadVersion)
+    );
+    let stat = c
+        .set_acl("/open", read_only.clone(), Some(0))
+        .await
+        .unwrap();
+    assert_eq!(stat.aversion, 1);
+    assert_eq!(c.set_data("/open", b"x", None).await, Err(Error::NoAuth));
+    assert_eq!(c.get_acl("/open").await.unwrap().0, read_only);
+    assert_eq!(
+        c.set_acl("/open", vec![], None).await,
+        Err(Error::InvalidAcl)
+    );
+    assert_eq!(c.get_acl("/none").await, Err(Error::NoNode));
+
+    // Digest identity: the creator can write, another session cannot.
+    c.add_auth("digest", b"alice:secret").await.unwrap();
+    let creator = CreateOptions::persistent().acl(Acl::creator_all());
+    c.create("/mine", b"", &creator).await.unwrap();
+    c.set_data("/mine", b"ok", None).await.unwrap();
+    let (acl, _) = c.get_acl("/mine").await.unwrap();
+    assert_eq!(acl[0].id.scheme, "digest");
+    assert!(acl[0].id.id.starts_with("alice:"));
+    let who = c.who_am_i().await.unwrap();
+    assert!(
+        who.iter()
+            .any(|i| i.auth_scheme == "digest" && i.user == "alice"),
+        "{who:?}"
+    );
+
+    let other = Client::connect(&format!(
+        "{}{}",
+        zk_tests::shared_server().connect_string(),
+        c.chroot().unwrap()
+    ))
+    .await
+    .unwrap();
+    assert_eq!(
+        other.set_data("/mine", b"no", None).await,
+        Err(Error::NoAuth)
+    );
+    let bob = Client::builder(&zk_tests::shared_server().connect_string())
+        .chroot(c.chroot().unwrap())
+        .digest_auth("alice", "secret")
+        .connect()
+        .await
+        .unwrap();
+    bob.set_data("/mine", b"yes", None).await.unwrap();
+}
+
+#[tokio::test]
+async fn unknown_auth_scheme_fails_the_session() {
+    let c = client("auth_failed").await;
+    let mut state = c.state_watcher();
+    assert_eq!(
+        c.add_auth("no-such-scheme", b"x").await,
+        Err(Error::AuthFailed)
+    );
+    within(
+        "auth failed state",
+        state.wait_for(|s| *s == zk_client::SessionState::AuthFailed),
+    )
+    .await
+    .unwrap();
+    assert_eq!(c.get_data("/").await, Err(Error::AuthFailed));
+}
+
+#[tokio::test]
+async fn builder_auth_with_unknown_scheme_fails_connect() {
+    let err = Client::builder(&zk_tests::shared_server().connect_string())
+        .auth("no-such-scheme", b"x")
+        .connect()
+        .await
+        .unwrap_err();
+    assert_eq!(err, Error::AuthFailed);
+}
+
+#[tokio::test]
+async fn children_counts_sync_ephemerals() {
+    let c = client("children").await;
+    c.create("/parent", b"", &persistent()).await.unwrap();
+    for name in ["a", "b", "c"] {
+        c.create(&format!("/parent/{name}"), b"", &persistent())
+            .await
+            .unwrap();
+    }
+    c.create("/parent/a/deep", b"", &persistent())
+        .await
+        .unwrap();
+    let (mut children, stat) = c.get_children("/parent").await.unwrap();
+    children.sort();
+    assert_eq!(children, vec!["a", "b", "c"]);
+    assert_eq!(stat.num_children, 3);
+    assert_eq!(c.get_children("/nope").await, Err(Error::NoNode));
+    assert_eq!(c.get_all_children_number("/parent").await, Ok(4));
+    c.sync("/parent").await.unwrap();
+
+    c.create("/e1", b"", &CreateOptions::ephemeral())
+        .await
+        .unwrap();
+    c.create("/parent/e2", b"", &CreateOptions::ephemeral())
+        .await
+        .unwrap();
+    let mut all = c.get_ephemerals("/").await.unwrap();
+    all.sort();
+    assert_eq!(all, vec!["/e1", "/parent/e2"]);
+    assert_eq!(
+        c.get_ephemerals("/parent").await.unwrap(),
+        vec!["/parent/e2"]
+    );
+}
+
+#[tokio::test]
+async fn multi_commits_atomically_and_reports_the_failing_op() {
+    let c = client("multi").await;
+    let results = c
+        .multi(vec![
+            MultiOp::create("/m", b"0", &persistent()),
+            MultiOp::create("/m/s-", b"", &CreateOptions::persistent_sequential()),
+            MultiOp::set_data("/m", b"1", Some(0)),
+            MultiOp::check("/m", 1),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(results.len(), 4);
+    assert!(matches!(&results[0], MultiResult::Create { path, .. } if path == "/m"));
+    assert!(matches!(&results[1], MultiResult::Create { path, .. } if path == "/m/s-0000000000"));
+    assert!(matches!(&results[2], MultiResult::SetData { stat } if stat.version == 1));
+    assert_eq!(results[3], MultiResult::Check);
+
+    let err = c
+        .multi(vec![
+            MultiOp::delete("/m/s-0000000000", None),
+            MultiOp::create("/m", b"", &persistent()),
+            MultiOp::set_data("/m", b"2", None),
+        ])
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        Error::MultiFailed {
+            index: 1,
+            code: ErrorCode::NodeExists
+        }
+    );
+    assert_eq!(err.multi_cause(), Some((1, Error::NodeExists)));
+    // Nothing applied.
+    assert!(c.exists("/m/s-0000000000").await.unwrap().is_some());
+    assert_eq!(c.get_data("/m").await.unwrap().1.version, 1);
+
+    let err = c.multi(vec![MultiOp::check("/m", 7)]).await.unwrap_err();
+    assert_eq!(
+        err,
+        Error::MultiFailed {
+            index: 0,
+            code: ErrorCode::BadVersion
+        }
+    );
+    assert_eq!(c.multi(vec![]).await, Ok(vec![]));
+}
+
+#[tokio::test]
+async fn multi_read_results_fail_independently() {
+    let c = client("multi_read").await;
+    c.create("/r", b"data", &persistent()).await.unwrap();
+    c.create("/r/kid", b"", &persistent()).await.unwrap();
+    let results = c
+        .multi_read(vec![
+            ReadOp::get_data("/r"),
+            ReadOp::get_children("/r"),
+            ReadOp::get_data("/missing"),
+        ])
+        .await
+        .unwrap();
+    assert!(matches!(&results[0], ReadResult::Data { data, .. } if &data[..] == b"data"));
+    assert_eq!(
+        results[1],
+        ReadResult::Children {
+            children: vec!["kid".into()]
+        }
+    );
+    assert_eq!(results[2], ReadResult::Error(Error::NoNode));
+}
+
+#[tokio::test]
+async fn bad_input_is_refused_before_sending() {
+    let c = client("bad_input").await;
+    for (path, reason) in [
+        ("relative", "path must start with '/'"),
+        ("/trailing/", "path must not end with '/'"),
+        ("/a//b", "path has an empty segment"),
+        ("/a/./b", "relative segments '.' and '..' are not allowed"),
+        ("/a/../b", "relative segments '.' and '..' are not allowed"),
+        ("/nul\0", "path contains NUL"),
+        ("", "path is empty"),
+    ] {
+        match c.get_data(path).await {
+            Err(Error::InvalidPath { path: p, reason: r }) => {
+                assert_eq!((p.as_str(), r), (path, reason));
+            }
+            other => panic!("{path:?}: {other:?}"),
+        }
+    }
+    assert!(matches!(
+        c.create("/seq/", b"", &CreateOptions::persistent_sequential())
+            .await,
+        Err(Error::InvalidPath {
+            reason: "a sequential node's path must not end with '/'",
+            ..
+        })
+    ));
+    let too_big = vec![0u8; 1_048_576];
+    assert!(matches!(
+        c.create("/big", &too_big, &persistent()).await,
+        Err(Error::DataTooLarge { .. })
+    ));
+    assert!(matches!(
+        c.create(
+            "/ttl",
+            b"",
+            &CreateOptions::new(CreateMode::PersistentWithTtl)
+        )
+        .await,
+        Err(Error::InvalidArgument(_))
+    ));
+    // None of it reached the server, and the session is fine.
+    assert_eq!(c.state(), zk_client::SessionState::Connected);
+    assert_eq!(c.get_children("/").await.unwrap().0, Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn chroot_applies_to_paths_in_and_out() {
+    let c = client("chroot").await;
+    let root = c.chroot().unwrap().to_owned();
+    let (path, _) = c
+        .create("/s-", b"", &CreateOptions::persistent_sequential())
+        .await
+        .unwrap();
+    assert_eq!(path, "/s-0000000000");
+    let plain = Client::connect(&zk_tests::shared_server().connect_string())
+        .await
+        .unwrap();
+    assert!(plain
+        .exists(&format!("{root}/s-0000000000"))
+        .await
+        .unwrap()
+        .is_some());
+    let results = c
+        .multi(vec![MultiOp::create(
+            "/m-",
+            b"",
+            &CreateOptions::persistent_sequential(),
+        )])
+        .await
+        .unwrap();
+    assert!(matches!(&results[0], MultiResult::Create { path, .. } if path == "/m-0000000001"));
+    let (_, _, watcher) = c.get_children_and_watch("/").await.unwrap();
+    plain
+        .create(&format!("{root}/x"), b"", &persistent())
+        .await
+        .unwrap();
+    let event = within("child event", watcher).await;
+    assert_eq!(event.path, "/");
+}
+
+#[tokio::test]
+async fn request_timeout_fails_with_timeout() {
+    let server = zk_tests::ZkServer::start().await.unwrap();
+    let proxy = zk_tests::Proxy::start(server.addr()).await.unwrap();
+    let c = Client::builder(&proxy.connect_string())
+        .session_timeout(Duration::from_secs(20))
+        .connect()
+        .await
+        .unwrap();
+    proxy.set_latency(Duration::from_millis(500));
+    let quick = c.with_request_timeout(Some(Duration::from_millis(100)));
+    assert_eq!(quick.get_data("/").await.map(|_| ()), Err(Error::Timeout));
+    proxy.set_latency(Duration::ZERO);
+    c.get_data("/").await.unwrap();
+}
