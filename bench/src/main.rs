@@ -7,6 +7,7 @@
 //! machines this runs on are shared and noisy.
 
 mod contestant;
+mod curator;
 mod instant_server;
 mod measure;
 mod options;
@@ -59,12 +60,21 @@ fn main() {
 }
 
 async fn run(opts: Options, report: &mut Report) {
+    // Kept alive for the whole run; dropping it stops the server.
+    let mut _started = None;
     let zk = match opts.server {
         Some(addr) => addr,
-        None => {
-            eprintln!("no server: pass --server HOST:PORT");
-            std::process::exit(2);
-        }
+        None => match zk_tests::ZkServer::start().await {
+            Ok(server) => {
+                let addr = server.addr();
+                _started = Some(server);
+                addr
+            }
+            Err(e) => {
+                eprintln!("could not start ZooKeeper: {e}");
+                std::process::exit(1);
+            }
+        },
     };
     println!(
         "# zk-bench: server {zk}, {} rounds, runtime {}",

@@ -2,26 +2,46 @@
 
 use std::net::SocketAddr;
 
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use zk_client::Client;
+
 use crate::BenchError;
 
-/// Placeholder until the client crate exposes its API.
-pub struct OurClient;
+pub type OurClient = Client;
 
-pub async fn connect(_addr: SocketAddr) -> Result<OurClient, BenchError> {
-    Err("the client is not available yet".into())
+pub async fn connect(addr: SocketAddr) -> Result<Client, BenchError> {
+    Ok(Client::connect(&addr.to_string()).await?)
 }
 
+/// `total` getData of `path` keeping `window` in flight: each completion queues the next, the
+/// way an application fanning out reads would drive the client.
 pub async fn pipelined_get_data(
-    _client: &OurClient,
-    _path: &str,
-    _total: u64,
-    _window: usize,
+    client: &Client,
+    path: &str,
+    total: u64,
+    window: usize,
 ) -> Result<(), BenchError> {
-    Err("the client is not available yet".into())
+    let mut in_flight = FuturesUnordered::new();
+    let mut sent = 0u64;
+    while sent < total && in_flight.len() < window {
+        in_flight.push(client.get_data(path));
+        sent += 1;
+    }
+    while let Some(reply) = in_flight.next().await {
+        reply?;
+        if sent < total {
+            in_flight.push(client.get_data(path));
+            sent += 1;
+        }
+    }
+    Ok(())
 }
 
-pub async fn get_data(_client: &OurClient, _path: &str) -> Result<(), BenchError> {
-    Err("the client is not available yet".into())
+pub async fn get_data(client: &Client, path: &str) -> Result<(), BenchError> {
+    client.get_data(path).await?;
+    Ok(())
 }
 
-pub async fn close(_client: OurClient) {}
+pub async fn close(client: Client) {
+    client.close().await;
+}
