@@ -1,3 +1,56 @@
-//! placeholder
-#![allow(dead_code)]
+//! Herd-free, fenced ZooKeeper recipes that share their paths with Apache Curator and kazoo:
+//! a [`Mutex`], a [`ReadWriteLock`], a [`LeaderLatch`] and a [`Semaphore`].
+//!
+//! Every recipe queues ephemeral-sequential nodes under its path, and every waiter watches
+//! exactly one node, so a release wakes one waiter whatever the queue length. Every grant
+//! carries a [`FencingToken`] (the node's czxid) and a lost signal
+//! ([`LockGuard::lost`]) that fires when the lock can no longer be trusted: the session
+//! expired or was closed, the connection stayed down longer than the session timeout, or
+//! someone deleted our node. A disconnect is reported earlier as
+//! [`LockState::Suspended`].
+//!
+//! Node layouts: Curator's by default (`InterProcessMutex`, `InterProcessReadWriteLock`,
+//! `LeaderLatch`, `InterProcessSemaphoreV2`); the mutex can also use kazoo's `Lock` layout
+//! ([`Layout::Kazoo`]). The two layouts do not see each other: pick the one your peers use.
+//!
+//! Acquisitions are cancel-safe: dropping an acquiring future at any await point deletes the
+//! node it created (even if the create's reply has not arrived yet), and so do timeouts and
+//! failed `try_` calls. A create whose reply is lost with the connection is found again by
+//! the GUID in its name and adopted only if our session owns it.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use zk_recipes::Mutex;
+//! let client = zk_client::Client::connect("127.0.0.1:2181").await?;
+//! let mutex = Mutex::new(&client, "/locks/orders")?;
+//! let guard = mutex.acquire().await?;
+//! println!("holding {} with token {}", guard.path(), guard.fencing_token());
+//! guard.release().await?;
+//! # Ok(()) }
+//! ```
+#![warn(missing_docs)]
+
+mod contend;
+mod ensure_path;
+mod error;
+mod guard;
+mod leader;
+mod lost;
+mod mutex;
 mod naming;
+mod protection;
+mod release;
+mod rwlock;
+mod semaphore;
+mod session;
+
+pub use error::{Error, Result};
+pub use guard::{FencingToken, LockGuard};
+pub use leader::{
+    participants as leader_participants, LeaderLatch, Leadership, LeadershipChanges, Participant,
+};
+pub use lost::{LockState, LossReason};
+pub use mutex::Mutex;
+pub use naming::Layout;
+pub use rwlock::ReadWriteLock;
+pub use semaphore::{Lease, Semaphore};

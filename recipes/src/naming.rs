@@ -275,7 +275,12 @@ mod tests {
     fn half_circle_span_is_undecidable_from_names() {
         let v = vec![c("a", 0), c("b", i32::MIN)];
         assert!(matches!(order(v), Ordered::NeedsCzxid(_)));
-        let v = vec![c("a", 0), c("b", 1 << 30), c("c", i32::MIN), c("d", -(1 << 30))];
+        let v = vec![
+            c("a", 0),
+            c("b", 1 << 30),
+            c("c", i32::MIN),
+            c("d", -(1 << 30)),
+        ];
         assert!(matches!(order(v), Ordered::NeedsCzxid(_)));
     }
 

@@ -1,0 +1,161 @@
+//! The queue every lock shares: create our node, list, and either hold or watch the one
+//! contender that blocks us.
+//!
+//! The create and the first listing are written back to back, so the listing already holds
+//! our node and an uncontended acquisition costs one round trip. A waiter watches exactly one
+//! node with `getData` (not `exists`, which would leave a creation watch behind when the node
+//! is already gone), so each release wakes one waiter however long the queue is.
+
+use tokio::time::Instant;
+use tracing::debug;
+use zk_client::{Client, Stat};
+
+use crate::error::{Error, Result};
+use crate::naming::{child_name, contenders, join, Contender, Ordered};
+use crate::protection::{list_children, PendingNode};
+use crate::session::{terminal_error, wait_connected};
+
+/// What a recipe decides from the queue and our place in it.
+pub(crate) enum Verdict {
+    /// We hold it.
+    Acquired,
+    /// Wait for this contender (a child name) to go.
+    WaitFor(String),
+}
+
+/// How long an acquisition may wait.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Patience {
+    /// Until granted.
+    Forever,
+    /// Until this instant; then give up, leaving nothing behind.
+    Until(Instant),
+    /// Not at all: hold it now or give up.
+    NoWait,
+}
+
+/// A granted contender node.
+pub(crate) struct Won {
+    pub path: String,
+    pub stat: Stat,
+    pub wakeups: u32,
+}
+
+/// One acquisition: our node is named `prefix` + sequence under `dir`; `markers` says which
+/// children take part in the queue; `decide` judges our place in it.
+pub(crate) async fn contend(
+    client: &Client,
+    dir: &str,
+    prefix: String,
+    markers: &[&str],
+    data: &[u8],
+    patience: Patience,
+    decide: impl Fn(&[Contender], usize) -> Verdict,
+) -> Result<Option<Won>> {
+    let mut pending = PendingNode::new(client, dir, prefix, data);
+    pending.send_create();
+    let mut first_listing = Some(client.get_children(dir));
+    let (path, _) = pending.created().await?;
+    let ours = child_name(&path).to_owned();
+    let mut wakeups = 0u32;
+    loop {
+        let piggybacked = match first_listing.take() {
+            Some(listing) => listing.await.ok().map(|(children, _)| children),
+            None => None,
+        };
+        // The first listing is only useful if it was answered after our (last) create.
+        let children = match piggybacked {
+            Some(children) if children.contains(&ours) => children,
+            _ => list_children(client, dir).await?.unwrap_or_default(),
+        };
+        let queue = ordered_queue(client, dir, &children, markers).await?;
+        let Some(index) = queue.iter().position(|c| c.name == ours) else {
+            return Err(Error::NodeDeleted { path });
+        };
+        let blocker = match decide(&queue, index) {
+            Verdict::Acquired => {
+                let (path, stat) = pending.keep();
+                debug!(path, wakeups, "acquired");
+                return Ok(Some(Won {
+                    path,
+                    stat,
+                    wakeups,
+                }));
+            }
+            Verdict::WaitFor(blocker) => blocker,
+        };
+        if let Patience::NoWait = patience {
+            pending.abandon().await?;
+            return Ok(None);
+        }
+        let watched = match client.get_data_and_watch(&join(dir, &blocker)).await {
+            Ok((_, _, watcher)) => watcher,
+            // Gone already: look again.
+            Err(zk_client::Error::NoNode) => continue,
+            Err(e) if e.is_retryable() => {
+                wait_connected(client).await?;
+                continue;
+            }
+            Err(e) => return Err(Error::Client(e)),
+        };
+        debug!(path, blocker, "waiting");
+        let event = match patience {
+            Patience::Until(deadline) => match tokio::time::timeout_at(deadline, watched).await {
+                Ok(event) => event,
+                Err(_) => {
+                    pending.abandon().await?;
+                    return Ok(None);
+                }
+            },
+            _ => watched.await,
+        };
+        wakeups += 1;
+        if event.event_type == zk_client::EventType::None && event.state.is_terminal() {
+            return Err(terminal_error(event.state));
+        }
+    }
+}
+
+/// Orders a listing, falling back to creation order (`czxid`) when the sequences alone cannot
+/// say (see `naming`). Children that vanish meanwhile are left out.
+pub(crate) async fn ordered_queue(
+    client: &Client,
+    dir: &str,
+    children: &[String],
+    markers: &[&str],
+) -> Result<Vec<Contender>> {
+    match contenders(children, markers) {
+        Ordered::Queue(queue) => Ok(queue),
+        Ordered::NeedsCzxid(all) => {
+            let stats: Vec<_> = all
+                .iter()
+                .map(|c| client.exists(&join(dir, &c.name)))
+                .collect();
+            let mut dated = Vec::with_capacity(all.len());
+            for (c, stat) in all.into_iter().zip(stats) {
+                if let Some(stat) = stat.await.map_err(Error::Client)? {
+                    dated.push((stat.czxid, c));
+                }
+            }
+            dated.sort_by_key(|(czxid, _)| *czxid);
+            Ok(dated.into_iter().map(|(_, c)| c).collect())
+        }
+    }
+}
+
+/// The deadline of a timed acquisition.
+pub(crate) fn deadline_after(timeout: std::time::Duration) -> Patience {
+    Patience::Until(Instant::now() + timeout)
+}
+
+/// Takes a handle's own serialisation lock within the acquisition's patience.
+pub(crate) async fn serialize(
+    serial: &tokio::sync::Mutex<()>,
+    patience: Patience,
+) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+    match patience {
+        Patience::NoWait => serial.try_lock().ok(),
+        Patience::Forever => Some(serial.lock().await),
+        Patience::Until(deadline) => tokio::time::timeout_at(deadline, serial.lock()).await.ok(),
+    }
+}

@@ -1,0 +1,55 @@
+//! The one error type of the recipes.
+
+/// Why a recipe operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A ZooKeeper request failed in a way the recipe cannot repair (for example the session
+    /// expired, or the node's ACL refused us). Ephemeral nodes of an ended session are gone
+    /// with it, so nothing is left behind.
+    #[error(transparent)]
+    Client(#[from] zk_client::Error),
+    /// The recipe's path is not usable.
+    #[error("invalid recipe path {path:?}: {reason}")]
+    InvalidPath {
+        /// The path as given.
+        path: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// An argument other than a path was rejected.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(&'static str),
+    /// Our own contender node disappeared while we waited: someone deleted it.
+    #[error("our contender node {path} was deleted by someone else")]
+    NodeDeleted {
+        /// The node that vanished.
+        path: String,
+    },
+    /// The connection stayed down longer than the session timeout: the session is gone on
+    /// the server, and with it our node.
+    #[error("disconnected for longer than the session timeout")]
+    Disconnected,
+    /// Taking the write lock while holding only the read lock through the same handle would
+    /// wait for ourselves forever.
+    #[error("cannot upgrade a read lock to a write lock; release the read lock first")]
+    UpgradeWouldDeadlock,
+    /// The leader latch was closed (or lost its node) before it became leader.
+    #[error("the leader latch is closed")]
+    LatchClosed,
+}
+
+/// Result of a recipe operation.
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// True when the session behind the recipe is finished (expired, closed, failed
+    /// authentication): a new client is needed.
+    pub fn is_session_terminal(&self) -> bool {
+        match self {
+            Error::Client(e) => e.is_session_terminal(),
+            Error::Disconnected => true,
+            _ => false,
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! What a holder gets: a guard on its node, with the fencing token and the lost signal.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::{Arc, Mutex as StdMutex};
+
+use tokio::sync::watch;
+use zk_client::{Client, Stat};
+
+use crate::error::Result;
+use crate::lost::{until_lost, until_not_held, LockState, LossMonitor, LossReason};
+use crate::release::{delete_until_gone, spawn_delete};
+
+/// A number that grows with every grant of a lock: the lock node's creation zxid (`czxid`).
+///
+/// Zxids are unique and totally ordered across the ensemble and across leader changes, and a
+/// later holder's node was created later, so a resource that remembers the highest token it
+/// has seen can refuse a stale holder (one that paused and outlived its lock).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FencingToken(pub i64);
+
+impl fmt::Display for FencingToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#x}", self.0)
+    }
+}
+
+/// A node we hold, shared by every reentrant guard on it.
+pub(crate) struct HeldNode {
+    client: Client,
+    path: String,
+    stat: Stat,
+    wakeups: u32,
+    holds: StdMutex<usize>,
+    monitor: LossMonitor,
+}
+
+impl HeldNode {
+    pub(crate) fn new(client: &Client, path: String, stat: Stat, wakeups: u32) -> Arc<HeldNode> {
+        let monitor = LossMonitor::start(client, &path, stat.ephemeral_owner);
+        Arc::new(HeldNode {
+            client: client.clone(),
+            path,
+            stat,
+            wakeups,
+            holds: StdMutex::new(0),
+            monitor,
+        })
+    }
+
+    pub(crate) fn is_lost(&self) -> bool {
+        matches!(self.monitor.current(), LockState::Lost(_))
+    }
+}
+
+/// Where a lock handle remembers the node it holds, so that acquiring again through the same
+/// handle re-enters instead of queueing behind itself.
+pub(crate) type HoldSlot = Arc<StdMutex<Option<Arc<HeldNode>>>>;
+
+fn lock<T>(m: &StdMutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Re-enters the node held in `slot`, if it is still trustworthy. A lost node is forgotten so
+/// that the next acquisition makes a fresh one.
+pub(crate) fn reenter(slot: &HoldSlot) -> Option<LockGuard> {
+    let mut held = lock(slot);
+    let node = held.as_ref()?.clone();
+    if node.is_lost() {
+        *held = None;
+        return None;
+    }
+    *lock(&node.holds) += 1;
+    Some(LockGuard {
+        node,
+        slot: Some(slot.clone()),
+        done: false,
+    })
+}
+
+/// The first guard on a freshly acquired node, remembered in `slot` when there is one.
+pub(crate) fn first_guard(node: Arc<HeldNode>, slot: Option<&HoldSlot>) -> LockGuard {
+    *lock(&node.holds) = 1;
+    if let Some(slot) = slot {
+        *lock(slot) = Some(node.clone());
+    }
+    LockGuard {
+        node,
+        slot: slot.cloned(),
+        done: false,
+    }
+}
+
+/// Proof of holding a lock, a read or write lock, or a semaphore lease.
+///
+/// * [`fencing_token`](LockGuard::fencing_token): hand it to the resource you protect.
+/// * [`lost`](LockGuard::lost): resolves when the lock can no longer be trusted; select on it
+///   next to the protected work. [`suspended`](LockGuard::suspended) resolves earlier, on a
+///   disconnect.
+/// * [`release`](LockGuard::release): deletes the node; dropping the guard does the same in
+///   the background. Either way the delete is retried across reconnects until the node (or
+///   the session) is gone.
+///
+/// Guards taken reentrantly through the same handle share one node, deleted when the last of
+/// them goes.
+#[must_use = "the lock is released when the guard is dropped"]
+pub struct LockGuard {
+    node: Arc<HeldNode>,
+    slot: Option<HoldSlot>,
+    done: bool,
+}
+
+impl fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LockGuard")
+            .field("path", &self.node.path)
+            .field("fencing_token", &self.fencing_token())
+            .field("state", &self.state())
+            .finish()
+    }
+}
+
+impl LockGuard {
+    /// The fencing token of this grant: our node's czxid.
+    pub fn fencing_token(&self) -> FencingToken {
+        FencingToken(self.node.stat.czxid)
+    }
+
+    /// The full path of our node.
+    pub fn path(&self) -> &str {
+        &self.node.path
+    }
+
+    /// The stat of our node when it was created.
+    pub fn stat(&self) -> &Stat {
+        &self.node.stat
+    }
+
+    /// How many watch notifications the acquisition waited through before it was granted
+    /// (zero when it was uncontended). With every waiter watching only its predecessor this
+    /// is one per contender ahead of us that released or gave up.
+    pub fn wakeups(&self) -> u32 {
+        self.node.wakeups
+    }
+
+    /// How many guards share this node (reentrant acquisitions through the same handle).
+    pub fn hold_count(&self) -> usize {
+        *lock(&self.node.holds)
+    }
+
+    /// Whether the lock can be trusted right now. The node itself is only watched once
+    /// [`lost`](Self::lost), [`suspended`](Self::suspended) or
+    /// [`state_watcher`](Self::state_watcher) has been called.
+    pub fn state(&self) -> LockState {
+        self.node.monitor.current()
+    }
+
+    /// A receiver of [`LockState`] changes.
+    pub fn state_watcher(&self) -> watch::Receiver<LockState> {
+        self.node.monitor.subscribe()
+    }
+
+    /// Resolves when the lock can no longer be trusted: the session expired or was closed,
+    /// the connection stayed down longer than the session timeout, or someone else deleted our
+    /// node. The future does not borrow the guard.
+    pub fn lost(&self) -> impl Future<Output = LossReason> + Send + 'static {
+        until_lost(self.node.monitor.subscribe())
+    }
+
+    /// Resolves as soon as the lock is not plainly held: on a disconnect (the early warning;
+    /// it may come back) or on loss. Returns the state that ended the wait.
+    pub fn suspended(&self) -> impl Future<Output = LockState> + Send + 'static {
+        until_not_held(self.node.monitor.subscribe())
+    }
+
+    /// Releases this hold. When it is the last hold on the node, deletes the node and returns
+    /// once it is gone. On connection loss the delete is retried in a background task until
+    /// the node or the session is gone; dropping this future leaves that task running.
+    pub async fn release(mut self) -> Result<()> {
+        let Some(node) = self.let_go() else {
+            return Ok(());
+        };
+        match spawn_delete(node.client.clone(), node.path.clone()) {
+            Some(task) => task.await.unwrap_or(Ok(())),
+            None => delete_until_gone(&node.client, &node.path).await,
+        }
+    }
+
+    /// Drops one hold; returns the node when it was the last one.
+    fn let_go(&mut self) -> Option<Arc<HeldNode>> {
+        self.done = true;
+        let slot = self.slot.as_ref().map(|s| lock(s));
+        let mut holds = lock(&self.node.holds);
+        *holds = holds.saturating_sub(1);
+        if *holds > 0 {
+            return None;
+        }
+        drop(holds);
+        if let Some(mut slot) = slot {
+            if slot.as_ref().is_some_and(|n| Arc::ptr_eq(n, &self.node)) {
+                *slot = None;
+            }
+        }
+        self.node.monitor.stop();
+        Some(self.node.clone())
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        if let Some(node) = self.let_go() {
+            spawn_delete(node.client.clone(), node.path.clone());
+        }
+    }
+}

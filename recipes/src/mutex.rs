@@ -1,0 +1,153 @@
+//! The distributed mutex, compatible with Curator's `InterProcessMutex` (default) or kazoo's
+//! `Lock`.
+
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use zk_client::Client;
+
+use crate::contend::{contend, deadline_after, ordered_queue, serialize, Patience, Verdict};
+use crate::ensure_path::validate;
+use crate::error::Result;
+use crate::guard::{first_guard, reenter, HeldNode, HoldSlot, LockGuard};
+use crate::naming::{attempt_prefix, Layout, CURATOR_LOCK, KAZOO_LOCK};
+use crate::protection::list_children;
+
+/// A distributed mutual-exclusion lock on a ZooKeeper path.
+///
+/// Each acquisition creates an ephemeral-sequential child carrying a fresh GUID and waits for
+/// the child just before it to go; nobody else is woken. The handle is the owner: acquiring
+/// again through a handle that holds the lock succeeds at once and counts (as Curator's
+/// `InterProcessMutex` does per thread); the node is deleted when every guard is gone. To
+/// contend within one process, give each contender its own `Mutex`.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use zk_recipes::Mutex;
+/// let client = zk_client::Client::connect("127.0.0.1:2181").await?;
+/// let mutex = Mutex::new(&client, "/locks/orders")?;
+/// let guard = mutex.acquire().await?;
+/// let token = guard.fencing_token(); // hand this to the protected resource
+/// tokio::select! {
+///     reason = guard.lost() => eprintln!("lock lost: {reason:?}"),
+///     _ = async { /* protected work using `token` */ } => {}
+/// }
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
+pub struct Mutex {
+    client: Client,
+    path: String,
+    layout: Layout,
+    data: Vec<u8>,
+    slot: HoldSlot,
+    serial: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for Mutex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mutex")
+            .field("path", &self.path)
+            .field("layout", &self.layout)
+            .finish()
+    }
+}
+
+impl Mutex {
+    /// A mutex in Curator's `InterProcessMutex` layout (`_c_<uuid>-lock-<seq>`).
+    pub fn new(client: &Client, path: &str) -> Result<Mutex> {
+        Mutex::with_layout(client, path, Layout::Curator)
+    }
+
+    /// A mutex in the given layout. [`Layout::Kazoo`] interoperates with kazoo's `Lock`
+    /// (`<hex>__lock__<seq>`); the two layouts do not see each other.
+    pub fn with_layout(client: &Client, path: &str, layout: Layout) -> Result<Mutex> {
+        validate(path)?;
+        Ok(Mutex {
+            client: client.clone(),
+            path: path.to_owned(),
+            layout,
+            data: Vec::new(),
+            slot: Arc::new(StdMutex::new(None)),
+            serial: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    /// The data written into our node (kazoo shows it as the contender's identifier).
+    pub fn with_data(mut self, data: &[u8]) -> Mutex {
+        self.data = data.to_vec();
+        self
+    }
+
+    /// The lock path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    fn marker(&self) -> &'static str {
+        match self.layout {
+            Layout::Curator => CURATOR_LOCK,
+            Layout::Kazoo => KAZOO_LOCK,
+        }
+    }
+
+    /// Waits until the lock is ours. Cancel-safe: dropping the future at any point leaves no
+    /// node behind.
+    pub async fn acquire(&self) -> Result<LockGuard> {
+        let guard = self.acquire_with(Patience::Forever).await?;
+        Ok(guard.expect("waits until granted"))
+    }
+
+    /// Takes the lock only if nobody holds or waits for it; `None` otherwise, with our node
+    /// already deleted.
+    pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+        self.acquire_with(Patience::NoWait).await
+    }
+
+    /// Waits at most `timeout`; `None` on timeout, with our node already deleted.
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<LockGuard>> {
+        self.acquire_with(deadline_after(timeout)).await
+    }
+
+    async fn acquire_with(&self, patience: Patience) -> Result<Option<LockGuard>> {
+        if let Some(guard) = reenter(&self.slot) {
+            return Ok(Some(guard));
+        }
+        // One acquisition at a time per handle: a second caller re-enters once the first
+        // has the lock.
+        let Some(_serial) = serialize(&self.serial, patience).await else {
+            return Ok(None);
+        };
+        if let Some(guard) = reenter(&self.slot) {
+            return Ok(Some(guard));
+        }
+        let prefix = attempt_prefix(self.layout, self.marker());
+        let markers = [self.marker()];
+        let won = contend(
+            &self.client,
+            &self.path,
+            prefix,
+            &markers,
+            &self.data,
+            patience,
+            |queue, ours| match ours {
+                0 => Verdict::Acquired,
+                i => Verdict::WaitFor(queue[i - 1].name.clone()),
+            },
+        )
+        .await?;
+        Ok(won.map(|w| {
+            let node = HeldNode::new(&self.client, w.path, w.stat, w.wakeups);
+            first_guard(node, Some(&self.slot))
+        }))
+    }
+
+    /// The contenders' node names in queue order: the holder first.
+    pub async fn participants(&self) -> Result<Vec<String>> {
+        let children = list_children(&self.client, &self.path)
+            .await?
+            .unwrap_or_default();
+        let queue = ordered_queue(&self.client, &self.path, &children, &[self.marker()]).await?;
+        Ok(queue.into_iter().map(|c| c.name).collect())
+    }
+}

@@ -1,0 +1,266 @@
+//! The read-write lock, compatible with Curator's `InterProcessReadWriteLock`
+//! (`_c_<uuid>-__READ__<seq>` and `_c_<uuid>-__WRIT__<seq>` under one path).
+//!
+//! A writer waits for the contender just before it, whatever its kind. A reader waits only
+//! for the nearest *lower* writer and watches that one: Curator's reader watches the lowest
+//! writer, so one writer's release wakes readers queued behind later writers. Only lower
+//! sequences count, so a writer queued after a reader never blocks it (the deadlock of
+//! kazoo 2.8's read lock).
+
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use zk_client::Client;
+
+use crate::contend::{contend, deadline_after, ordered_queue, serialize, Patience, Verdict};
+use crate::ensure_path::validate;
+use crate::error::{Error, Result};
+use crate::guard::{first_guard, reenter, HeldNode, HoldSlot, LockGuard};
+use crate::naming::{attempt_prefix, Contender, Layout, CURATOR_READ, CURATOR_WRITE};
+use crate::protection::list_children;
+
+const MARKERS: [&str; 2] = [CURATOR_READ, CURATOR_WRITE];
+#[cfg(test)]
+const READ: usize = 0;
+const WRITE: usize = 1;
+
+/// A distributed read-write lock: many readers or one writer.
+///
+/// Reentrant per handle, like the [`Mutex`](crate::Mutex). The holder of the write lock may
+/// take the read lock: that read guard shares the write node, so exclusivity lasts until the
+/// last of the two guards goes (releasing the write guard first does not let writers queued
+/// behind in between). Taking the write lock while holding only the read lock would wait for
+/// ourselves and fails with [`Error::UpgradeWouldDeadlock`].
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use zk_recipes::ReadWriteLock;
+/// let client = zk_client::Client::connect("127.0.0.1:2181").await?;
+/// let lock = ReadWriteLock::new(&client, "/locks/catalog")?;
+/// let read = lock.read().await?;
+/// read.release().await?;
+/// let write = lock.write().await?;
+/// write.release().await?;
+/// # Ok(()) }
+/// ```
+pub struct ReadWriteLock {
+    client: Client,
+    path: String,
+    data: Vec<u8>,
+    read_slot: HoldSlot,
+    write_slot: HoldSlot,
+    serial: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for ReadWriteLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadWriteLock")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+/// Which half of the lock.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Half {
+    Read,
+    Write,
+}
+
+impl ReadWriteLock {
+    /// A read-write lock on `path` in Curator's layout.
+    pub fn new(client: &Client, path: &str) -> Result<ReadWriteLock> {
+        validate(path)?;
+        Ok(ReadWriteLock {
+            client: client.clone(),
+            path: path.to_owned(),
+            data: Vec::new(),
+            read_slot: Arc::new(StdMutex::new(None)),
+            write_slot: Arc::new(StdMutex::new(None)),
+            serial: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    /// The data written into our nodes.
+    pub fn with_data(mut self, data: &[u8]) -> ReadWriteLock {
+        self.data = data.to_vec();
+        self
+    }
+
+    /// The lock path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Waits for the read lock.
+    pub async fn read(&self) -> Result<LockGuard> {
+        Ok(self
+            .acquire(Half::Read, Patience::Forever)
+            .await?
+            .expect("waits until granted"))
+    }
+
+    /// Takes the read lock only if no writer holds or waits before us.
+    pub async fn try_read(&self) -> Result<Option<LockGuard>> {
+        self.acquire(Half::Read, Patience::NoWait).await
+    }
+
+    /// Waits at most `timeout` for the read lock.
+    pub async fn read_timeout(&self, timeout: Duration) -> Result<Option<LockGuard>> {
+        self.acquire(Half::Read, deadline_after(timeout)).await
+    }
+
+    /// Waits for the write lock.
+    pub async fn write(&self) -> Result<LockGuard> {
+        Ok(self
+            .acquire(Half::Write, Patience::Forever)
+            .await?
+            .expect("waits until granted"))
+    }
+
+    /// Takes the write lock only if nobody holds or waits for the lock.
+    pub async fn try_write(&self) -> Result<Option<LockGuard>> {
+        self.acquire(Half::Write, Patience::NoWait).await
+    }
+
+    /// Waits at most `timeout` for the write lock.
+    pub async fn write_timeout(&self, timeout: Duration) -> Result<Option<LockGuard>> {
+        self.acquire(Half::Write, deadline_after(timeout)).await
+    }
+
+    fn reenter(&self, half: Half) -> Result<Option<LockGuard>> {
+        if let Some(guard) = reenter(&self.write_slot) {
+            // A write holder may take either half: both share the write node.
+            return Ok(Some(guard));
+        }
+        match half {
+            Half::Read => Ok(reenter(&self.read_slot)),
+            Half::Write => {
+                let holds_read = self
+                    .read_slot
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .as_ref()
+                    .is_some_and(|n| !n.is_lost());
+                if holds_read {
+                    Err(Error::UpgradeWouldDeadlock)
+                } else {
+                    Ok(None)
+                }
+            }
+        }
+    }
+
+    async fn acquire(&self, half: Half, patience: Patience) -> Result<Option<LockGuard>> {
+        if let Some(guard) = self.reenter(half)? {
+            return Ok(Some(guard));
+        }
+        let Some(_serial) = serialize(&self.serial, patience).await else {
+            return Ok(None);
+        };
+        if let Some(guard) = self.reenter(half)? {
+            return Ok(Some(guard));
+        }
+        let (marker, slot) = match half {
+            Half::Read => (CURATOR_READ, &self.read_slot),
+            Half::Write => (CURATOR_WRITE, &self.write_slot),
+        };
+        let prefix = attempt_prefix(Layout::Curator, marker);
+        let won = contend(
+            &self.client,
+            &self.path,
+            prefix,
+            &MARKERS,
+            &self.data,
+            patience,
+            |queue, ours| match half {
+                Half::Read => read_verdict(queue, ours),
+                Half::Write => write_verdict(queue, ours),
+            },
+        )
+        .await?;
+        Ok(won.map(|w| {
+            let node = HeldNode::new(&self.client, w.path, w.stat, w.wakeups);
+            first_guard(node, Some(slot))
+        }))
+    }
+
+    /// The contenders' node names in queue order.
+    pub async fn participants(&self) -> Result<Vec<String>> {
+        let children = list_children(&self.client, &self.path)
+            .await?
+            .unwrap_or_default();
+        let queue = ordered_queue(&self.client, &self.path, &children, &MARKERS).await?;
+        Ok(queue.into_iter().map(|c| c.name).collect())
+    }
+}
+
+/// A reader holds unless a writer sorts before it; then it watches the nearest such writer.
+pub(crate) fn read_verdict(queue: &[Contender], ours: usize) -> Verdict {
+    match queue[..ours].iter().rev().find(|c| c.kind == WRITE) {
+        Some(writer) => Verdict::WaitFor(writer.name.clone()),
+        None => Verdict::Acquired,
+    }
+}
+
+/// A writer holds when it is first; otherwise it watches the contender just before it.
+pub(crate) fn write_verdict(queue: &[Contender], ours: usize) -> Verdict {
+    match ours {
+        0 => Verdict::Acquired,
+        i => Verdict::WaitFor(queue[i - 1].name.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(kinds: &str) -> Vec<Contender> {
+        kinds
+            .chars()
+            .enumerate()
+            .map(|(i, k)| Contender {
+                name: format!("{k}{i}"),
+                kind: if k == 'w' { WRITE } else { READ },
+                seq: i as i32,
+            })
+            .collect()
+    }
+
+    fn waits_for(v: Verdict) -> Option<String> {
+        match v {
+            Verdict::Acquired => None,
+            Verdict::WaitFor(n) => Some(n),
+        }
+    }
+
+    #[test]
+    fn readers_share() {
+        let queue = q("rrr");
+        for i in 0..3 {
+            assert_eq!(waits_for(read_verdict(&queue, i)), None);
+        }
+    }
+
+    #[test]
+    fn reader_watches_nearest_lower_writer_only() {
+        let queue = q("wrwrr");
+        assert_eq!(waits_for(read_verdict(&queue, 1)).as_deref(), Some("w0"));
+        assert_eq!(waits_for(read_verdict(&queue, 3)).as_deref(), Some("w2"));
+        assert_eq!(waits_for(read_verdict(&queue, 4)).as_deref(), Some("w2"));
+    }
+
+    #[test]
+    fn later_writer_never_blocks_a_reader() {
+        // The kazoo #649 interleaving: a writer queued after a waiting reader.
+        let queue = q("rw");
+        assert_eq!(waits_for(read_verdict(&queue, 0)), None);
+    }
+
+    #[test]
+    fn writer_watches_its_predecessor() {
+        let queue = q("rrw");
+        assert_eq!(waits_for(write_verdict(&queue, 2)).as_deref(), Some("r1"));
+        assert_eq!(waits_for(write_verdict(&q("w"), 0)), None);
+    }
+}

@@ -1,0 +1,46 @@
+//! Waiting on the session: reconnection with a bound.
+
+use std::time::Duration;
+
+use zk_client::{Client, SessionState};
+
+use crate::error::{Error, Result};
+
+/// How long to wait for a reconnection before treating the session as gone. The client marks
+/// the session expired once its timeout passes without a server; twice the timeout is a
+/// safety bound in case no server ever answers to say so.
+pub(crate) fn reconnect_bound(client: &Client) -> Duration {
+    client.session_timeout().max(Duration::from_millis(100)) * 2
+}
+
+/// Waits until the session is connected to a read-write server. Fails when the session ends,
+/// or when the bound passes (the session is then gone on the server too).
+pub(crate) async fn wait_connected(client: &Client) -> Result<()> {
+    let mut states = client.state_watcher();
+    let wait = async {
+        loop {
+            let state = *states.borrow_and_update();
+            match state {
+                SessionState::Connected => return Ok(()),
+                s if s.is_terminal() => return Err(terminal_error(s)),
+                _ => {}
+            }
+            if states.changed().await.is_err() {
+                return Err(Error::Client(zk_client::Error::Closed));
+            }
+        }
+    };
+    match tokio::time::timeout(reconnect_bound(client), wait).await {
+        Ok(r) => r,
+        Err(_) => Err(Error::Disconnected),
+    }
+}
+
+/// The client error that matches a terminal session state.
+pub(crate) fn terminal_error(state: SessionState) -> Error {
+    Error::Client(match state {
+        SessionState::Expired => zk_client::Error::SessionExpired,
+        SessionState::AuthFailed => zk_client::Error::AuthFailed,
+        _ => zk_client::Error::Closed,
+    })
+}
