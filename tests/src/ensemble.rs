@@ -288,15 +288,13 @@ impl Ensemble {
                 let member = members[i].lock().unwrap_or_else(|e| e.into_inner());
                 let expected = member.node.pid().is_some() && !member.paused;
                 drop(member);
-                match state {
-                    Some(s) if s.mode == Mode::Leader => {
-                        if leader.replace(i).is_some() {
-                            return None;
-                        }
-                    }
-                    Some(s) if s.mode.is_serving() => {}
-                    _ if expected => return None,
-                    _ => {}
+                let serving = state.as_ref().is_some_and(|s| s.mode.is_serving());
+                if expected && !serving {
+                    return None;
+                }
+                let leads = state.as_ref().is_some_and(|s| s.mode == Mode::Leader);
+                if leads && leader.replace(i).is_some() {
+                    return None;
                 }
             }
             leader

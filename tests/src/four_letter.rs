@@ -323,7 +323,7 @@ mod tests {
     #[test]
     fn parses_wchc() {
         let watches = parse_wchc("0x100000679b30010\n\t/p\n\t/d\n0x2\n\t/x\n\n");
-        assert_eq!(watches[&0x1_0000_0679_b300_10], vec!["/p", "/d"]);
+        assert_eq!(watches[&0x0100_0006_79b3_0010], vec!["/p", "/d"]);
         assert_eq!(watches[&2], vec!["/x"]);
     }
 
@@ -333,7 +333,7 @@ mod tests {
                     est=1,to=30000,lcxid=0x0)\n /127.0.0.1:44460[0](queued=0,recved=1,sent=0)\n\n";
         let cons = parse_cons(text);
         assert_eq!(cons.len(), 2);
-        assert_eq!(cons[0].session_id, Some(0x1_0000_0679_b300_10));
+        assert_eq!(cons[0].session_id, Some(0x0100_0006_79b3_0010));
         assert_eq!(cons[0].timeout_ms, Some(30000));
         assert_eq!(cons[0].remote, "/127.0.0.1:44458");
         assert_eq!(cons[1].session_id, None);

@@ -40,7 +40,7 @@ mod node;
 pub mod options;
 mod ports;
 mod process;
-//pub mod proxy;
+pub mod proxy;
 mod raw_client;
 mod server;
 mod shared;
@@ -52,7 +52,7 @@ pub use four_letter::{four_letter, four_letter_blocking, Connection, Mntr, Mode,
 pub use install::{Installation, CLASSPATH_ENV, HOME_ENV, JAVA_ENV};
 pub use options::Options;
 pub use ports::free_port;
-//pub use proxy::Proxy;
+pub use proxy::{Cut, Proxy, Upstreams};
 pub use server::{mntr, srvr, ServerBuilder, ZkServer};
 pub use shared::{chroot_for, shared_server, unique_chroot, CHROOT_PARENT};
 pub use tempdir::{KEEP_DIRS_ENV, TMPDIR_ENV};
