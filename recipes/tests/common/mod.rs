@@ -1,0 +1,75 @@
+//! Helpers shared by the integration tests: clients on the shared server, bounded waits.
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::time::Duration;
+
+use zk_client::Client;
+use zk_tests::{chroot_for, shared_server};
+
+/// The bound on any single wait in these tests: generous, so that a slow CI machine does not
+/// fail them, but a hang fails instead of blocking the suite.
+pub const BOUND: Duration = Duration::from_secs(30);
+
+/// Awaits `f`, failing the test if it takes longer than [`BOUND`].
+pub async fn bounded<F: Future>(what: &str, f: F) -> F::Output {
+    match tokio::time::timeout(BOUND, f).await {
+        Ok(v) => v,
+        Err(_) => panic!("timed out waiting for {what}"),
+    }
+}
+
+/// A connect string to a fresh chroot on the shared server.
+pub fn chroot_connect(test: &str) -> String {
+    let chroot = chroot_for(test);
+    shared_server().connect_string_with_chroot(&chroot)
+}
+
+/// A client on `connect` with a short session timeout.
+pub async fn client(connect: &str) -> Client {
+    bounded(
+        "connect",
+        Client::builder(connect)
+            .session_timeout(Duration::from_secs(4))
+            .connect(),
+    )
+    .await
+    .expect("connect")
+}
+
+/// `n` clients (separate sessions) on `connect`.
+pub async fn clients(connect: &str, n: usize) -> Vec<Client> {
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        out.push(client(connect).await);
+    }
+    out
+}
+
+/// The children of `path`, or empty if it does not exist.
+pub async fn children(client: &Client, path: &str) -> Vec<String> {
+    match client.get_children(path).await {
+        Ok((c, _)) => c,
+        Err(zk_client::Error::NoNode) => Vec::new(),
+        Err(e) => panic!("listing {path}: {e}"),
+    }
+}
+
+/// Polls `path` until it has no children (background deletes are asynchronous by design),
+/// bounded by [`BOUND`]. Returns the last listing.
+pub async fn wait_empty(client: &Client, path: &str) -> Vec<String> {
+    let deadline = tokio::time::Instant::now() + BOUND;
+    loop {
+        let c = children(client, path).await;
+        if c.is_empty() || tokio::time::Instant::now() > deadline {
+            return c;
+        }
+        // Wait for the next change of the listing rather than sleeping.
+        match client.get_children_and_watch(path).await {
+            Ok((c, _, w)) if !c.is_empty() => {
+                let _ = tokio::time::timeout_at(deadline, w).await;
+            }
+            _ => {}
+        }
+    }
+}

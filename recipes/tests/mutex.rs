@@ -1,0 +1,252 @@
+//! The mutex against a real server: layouts, try/timeout/cancellation leaving nothing
+//! behind, reentrancy, mutual exclusion with fencing tokens, one notification per release,
+//! and a thousand contenders.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use common::{bounded, chroot_connect, children, client, clients, wait_empty};
+use zk_recipes::{Layout, Mutex};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uncontended_acquire_names_the_node_and_release_deletes_it() {
+    let c = client(&chroot_connect("mutex_uncontended")).await;
+    let m = Mutex::new(&c, "/app/lock").unwrap();
+    let g = bounded("acquire", m.acquire()).await.unwrap();
+    let name = g.path().rsplit('/').next().unwrap().to_owned();
+    assert!(name.starts_with("_c_") && name.contains("-lock-"), "{name}");
+    assert_eq!(name.len(), 3 + 36 + 1 + 5 + 10, "{name}");
+    let stat = c.exists(g.path()).await.unwrap().expect("node exists");
+    assert_eq!(g.fencing_token().0, stat.czxid);
+    assert_eq!(stat.ephemeral_owner, c.session_id().0);
+    assert_eq!(g.wakeups(), 0);
+    // Curator creates the lock path as a container.
+    let parent = c.exists("/app/lock").await.unwrap().unwrap();
+    assert_eq!(parent.ephemeral_owner, 0);
+    bounded("release", g.release()).await.unwrap();
+    assert!(children(&c, "/app/lock").await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kazoo_layout_names_the_node_as_kazoo_does() {
+    let c = client(&chroot_connect("mutex_kazoo_layout")).await;
+    let m = Mutex::with_layout(&c, "/lock", Layout::Kazoo).unwrap();
+    let g = bounded("acquire", m.acquire()).await.unwrap();
+    let name = g.path().rsplit('/').next().unwrap();
+    let (hex, seq) = name.split_once("__lock__").unwrap();
+    assert_eq!(hex.len(), 32);
+    assert!(hex.bytes().all(|b| b.is_ascii_hexdigit()));
+    assert_eq!(seq.len(), 10);
+    g.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn try_timeout_and_cancellation_leave_no_child_behind() {
+    let connect = chroot_connect("mutex_no_leftovers");
+    let (a, b) = (client(&connect).await, client(&connect).await);
+    let held = Mutex::new(&a, "/lock").unwrap();
+    let g = bounded("acquire", held.acquire()).await.unwrap();
+
+    let other = Mutex::new(&b, "/lock").unwrap();
+    assert!(other.try_acquire().await.unwrap().is_none());
+    assert_eq!(children(&b, "/lock").await.len(), 1);
+
+    let timed = bounded("timed acquire", other.acquire_timeout(Duration::from_millis(200)))
+        .await
+        .unwrap();
+    assert!(timed.is_none());
+    assert_eq!(children(&b, "/lock").await.len(), 1);
+
+    // Cancel acquisitions at every stage: before the create's reply (zero timeout polls the
+    // future once), between create and listing, and while waiting for the watch.
+    for i in 0..30u64 {
+        let m = Mutex::new(&b, "/lock").unwrap();
+        let r = tokio::time::timeout(Duration::from_micros(i * 150), m.acquire()).await;
+        assert!(r.is_err(), "acquired a held lock");
+    }
+    let left = wait_empty_but(&b, "/lock", 1).await;
+    assert_eq!(left, vec![g.path().rsplit('/').next().unwrap().to_owned()]);
+
+    g.release().await.unwrap();
+    assert!(wait_empty(&b, "/lock").await.is_empty());
+}
+
+/// Waits until `path` has exactly `n` children (cancelled acquisitions clean up in the
+/// background).
+async fn wait_empty_but(c: &zk_client::Client, path: &str, n: usize) -> Vec<String> {
+    bounded("leftovers to go", async {
+        loop {
+            let (list, _, w) = c.get_children_and_watch(path).await.unwrap();
+            if list.len() <= n {
+                return list;
+            }
+            w.await;
+        }
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reentrant_acquisition_counts_and_deletes_at_zero() {
+    let connect = chroot_connect("mutex_reentrant");
+    let (a, b) = (client(&connect).await, client(&connect).await);
+    let m = Mutex::new(&a, "/lock").unwrap();
+    let g1 = bounded("acquire", m.acquire()).await.unwrap();
+    let g2 = bounded("re-enter", m.acquire()).await.unwrap();
+    let g3 = m.try_acquire().await.unwrap().expect("try re-enters");
+    assert_eq!(g1.path(), g2.path());
+    assert_eq!(g3.hold_count(), 3);
+    assert_eq!(children(&a, "/lock").await.len(), 1);
+
+    let other = Mutex::new(&b, "/lock").unwrap();
+    g1.release().await.unwrap();
+    drop(g3);
+    assert!(a.exists(g2.path()).await.unwrap().is_some());
+    assert!(other.try_acquire().await.unwrap().is_none());
+    let path = g2.path().to_owned();
+    g2.release().await.unwrap();
+    assert!(a.exists(&path).await.unwrap().is_none());
+    let g = bounded("other acquires", other.acquire()).await.unwrap();
+    g.release().await.unwrap();
+}
+
+/// Records who is inside the critical section; any overlap, or a token that does not grow,
+/// is a failure.
+#[derive(Default)]
+struct Checker {
+    inside: AtomicUsize,
+    log: StdMutex<Vec<(usize, i64)>>,
+}
+
+impl Checker {
+    fn enter(&self, who: usize, token: i64) {
+        let before = self.inside.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(before, 0, "contender {who} entered while another was inside");
+        let mut log = self.log.lock().unwrap();
+        if let Some(&(prev, last)) = log.last() {
+            assert!(token > last, "token {token} of {who} not above {last} of {prev}");
+        }
+        log.push((who, token));
+    }
+
+    fn exit(&self) {
+        self.inside.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+async fn run_contenders(connect: &str, sessions: usize, per_session: usize, rounds: usize) -> Arc<Checker> {
+    let cs = clients(connect, sessions).await;
+    let checker = Arc::new(Checker::default());
+    let mut tasks = Vec::new();
+    for (s, c) in cs.iter().enumerate() {
+        for k in 0..per_session {
+            let (c, checker) = (c.clone(), checker.clone());
+            let who = s * per_session + k;
+            tasks.push(tokio::spawn(async move {
+                let m = Mutex::new(&c, "/contended").unwrap();
+                for _ in 0..rounds {
+                    let g = m.acquire().await.unwrap();
+                    checker.enter(who, g.fencing_token().0);
+                    tokio::task::yield_now().await;
+                    checker.exit();
+                    g.release().await.unwrap();
+                }
+            }));
+        }
+    }
+    for t in tasks {
+        bounded("contender", t).await.unwrap();
+    }
+    checker
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutual_exclusion_with_growing_fencing_tokens() {
+    let connect = chroot_connect("mutex_exclusion");
+    let checker = run_contenders(&connect, 8, 4, 5).await;
+    let log = checker.log.lock().unwrap();
+    assert_eq!(log.len(), 8 * 4 * 5);
+    let served: BTreeSet<usize> = log.iter().map(|(w, _)| *w).collect();
+    assert_eq!(served.len(), 32, "every contender served");
+    let c = client(&connect).await;
+    assert!(children(&c, "/contended").await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thousand_contenders_over_fifty_sessions_all_served_once() {
+    let connect = chroot_connect("mutex_thousand");
+    let started = std::time::Instant::now();
+    let checker = run_contenders(&connect, 50, 20, 1).await;
+    let log = checker.log.lock().unwrap();
+    let served: BTreeSet<usize> = log.iter().map(|(w, _)| *w).collect();
+    assert_eq!(log.len(), 1000);
+    assert_eq!(served.len(), 1000);
+    eprintln!("1000 contenders over 50 sessions: {:?}", started.elapsed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_notification_per_release_with_a_hundred_waiters() {
+    let connect = chroot_connect("mutex_herd");
+    let cs = clients(&connect, 10).await;
+    let holder = Mutex::new(&cs[0], "/herd").unwrap();
+    let g = bounded("holder", holder.acquire()).await.unwrap();
+
+    let mut waiters = Vec::new();
+    for i in 0..100 {
+        let c = cs[i % 10].clone();
+        waiters.push(tokio::spawn(async move {
+            let m = Mutex::new(&c, "/herd").unwrap();
+            let g = m.acquire().await.unwrap();
+            let wakeups = g.wakeups();
+            g.release().await.unwrap();
+            wakeups
+        }));
+    }
+    // Every waiter queued and watching before the first release.
+    bounded("100 waiters queued", async {
+        loop {
+            let (list, _, w) = cs[0].get_children_and_watch("/herd").await.unwrap();
+            if list.len() == 101 {
+                break;
+            }
+            w.await;
+        }
+    })
+    .await;
+    // Each queued node is watched by exactly one session: wait until the watches are set,
+    // then count them on the server.
+    let server = zk_tests::shared_server();
+    let chroot_prefix = connect.split_once('/').map(|(_, p)| format!("/{p}/herd/")).unwrap();
+    let watched = bounded("100 watches set", async {
+        loop {
+            let wchc = server.wchc().await.unwrap();
+            let paths: Vec<String> = wchc
+                .values()
+                .flatten()
+                .filter(|p| p.starts_with(&chroot_prefix))
+                .cloned()
+                .collect();
+            if paths.len() >= 100 {
+                return paths;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    let distinct: BTreeSet<&String> = watched.iter().collect();
+    assert_eq!(watched.len(), 100, "one watch per waiter");
+    assert_eq!(distinct.len(), 100, "no node watched twice");
+
+    g.release().await.unwrap();
+    let mut total = 0;
+    for w in waiters {
+        let wakeups = bounded("waiter", w).await.unwrap();
+        assert_eq!(wakeups, 1, "a waiter was woken more than once");
+        total += wakeups;
+    }
+    assert_eq!(total, 100, "one notification per release");
+}
