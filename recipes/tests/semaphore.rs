@@ -1,0 +1,53 @@
+//! The semaphore against a real server.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{bounded, chroot_connect, children, clients};
+use zk_recipes::Semaphore;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grants_at_most_n_leases_and_hands_one_over_per_release() {
+    let connect = chroot_connect("semaphore_n");
+    let cs = clients(&connect, 3).await;
+    let s: Vec<Semaphore> = cs
+        .iter()
+        .map(|c| Semaphore::new(c, "/sem", 2).unwrap())
+        .collect();
+    let l0 = bounded("lease 0", s[0].acquire()).await.unwrap();
+    let l1 = bounded("lease 1", s[1].acquire()).await.unwrap();
+    assert!(l0.path().starts_with("/sem/leases/_c_") && l0.path().contains("-lease-"));
+    assert!(s[2].try_acquire().await.unwrap().is_none());
+    assert!(s[2]
+        .acquire_timeout(Duration::from_millis(150))
+        .await
+        .unwrap()
+        .is_none());
+    assert_eq!(children(&cs[0], "/sem/leases").await.len(), 2, "no lease left behind");
+    assert!(children(&cs[0], "/sem/locks").await.is_empty(), "gate released");
+
+    let c2 = cs[2].clone();
+    let waiter = tokio::spawn(async move {
+        let s = Semaphore::new(&c2, "/sem", 2).unwrap();
+        let l = s.acquire().await.unwrap();
+        let (token, wakeups) = (l.fencing_token(), l.wakeups());
+        l.release().await.unwrap();
+        (token, wakeups)
+    });
+    bounded("waiter queued", async {
+        loop {
+            let (list, _, w) = cs[0].get_children_and_watch("/sem/leases").await.unwrap();
+            if list.len() == 3 {
+                return;
+            }
+            w.await;
+        }
+    })
+    .await;
+    l0.release().await.unwrap();
+    let (token, wakeups) = bounded("waiter", waiter).await.unwrap();
+    assert!(token > l1.fencing_token());
+    assert_eq!(wakeups, 1);
+    l1.release().await.unwrap();
+}
