@@ -1,0 +1,156 @@
+//! Losing a lock, and keeping it: session expiry through a black-holed proxy, our node
+//! deleted by someone else, a lost create reply (adopted by GUID), and a holder whose server
+//! dies in an ensemble.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{bounded, children, client};
+use zk_client::{Client, SessionState};
+use zk_recipes::{LockState, LossReason, Mutex};
+use zk_tests::{Ensemble, Proxy, ZkServer};
+
+async fn short_session(connect: &str) -> Client {
+    bounded(
+        "connect",
+        Client::builder(connect)
+            .session_timeout(Duration::from_millis(1500))
+            .connect(),
+    )
+    .await
+    .expect("connect")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_holder_is_told_and_a_waiter_takes_over_with_a_higher_token() {
+    let server = ZkServer::start().await.unwrap();
+    let proxy = Proxy::start(server.addr()).await.unwrap();
+    let holder_client = short_session(&proxy.connect_string()).await;
+    let other = client(&server.connect_string()).await;
+
+    let holder = Mutex::new(&holder_client, "/lock").unwrap();
+    let g = bounded("holder", holder.acquire()).await.unwrap();
+    let suspended = g.suspended();
+    let lost = g.lost();
+
+    let waiter = Mutex::new(&other, "/lock").unwrap();
+    let taking_over = tokio::spawn(async move {
+        let g = waiter.acquire().await.unwrap();
+        let token = g.fencing_token();
+        g.release().await.unwrap();
+        token
+    });
+    bounded("waiter queued", async {
+        while children(&other, "/lock").await.len() < 2 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+
+    // Cut the holder off: nothing passes, the connection stays open.
+    proxy.black_hole(true);
+    assert_eq!(bounded("suspended", suspended).await, LockState::Suspended);
+    let reason = bounded("lost", lost).await;
+    assert!(
+        matches!(reason, LossReason::DisconnectedTooLong | LossReason::SessionExpired),
+        "{reason:?}"
+    );
+    let new_token = bounded("takeover", taking_over).await.unwrap();
+    assert!(new_token > g.fencing_token());
+    assert!(matches!(g.state(), LockState::Lost(_)));
+    drop(g);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_our_node_from_outside_is_a_loss() {
+    let connect = common::chroot_connect("loss_deleted");
+    let (a, b) = (client(&connect).await, client(&connect).await);
+    let m = Mutex::new(&a, "/lock").unwrap();
+    let g = bounded("acquire", m.acquire()).await.unwrap();
+    let mut states = g.state_watcher();
+    b.delete(g.path(), None).await.unwrap();
+    let reason = bounded("lost", g.lost()).await;
+    assert_eq!(reason, LossReason::NodeDeleted);
+    bounded("state", states.wait_for(|s| matches!(s, LockState::Lost(_)))).await.unwrap();
+    // Re-acquiring through the same handle makes a fresh node instead of re-entering.
+    let g2 = bounded("fresh", m.acquire()).await.unwrap();
+    assert_ne!(g2.path(), g.path());
+    assert_eq!(g2.hold_count(), 1);
+    g2.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_create_reply_is_adopted_not_duplicated() {
+    let server = ZkServer::start().await.unwrap();
+    let proxy = Proxy::start(server.addr()).await.unwrap();
+    let c = client(&proxy.connect_string()).await;
+    let direct = client(&server.connect_string()).await;
+    direct
+        .create("/lock", b"", &zk_client::CreateOptions::persistent())
+        .await
+        .unwrap();
+    // 15 is create2, the opcode of every create the client sends.
+    let cut = proxy.cut_after_next(15);
+    let m = Mutex::new(&c, "/lock").unwrap();
+    let g = bounded("acquire through a cut", m.acquire()).await.unwrap();
+    assert!(bounded("cut fired", cut.wait()).await.is_some());
+    let list = children(&direct, "/lock").await;
+    assert_eq!(list.len(), 1, "one node, adopted: {list:?}");
+    assert_eq!(format!("/lock/{}", list[0]), g.path());
+    assert_eq!(
+        direct.exists(g.path()).await.unwrap().unwrap().ephemeral_owner,
+        c.session_id().0
+    );
+    g.release().await.unwrap();
+    assert!(children(&direct, "/lock").await.is_empty());
+}
+
+/// The index of the member whose `cons` lists `session`.
+async fn member_serving(ensemble: &Ensemble, session: i64) -> usize {
+    let needle = format!("sid=0x{:x}", session as u64);
+    for (i, addr) in ensemble.addrs().iter().enumerate() {
+        if let Ok(cons) = zk_tests::four_letter(*addr, "cons").await {
+            if cons.contains(&needle) {
+                return i;
+            }
+        }
+    }
+    panic!("no member serves session {needle}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn holder_keeps_the_lock_when_its_server_dies() {
+    let ensemble = Ensemble::start(3).await.unwrap();
+    bounded("ensemble serving", ensemble.wait_serving()).await.unwrap();
+    let connect = ensemble.connect_string();
+    let holder_client = bounded(
+        "connect",
+        Client::builder(&connect)
+            .session_timeout(Duration::from_secs(6))
+            .connect(),
+    )
+    .await
+    .unwrap();
+    let m = Mutex::new(&holder_client, "/lock").unwrap();
+    let g = bounded("acquire", m.acquire()).await.unwrap();
+    let mut states = g.state_watcher();
+    let lost = tokio::spawn(g.lost());
+
+    let serving = member_serving(&ensemble, holder_client.session_id().0).await;
+    ensemble.kill(serving).unwrap();
+    bounded("suspended", states.wait_for(|s| *s != LockState::Held)).await.unwrap();
+    let mut session = holder_client.state_watcher();
+    bounded("reconnected", session.wait_for(|s| *s == SessionState::Connected)).await.unwrap();
+    bounded("held again", states.wait_for(|s| *s == LockState::Held)).await.unwrap();
+    assert!(!lost.is_finished());
+
+    let other_client = client(&connect).await;
+    let other = Mutex::new(&other_client, "/lock").unwrap();
+    assert!(other.try_acquire().await.unwrap().is_none(), "lock kept across the failover");
+    let token = g.fencing_token();
+    g.release().await.unwrap();
+    let g2 = bounded("other", other.acquire()).await.unwrap();
+    assert!(g2.fencing_token() > token);
+    g2.release().await.unwrap();
+}
