@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::path::{validate_path, Chroot};
 use crate::queue::RequestQueue;
 use crate::session::{Session, SessionConfig, SET_WATCHES_MAX_BYTES};
-use crate::state::SessionState;
+use crate::state::{SessionId, SessionState};
 
 /// Default requested session timeout.
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(30);
@@ -37,6 +37,7 @@ pub struct ClientBuilder {
     max_frame: usize,
     max_incoming_frame: usize,
     set_watches_max_bytes: usize,
+    resume: Option<(i64, Bytes)>,
 }
 
 impl ClientBuilder {
@@ -55,6 +56,7 @@ impl ClientBuilder {
             max_frame: DEFAULT_MAX_FRAME,
             max_incoming_frame: 4 * DEFAULT_MAX_FRAME,
             set_watches_max_bytes: SET_WATCHES_MAX_BYTES,
+            resume: None,
         }
     }
 
@@ -131,6 +133,14 @@ impl ClientBuilder {
         self
     }
 
+    /// Resume an existing session (from [`Client::session_id`] and
+    /// [`Client::session_password`]) instead of creating one. If it has expired, `connect`
+    /// fails with [`Error::SessionExpired`].
+    pub fn session(mut self, id: SessionId, password: &[u8]) -> Self {
+        self.resume = Some((id.0, Bytes::copy_from_slice(password)));
+        self
+    }
+
     /// Bytes of paths per `setWatches` frame when watches are restored after a reconnect.
     #[doc(hidden)]
     pub fn set_watches_max_bytes(mut self, bytes: usize) -> Self {
@@ -173,6 +183,7 @@ impl ClientBuilder {
             set_watches_max_bytes: self.set_watches_max_bytes,
             auth: self.auth,
             seed,
+            resume: self.resume,
         };
         let (state_tx, mut state_rx) = watch::channel(SessionState::Connecting);
         let queue = RequestQueue::new(self.max_outstanding);

@@ -109,6 +109,18 @@ impl Client {
         SessionId(self.inner.info.session_id.load(Ordering::Acquire))
     }
 
+    /// The session password (16 bytes once a server accepted the session). With
+    /// [`Client::session_id`] it lets another client resume this session through
+    /// [`ClientBuilder::session`]; keep it secret.
+    pub fn session_password(&self) -> bytes::Bytes {
+        self.inner
+            .info
+            .password
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// The session timeout the server granted.
     pub fn session_timeout(&self) -> Duration {
         Duration::from_millis(self.inner.info.timeout_ms.load(Ordering::Acquire))

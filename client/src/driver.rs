@@ -8,10 +8,10 @@ use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
@@ -26,6 +26,7 @@ use crate::session::{Action, Session};
 pub(crate) struct SessionInfo {
     pub session_id: AtomicI64,
     pub timeout_ms: AtomicU64,
+    pub password: Mutex<Bytes>,
 }
 
 type ConnectFuture = Pin<Box<dyn Future<Output = io::Result<TcpStream>> + Send>>;
@@ -76,6 +77,7 @@ async fn run(
                 "session_id",
                 tracing::field::display(crate::state::SessionId(recorded_id)),
             );
+            *info.password.lock().unwrap_or_else(|e| e.into_inner()) = session.password().clone();
             info.session_id.store(recorded_id, Ordering::Release);
         }
         if let Some(t) = session.negotiated_timeout() {

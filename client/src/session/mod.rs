@@ -68,6 +68,8 @@ pub(crate) struct SessionConfig {
     pub auth: Vec<(String, Bytes)>,
     /// Seed for host shuffling and backoff jitter.
     pub seed: u64,
+    /// A session to resume instead of creating one: id and password.
+    pub resume: Option<(i64, Bytes)>,
 }
 
 /// What the driver must do with the connection.
@@ -146,6 +148,7 @@ impl Session {
     pub fn new(cfg: SessionConfig, state_tx: watch::Sender<SessionState>, now: Instant) -> Session {
         let mut rng = Rng::new(cfg.seed);
         let hosts = HostRing::new(cfg.hosts.clone(), &mut rng);
+        let (session_id, passwd) = cfg.resume.clone().unwrap_or((0, Bytes::new()));
         let mut session = Session {
             auths: cfg.auth.clone(),
             cfg,
@@ -154,8 +157,8 @@ impl Session {
             state_tx,
             hosts,
             rng,
-            session_id: 0,
-            passwd: Bytes::new(),
+            session_id,
+            passwd,
             negotiated: None,
             read_only_conn: false,
             last_zxid: 0,
@@ -186,6 +189,10 @@ impl Session {
 
     pub fn session_id(&self) -> i64 {
         self.session_id
+    }
+
+    pub fn password(&self) -> &Bytes {
+        &self.passwd
     }
 
     /// The negotiated session timeout, once a server has answered.

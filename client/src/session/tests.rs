@@ -37,6 +37,7 @@ fn config(n: u16) -> SessionConfig {
         set_watches_max_bytes: SET_WATCHES_MAX_BYTES,
         auth: Vec::new(),
         seed: 1,
+        resume: None,
     }
 }
 

@@ -1,0 +1,229 @@
+//! The session across connection faults, through zk-tests' proxy and a real server.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{wait_state, within};
+use zk_client::{Client, CreateOptions, Error, EventType, SessionState};
+use zk_tests::{Proxy, ZkServer};
+
+async fn behind_proxy(timeout: Duration) -> (ZkServer, Proxy, Client) {
+    let server = ZkServer::start().await.unwrap();
+    let proxy = Proxy::start(server.addr()).await.unwrap();
+    let client = Client::builder(&proxy.connect_string())
+        .session_timeout(timeout)
+        .connect()
+        .await
+        .unwrap();
+    (server, proxy, client)
+}
+
+#[tokio::test]
+async fn dropped_connection_resumes_the_same_session() {
+    let (_server, proxy, c) = behind_proxy(Duration::from_secs(6)).await;
+    let id = c.session_id();
+    assert!(c.session_timeout() >= Duration::from_secs(1));
+    c.create("/e", b"", &CreateOptions::ephemeral())
+        .await
+        .unwrap();
+    let mut states = c.state_watcher();
+    proxy.drop_all();
+    within(
+        "disconnected",
+        states.wait_for(|s| *s == SessionState::Disconnected),
+    )
+    .await
+    .unwrap();
+    within(
+        "reconnected",
+        states.wait_for(|s| *s == SessionState::Connected),
+    )
+    .await
+    .unwrap();
+    assert_eq!(c.session_id(), id);
+    let (stat, _) = (c.exists("/e").await.unwrap().unwrap(), ());
+    assert_eq!(stat.ephemeral_owner, id.0);
+}
+
+#[tokio::test]
+async fn request_whose_reply_was_cut_fails_with_connection_loss_and_may_have_applied() {
+    let (_server, proxy, c) = behind_proxy(Duration::from_secs(6)).await;
+    let cut = proxy.cut_after_next(15); // create2
+    let result = c.create("/x", b"", &CreateOptions::persistent()).await;
+    assert_eq!(result, Err(Error::ConnectionLoss));
+    assert!(within("cut", cut.wait()).await.is_some());
+    assert!(result.unwrap_err().is_retryable());
+    // The write was applied although its reply was lost.
+    assert!(c.exists("/x").await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn requests_made_while_disconnected_wait_for_the_reconnect() {
+    let (_server, proxy, c) = behind_proxy(Duration::from_secs(10)).await;
+    proxy.refuse(true);
+    proxy.drop_all();
+    wait_state(&c, |s| s == SessionState::Disconnected).await;
+    let pending = c.create("/later", b"", &CreateOptions::persistent());
+    proxy.refuse(false);
+    within("request after reconnect", pending).await.unwrap();
+    assert_eq!(c.state(), SessionState::Connected);
+}
+
+#[tokio::test]
+async fn fail_fast_requests_made_while_disconnected() {
+    let server = ZkServer::start().await.unwrap();
+    let proxy = Proxy::start(server.addr()).await.unwrap();
+    let c = Client::builder(&proxy.connect_string())
+        .session_timeout(Duration::from_secs(10))
+        .fail_fast(true)
+        .connect()
+        .await
+        .unwrap();
+    proxy.refuse(true);
+    proxy.drop_all();
+    wait_state(&c, |s| s == SessionState::Disconnected).await;
+    assert_eq!(
+        c.get_data("/").await.map(|_| ()),
+        Err(Error::ConnectionLoss)
+    );
+    proxy.refuse(false);
+    wait_state(&c, |s| s == SessionState::Connected).await;
+    c.get_data("/").await.unwrap();
+}
+
+#[tokio::test]
+async fn watch_set_before_a_drop_fires_for_a_change_made_while_cut_off() {
+    let (server, proxy, c) = behind_proxy(Duration::from_secs(10)).await;
+    c.create("/w", b"1", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    let (_, _, watcher) = c.get_data_and_watch("/w").await.unwrap();
+    proxy.refuse(true);
+    proxy.drop_all();
+    wait_state(&c, |s| s == SessionState::Disconnected).await;
+    let other = Client::connect(&server.connect_string()).await.unwrap();
+    other.set_data("/w", b"2", None).await.unwrap();
+    proxy.refuse(false);
+    let event = within("missed event", watcher).await;
+    assert_eq!(event.event_type, EventType::NodeDataChanged);
+}
+
+#[tokio::test]
+async fn black_hole_is_noticed_within_two_thirds_of_the_session_timeout() {
+    let (_server, proxy, c) = behind_proxy(Duration::from_millis(3000)).await;
+    let negotiated = c.session_timeout();
+    let mut states = c.state_watcher();
+    proxy.black_hole(true);
+    let start = tokio::time::Instant::now();
+    tokio::time::timeout(
+        negotiated,
+        states.wait_for(|s| *s == SessionState::Disconnected),
+    )
+    .await
+    .expect("disconnection noticed within the session timeout")
+    .unwrap();
+    let noticed = start.elapsed();
+    // Read timeout is 2T/3 since the last frame, which came at most one ping interval ago.
+    assert!(
+        noticed <= negotiated * 2 / 3 + Duration::from_millis(300),
+        "{noticed:?}"
+    );
+    proxy.black_hole(false);
+}
+
+#[tokio::test]
+async fn cut_off_past_the_session_timeout_expires_and_the_server_agrees() {
+    let (server, proxy, c) = behind_proxy(Duration::from_millis(1500)).await;
+    let id = c.session_id();
+    c.create("/e", b"", &CreateOptions::ephemeral())
+        .await
+        .unwrap();
+    let (_, _, watcher) = c.get_data_and_watch("/e").await.unwrap();
+    proxy.black_hole(true);
+    let state = wait_state(&c, |s| s.is_terminal()).await;
+    assert_eq!(state, SessionState::Expired);
+    let e = within("watcher", watcher).await;
+    assert_eq!(
+        (e.event_type, e.state),
+        (EventType::None, SessionState::Expired)
+    );
+    assert_eq!(
+        c.get_data("/").await.map(|_| ()),
+        Err(Error::SessionExpired)
+    );
+    // The server expires it too: the ephemeral goes away.
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    within("server-side expiry", async {
+        loop {
+            match observer.exists("/e").await.unwrap() {
+                None => break,
+                Some(stat) => assert_eq!(stat.ephemeral_owner, id.0),
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    proxy.black_hole(false);
+}
+
+/// The session is closed on the server while the client is cut off; when the client gets back
+/// in, the server answers its resume with timeout 0 and the client reports expiry.
+#[tokio::test]
+async fn expiry_reported_by_the_server_on_reconnect() {
+    let (server, proxy, c) = behind_proxy(Duration::from_secs(20)).await;
+    let (_, _, watcher) = c.get_data_and_watch("/").await.unwrap();
+    proxy.refuse(true);
+    proxy.drop_all();
+    wait_state(&c, |s| s == SessionState::Disconnected).await;
+    let twin = Client::builder(&server.connect_string())
+        .session(c.session_id(), &c.session_password())
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(twin.session_id(), c.session_id());
+    twin.close().await;
+    proxy.refuse(false);
+    let e = within("expired", watcher).await;
+    assert_eq!(
+        (e.event_type, e.state),
+        (EventType::None, SessionState::Expired)
+    );
+    assert_eq!(c.state(), SessionState::Expired);
+    assert_eq!(c.exists("/").await, Err(Error::SessionExpired));
+    // Resuming an expired session fails too; nothing opens a new one silently.
+    let again = Client::builder(&server.connect_string())
+        .session(c.session_id(), &c.session_password())
+        .connect()
+        .await;
+    assert_eq!(again.map(|_| ()), Err(Error::SessionExpired));
+}
+
+#[tokio::test]
+async fn close_is_idempotent_and_later_calls_fail_closed() {
+    let (_server, _proxy, c) = behind_proxy(Duration::from_secs(6)).await;
+    let clone = c.clone();
+    c.close().await;
+    c.close().await;
+    assert_eq!(c.state(), SessionState::Closed);
+    assert_eq!(clone.exists("/").await, Err(Error::Closed));
+}
+
+#[tokio::test]
+async fn connect_to_nothing_fails_with_connect_error() {
+    let port = zk_tests::free_port().unwrap();
+    let err = Client::builder(&format!("127.0.0.1:{port}"))
+        .connect_timeout(Duration::from_millis(500))
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Connect(_)), "{err:?}");
+}
+
+#[tokio::test]
+async fn bad_connect_string() {
+    assert!(matches!(
+        Client::connect("host:notaport").await,
+        Err(Error::InvalidConnectString { .. })
+    ));
+}

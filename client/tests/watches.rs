@@ -1,0 +1,249 @@
+//! Every watch kind against a real server.
+
+mod common;
+
+use common::{client, within};
+use futures_core::Stream;
+use zk_client::{AddWatchMode, Client, CreateOptions, Error, EventType, SessionState, WatcherType};
+
+fn persistent() -> CreateOptions {
+    CreateOptions::persistent()
+}
+
+#[tokio::test]
+async fn data_watch_fires_once_on_change() {
+    let c = client("data_watch").await;
+    c.create("/w", b"1", &persistent()).await.unwrap();
+    let (data, _, watcher) = c.get_data_and_watch("/w").await.unwrap();
+    assert_eq!(&data[..], b"1");
+    c.set_data("/w", b"2", None).await.unwrap();
+    let event = within("data event", watcher).await;
+    assert_eq!(event.event_type, EventType::NodeDataChanged);
+    assert_eq!(event.path, "/w");
+    assert_eq!(event.state, SessionState::Connected);
+}
+
+#[tokio::test]
+async fn exists_watch_on_missing_node_fires_on_create() {
+    let c = client("exists_watch").await;
+    let (stat, watcher) = c.exists_and_watch("/later").await.unwrap();
+    assert!(stat.is_none());
+    c.create("/later", b"", &persistent()).await.unwrap();
+    assert_eq!(
+        within("created", watcher).await.event_type,
+        EventType::NodeCreated
+    );
+    let (stat, watcher) = c.exists_and_watch("/later").await.unwrap();
+    assert!(stat.is_some());
+    c.delete("/later", None).await.unwrap();
+    assert_eq!(
+        within("deleted", watcher).await.event_type,
+        EventType::NodeDeleted
+    );
+}
+
+#[tokio::test]
+async fn child_watch_fires_on_new_child_and_delete_fires_all_kinds() {
+    let c = client("child_watch").await;
+    c.create("/p", b"", &persistent()).await.unwrap();
+    let (_, _, children) = c.get_children_and_watch("/p").await.unwrap();
+    c.create("/p/a", b"", &persistent()).await.unwrap();
+    let event = within("children", children).await;
+    assert_eq!(
+        (event.event_type, event.path.as_str()),
+        (EventType::NodeChildrenChanged, "/p")
+    );
+
+    c.delete("/p/a", None).await.unwrap();
+    let (_, _, data) = c.get_data_and_watch("/p").await.unwrap();
+    let (_, exist) = c.exists_and_watch("/p").await.unwrap();
+    let (_, _, child) = c.get_children_and_watch("/p").await.unwrap();
+    c.delete("/p", None).await.unwrap();
+    for w in [data, exist, child] {
+        assert_eq!(
+            within("deleted", w).await.event_type,
+            EventType::NodeDeleted
+        );
+    }
+}
+
+#[tokio::test]
+async fn failed_reads_set_no_watch() {
+    let c = client("failed_reads").await;
+    assert_eq!(
+        c.get_data_and_watch("/none").await.map(|_| ()),
+        Err(Error::NoNode)
+    );
+    assert_eq!(
+        c.get_children_and_watch("/none").await.map(|_| ()),
+        Err(Error::NoNode)
+    );
+}
+
+/// The reply to our own write comes after the event it caused: by the time `set_data`
+/// returns, the watcher has already resolved.
+#[tokio::test]
+async fn event_arrives_before_the_reply_that_observes_the_change() {
+    let c = client("event_before_reply").await;
+    c.create("/o", b"", &persistent()).await.unwrap();
+    for _ in 0..20 {
+        let (_, _, mut watcher) = c.get_data_and_watch("/o").await.unwrap();
+        c.set_data("/o", b"x", None).await.unwrap();
+        let ready = std::future::poll_fn(|cx| {
+            std::task::Poll::Ready(std::future::Future::poll(
+                std::pin::Pin::new(&mut watcher),
+                cx,
+            ))
+        })
+        .await;
+        assert!(ready.is_ready(), "event not delivered before the reply");
+    }
+}
+
+#[tokio::test]
+async fn persistent_watch_streams_every_event_of_the_node() {
+    let c = client("persistent_watch").await;
+    let mut w = c.add_watch("/n", AddWatchMode::Persistent).await.unwrap();
+    c.create("/n", b"", &persistent()).await.unwrap();
+    c.set_data("/n", b"1", None).await.unwrap();
+    c.set_data("/n", b"2", None).await.unwrap();
+    c.create("/n/kid", b"", &persistent()).await.unwrap();
+    c.create("/n/kid/grandkid", b"", &persistent())
+        .await
+        .unwrap();
+    c.delete("/n/kid/grandkid", None).await.unwrap();
+    c.delete("/n/kid", None).await.unwrap();
+    c.delete("/n", None).await.unwrap();
+    let mut got = Vec::new();
+    for _ in 0..6 {
+        let e = within("persistent event", w.next()).await.unwrap();
+        got.push((e.event_type, e.path));
+    }
+    assert_eq!(
+        got,
+        vec![
+            (EventType::NodeCreated, "/n".to_string()),
+            (EventType::NodeDataChanged, "/n".to_string()),
+            (EventType::NodeDataChanged, "/n".to_string()),
+            (EventType::NodeChildrenChanged, "/n".to_string()),
+            (EventType::NodeChildrenChanged, "/n".to_string()),
+            (EventType::NodeDeleted, "/n".to_string()),
+        ]
+    );
+    assert!(w.try_next().is_none());
+}
+
+#[tokio::test]
+async fn persistent_recursive_watch_sees_the_subtree_without_child_events() {
+    let c = client("recursive_watch").await;
+    c.create("/r", b"", &persistent()).await.unwrap();
+    let mut w = c
+        .add_watch("/r", AddWatchMode::PersistentRecursive)
+        .await
+        .unwrap();
+    c.create("/r/a", b"", &persistent()).await.unwrap();
+    c.create("/r/a/b", b"", &persistent()).await.unwrap();
+    c.set_data("/r/a/b", b"x", None).await.unwrap();
+    c.delete("/r/a/b", None).await.unwrap();
+    c.create("/outside", b"", &persistent()).await.unwrap();
+    c.set_data("/r", b"y", None).await.unwrap();
+    let mut got = Vec::new();
+    for _ in 0..5 {
+        let e = within("recursive event", w.next()).await.unwrap();
+        got.push((e.event_type, e.path));
+    }
+    assert_eq!(
+        got,
+        vec![
+            (EventType::NodeCreated, "/r/a".to_string()),
+            (EventType::NodeCreated, "/r/a/b".to_string()),
+            (EventType::NodeDataChanged, "/r/a/b".to_string()),
+            (EventType::NodeDeleted, "/r/a/b".to_string()),
+            (EventType::NodeDataChanged, "/r".to_string()),
+        ]
+    );
+    // Works as a Stream too.
+    fn assert_stream<S: Stream>(_: &S) {}
+    assert_stream(&w);
+}
+
+#[tokio::test]
+async fn remove_watches_on_the_server_and_locally() {
+    let c = client("remove_watches").await;
+    c.create("/x", b"", &persistent()).await.unwrap();
+    let (_, _, data) = c.get_data_and_watch("/x").await.unwrap();
+    let (_, _, child) = c.get_children_and_watch("/x").await.unwrap();
+    c.remove_watches("/x", WatcherType::Data).await.unwrap();
+    assert_eq!(
+        within("removed", data).await.event_type,
+        EventType::DataWatchRemoved
+    );
+    assert_eq!(
+        c.remove_watches("/x", WatcherType::Data).await,
+        Err(Error::NoWatcher)
+    );
+    c.remove_watches("/x", WatcherType::Children).await.unwrap();
+    assert_eq!(
+        within("removed", child).await.event_type,
+        EventType::ChildWatchRemoved
+    );
+
+    let mut p = c.add_watch("/x", AddWatchMode::Persistent).await.unwrap();
+    c.remove_watches("/x", WatcherType::Any).await.unwrap();
+    let e = within("persistent removed", p.next()).await.unwrap();
+    assert_eq!(e.event_type, EventType::PersistentWatchRemoved);
+    assert!(within("stream end", p.next()).await.is_none());
+}
+
+#[tokio::test]
+async fn close_resolves_every_watcher_and_ends_streams() {
+    let c = client("close_watchers").await;
+    c.create("/x", b"", &persistent()).await.unwrap();
+    let (_, _, data) = c.get_data_and_watch("/x").await.unwrap();
+    let mut p = c
+        .add_watch("/x", AddWatchMode::PersistentRecursive)
+        .await
+        .unwrap();
+    c.close().await;
+    let e = within("closed", data).await;
+    assert_eq!(
+        (e.event_type, e.state),
+        (EventType::None, SessionState::Closed)
+    );
+    let e = within("closed", p.next()).await.unwrap();
+    assert_eq!(
+        (e.event_type, e.state),
+        (EventType::None, SessionState::Closed)
+    );
+    assert!(p.next().await.is_none());
+    assert_eq!(c.get_data("/x").await.map(|_| ()), Err(Error::Closed));
+}
+
+#[tokio::test]
+async fn watchers_do_not_keep_the_session_alive() {
+    let c = client("watchers_drop").await;
+    let root = c.chroot().unwrap().to_owned();
+    c.create("/e", b"", &CreateOptions::ephemeral())
+        .await
+        .unwrap();
+    c.create("/p", b"", &persistent()).await.unwrap();
+    let (_, _, watcher) = c.get_data_and_watch("/p").await.unwrap();
+    let observer = Client::connect(&zk_tests::shared_server().connect_string())
+        .await
+        .unwrap();
+    let (_, gone) = observer
+        .exists_and_watch(&format!("{root}/e"))
+        .await
+        .unwrap();
+    drop(c);
+    // The last handle is gone: the session closes and the ephemeral with it.
+    assert_eq!(
+        within("ephemeral deleted", gone).await.event_type,
+        EventType::NodeDeleted
+    );
+    let e = within("watcher ends", watcher).await;
+    assert_eq!(
+        (e.event_type, e.state),
+        (EventType::None, SessionState::Closed)
+    );
+}
