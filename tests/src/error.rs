@@ -98,3 +98,23 @@ impl Error {
 
 /// Result of the harness's operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_installations_name_the_setup_command() {
+        let java = Error::JavaNotFound {
+            looked_at: "/usr/bin/java".into(),
+        };
+        let jars = Error::ZooKeeperNotFound {
+            looked_at: "/usr/share/java/zookeeper.jar".into(),
+        };
+        for message in [java.to_string(), jars.to_string()] {
+            assert!(message.contains(SETUP_COMMAND), "{message}");
+        }
+        assert!(jars.to_string().contains("ZK_TESTS_CLASSPATH"));
+        assert!(java.to_string().contains("ZK_TESTS_JAVA"));
+    }
+}

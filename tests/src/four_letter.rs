@@ -56,6 +56,36 @@ pub(crate) fn four_letter_with_timeout(
     Ok(String::from_utf8_lossy(&answer).into_owned())
 }
 
+/// `srvr` of the server at `addr`, parsed.
+pub async fn srvr(addr: SocketAddr) -> Result<Srvr> {
+    let text = four_letter(addr, "srvr").await?;
+    Srvr::parse(&text).ok_or_else(|| Error::UnexpectedAnswer {
+        command: "srvr".into(),
+        addr: addr.to_string(),
+        answer: text,
+    })
+}
+
+/// `mntr` of the server at `addr`, parsed.
+pub async fn mntr(addr: SocketAddr) -> Result<Mntr> {
+    Ok(Mntr::parse(&four_letter(addr, "mntr").await?))
+}
+
+/// `wchc` of the server at `addr`: data and exist watch paths by session id.
+pub async fn wchc(addr: SocketAddr) -> Result<BTreeMap<u64, Vec<String>>> {
+    Ok(parse_wchc(&four_letter(addr, "wchc").await?))
+}
+
+/// `cons` of the server at `addr`: its client connections.
+pub async fn cons(addr: SocketAddr) -> Result<Vec<Connection>> {
+    Ok(parse_cons(&four_letter(addr, "cons").await?))
+}
+
+/// The ephemeral section of `dump` (leader or standalone): paths by owner session id.
+pub async fn ephemerals(addr: SocketAddr) -> Result<BTreeMap<u64, Vec<String>>> {
+    Ok(parse_dump_ephemerals(&four_letter(addr, "dump").await?))
+}
+
 /// What role a server plays, from `srvr`'s `Mode:` line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Mode {

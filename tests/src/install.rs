@@ -50,11 +50,14 @@ impl Installation {
 fn locate_java() -> Result<PathBuf> {
     let mut tried = Vec::new();
     if let Some(java) = env::var_os(JAVA_ENV) {
+        // An explicit choice that does not exist is an error, not a hint to look elsewhere.
         let java = PathBuf::from(java);
         if is_file(&java) {
             return Ok(java);
         }
-        tried.push(format!("{JAVA_ENV}={}", java.display()));
+        return Err(Error::JavaNotFound {
+            looked_at: format!("{JAVA_ENV}={}", java.display()),
+        });
     }
     let mut candidates = Vec::new();
     if let Some(home) = env::var_os("JAVA_HOME") {

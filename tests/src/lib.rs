@@ -48,11 +48,14 @@ mod tempdir;
 
 pub use ensemble::{Ensemble, EnsembleBuilder};
 pub use error::{Error, Result, SETUP_COMMAND};
-pub use four_letter::{four_letter, four_letter_blocking, Connection, Mntr, Mode, Srvr};
+pub use four_letter::{
+    cons, ephemerals, four_letter, four_letter_blocking, mntr, srvr, wchc, Connection, Mntr, Mode,
+    Srvr,
+};
 pub use install::{Installation, CLASSPATH_ENV, HOME_ENV, JAVA_ENV};
 pub use options::Options;
 pub use ports::free_port;
 pub use proxy::{Cut, Proxy, Upstreams};
-pub use server::{mntr, srvr, ServerBuilder, ZkServer};
+pub use server::{ServerBuilder, ZkServer};
 pub use shared::{chroot_for, shared_server, unique_chroot, CHROOT_PARENT};
 pub use tempdir::{KEEP_DIRS_ENV, TMPDIR_ENV};

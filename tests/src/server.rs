@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::four_letter::{self, Connection, Mntr, Mode, Srvr};
 use crate::install::Installation;
 use crate::node::{wait_ready, Node};
@@ -193,29 +193,27 @@ impl ZkServer {
 
     /// `srvr`, parsed: mode and zxid.
     pub async fn srvr(&self) -> Result<Srvr> {
-        srvr(self.addr).await
+        four_letter::srvr(self.addr).await
     }
 
     /// `mntr`, parsed: watch count, ephemerals, sessions...
     pub async fn mntr(&self) -> Result<Mntr> {
-        Ok(Mntr::parse(&self.four_letter("mntr").await?))
+        four_letter::mntr(self.addr).await
     }
 
     /// `wchc`: data and exist watch paths by session id.
     pub async fn wchc(&self) -> Result<BTreeMap<u64, Vec<String>>> {
-        Ok(four_letter::parse_wchc(&self.four_letter("wchc").await?))
+        four_letter::wchc(self.addr).await
     }
 
     /// `cons`: client connections with their session ids and timeouts.
     pub async fn cons(&self) -> Result<Vec<Connection>> {
-        Ok(four_letter::parse_cons(&self.four_letter("cons").await?))
+        four_letter::cons(self.addr).await
     }
 
     /// `dump`'s ephemeral section: ephemeral paths by owner session id.
     pub async fn ephemerals(&self) -> Result<BTreeMap<u64, Vec<String>>> {
-        Ok(four_letter::parse_dump_ephemerals(
-            &self.four_letter("dump").await?,
-        ))
+        four_letter::ephemerals(self.addr).await
     }
 
     /// Creates `path` and its missing parents as empty persistent nodes (blocking; uses a
@@ -226,19 +224,4 @@ impl ZkServer {
 
     /// Stops the server now (same as dropping it).
     pub fn stop(self) {}
-}
-
-/// `srvr` of the server at `addr`, parsed.
-pub async fn srvr(addr: SocketAddr) -> Result<Srvr> {
-    let text = four_letter::four_letter(addr, "srvr").await?;
-    Srvr::parse(&text).ok_or_else(|| Error::UnexpectedAnswer {
-        command: "srvr".into(),
-        addr: addr.to_string(),
-        answer: text,
-    })
-}
-
-/// `mntr` of the server at `addr`, parsed.
-pub async fn mntr(addr: SocketAddr) -> Result<Mntr> {
-    Ok(Mntr::parse(&four_letter::four_letter(addr, "mntr").await?))
 }

@@ -38,8 +38,12 @@ struct Helper {
 }
 
 fn start_helper(then: &str) -> Helper {
+    start_helper_with(&["--then", then])
+}
+
+fn start_helper_with(args: &[&str]) -> Helper {
     let mut child = Command::new(env!("CARGO_BIN_EXE_zk-tests-server"))
-        .args(["--then", then])
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -55,8 +59,8 @@ fn start_helper(then: &str) -> Helper {
             .unwrap_or_else(|| panic!("no {name} in helper output {line:?}"))
             .to_string()
     };
+    // Helpers told to end at once may already be gone; the pid is of a server that served.
     let java_pid: u32 = field("pid").parse().unwrap();
-    assert!(!is_dead(java_pid), "java {java_pid} is not running");
     Helper {
         child,
         java_pid,
@@ -67,6 +71,11 @@ fn start_helper(then: &str) -> Helper {
 #[test]
 fn java_dies_when_the_test_process_is_sigkilled() {
     let mut helper = start_helper("wait");
+    assert!(
+        !is_dead(helper.java_pid),
+        "java {} is not running",
+        helper.java_pid
+    );
     // SAFETY: plain kill(2) of our own child.
     unsafe { libc::kill(helper.child.id() as i32, libc::SIGKILL) };
     helper.child.wait().unwrap();
@@ -117,4 +126,25 @@ fn a_panic_inside_this_process_kills_the_server() {
     assert!(result.is_err());
     let pid = pid.unwrap();
     assert!(is_dead(pid), "java {pid} survived the panic");
+}
+
+#[test]
+fn the_shared_server_is_killed_and_removed_when_the_process_exits() {
+    let mut helper = start_helper_with(&["--shared", "--then", "exit"]);
+    assert!(helper.child.wait().unwrap().success());
+    wait_dead(helper.java_pid);
+    assert!(!helper.dir.exists(), "{} left behind", helper.dir.display());
+}
+
+#[test]
+fn a_missing_java_is_reported_with_the_setup_command() {
+    let output = Command::new(env!("CARGO_BIN_EXE_zk-tests-server"))
+        .env("ZK_TESTS_JAVA", "/nonexistent/bin/java")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("scripts/setup"), "{stderr}");
+    assert!(stderr.contains("/nonexistent/bin/java"), "{stderr}");
 }

@@ -8,27 +8,37 @@
 //! * `--then panic`: panic (unwinding drops the server);
 //! * `--then abort`: abort (no destructors run);
 //! * `--then exit`: `process::exit` (no destructors run).
+//!
+//! With `--shared`, the server is the process's [`zk_tests::shared_server`].
 
 use std::io::{Read, Write};
 
 fn main() {
     let mut then = String::from("wait");
+    let mut shared = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--then" => then = args.next().unwrap_or_default(),
+            "--shared" => shared = true,
             other => {
-                eprintln!("unknown argument {other:?}; usage: zk-tests-server [--then wait|panic|abort|exit]");
+                eprintln!("unknown argument {other:?}; usage: zk-tests-server [--shared] [--then wait|panic|abort|exit]");
                 std::process::exit(2);
             }
         }
     }
-    let server = match zk_tests::ZkServer::start_blocking() {
-        Ok(server) => server,
-        Err(e) => {
-            eprintln!("{e}");
-            std::process::exit(1);
-        }
+    let own;
+    let server = if shared {
+        zk_tests::shared_server()
+    } else {
+        own = match zk_tests::ZkServer::start_blocking() {
+            Ok(server) => server,
+            Err(e) => {
+                eprintln!("{e}");
+                std::process::exit(1);
+            }
+        };
+        &own
     };
     println!(
         "addr={} pid={} dir={}",
@@ -46,5 +56,4 @@ fn main() {
             let _ = std::io::stdin().read_to_end(&mut sink);
         }
     }
-    drop(server);
 }
