@@ -11,9 +11,18 @@ async fn one_leader_in_order_and_resign_hands_over() {
     let cs = clients(&connect, 3).await;
     let mut latches = Vec::new();
     for (i, c) in cs.iter().enumerate() {
-        latches.push(bounded("start", LeaderLatch::start(c, "/election", &format!("p{i}"))).await.unwrap());
+        latches.push(
+            bounded(
+                "start",
+                LeaderLatch::start(c, "/election", &format!("p{i}")),
+            )
+            .await
+            .unwrap(),
+        );
     }
-    bounded("p0 leads", latches[0].await_leadership()).await.unwrap();
+    bounded("p0 leads", latches[0].await_leadership())
+        .await
+        .unwrap();
     let mut changes = latches[1].changes();
     let parts = latches[2].participants().await.unwrap();
     let ids: Vec<&str> = parts.iter().map(|p| p.id.as_str()).collect();
@@ -28,7 +37,10 @@ async fn one_leader_in_order_and_resign_hands_over() {
 
     latches[0].resign().await.unwrap();
     assert_eq!(latches[0].state(), Leadership::Closed);
-    assert_eq!(bounded("p1 change", changes.next()).await, Some(Leadership::Leader));
+    assert_eq!(
+        bounded("p1 change", changes.next()).await,
+        Some(Leadership::Leader)
+    );
     assert!(latches[1].has_leadership());
     assert!(!latches[2].has_leadership());
     assert!(latches[1].fencing_token() > latches[0].fencing_token());
@@ -38,10 +50,15 @@ async fn one_leader_in_order_and_resign_hands_over() {
 async fn leadership_is_lost_when_our_node_is_deleted() {
     let connect = chroot_connect("leader_deleted");
     let cs = clients(&connect, 2).await;
-    let latch = bounded("start", LeaderLatch::start(&cs[0], "/election", "a")).await.unwrap();
+    let latch = bounded("start", LeaderLatch::start(&cs[0], "/election", "a"))
+        .await
+        .unwrap();
     bounded("leads", latch.await_leadership()).await.unwrap();
     let lost = latch.lost();
     cs[1].delete(latch.node(), None).await.unwrap();
-    assert_eq!(bounded("lost", lost).await, Leadership::Lost(LossReason::NodeDeleted));
+    assert_eq!(
+        bounded("lost", lost).await,
+        Leadership::Lost(LossReason::NodeDeleted)
+    );
     assert!(!latch.has_leadership());
 }

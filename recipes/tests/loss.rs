@@ -53,7 +53,10 @@ async fn expired_holder_is_told_and_a_waiter_takes_over_with_a_higher_token() {
     assert_eq!(bounded("suspended", suspended).await, LockState::Suspended);
     let reason = bounded("lost", lost).await;
     assert!(
-        matches!(reason, LossReason::DisconnectedTooLong | LossReason::SessionExpired),
+        matches!(
+            reason,
+            LossReason::DisconnectedTooLong | LossReason::SessionExpired
+        ),
         "{reason:?}"
     );
     let new_token = bounded("takeover", taking_over).await.unwrap();
@@ -72,7 +75,12 @@ async fn deleting_our_node_from_outside_is_a_loss() {
     b.delete(g.path(), None).await.unwrap();
     let reason = bounded("lost", g.lost()).await;
     assert_eq!(reason, LossReason::NodeDeleted);
-    bounded("state", states.wait_for(|s| matches!(s, LockState::Lost(_)))).await.unwrap();
+    bounded(
+        "state",
+        states.wait_for(|s| matches!(s, LockState::Lost(_))),
+    )
+    .await
+    .unwrap();
     // Re-acquiring through the same handle makes a fresh node instead of re-entering.
     let g2 = bounded("fresh", m.acquire()).await.unwrap();
     assert_ne!(g2.path(), g.path());
@@ -99,7 +107,12 @@ async fn lost_create_reply_is_adopted_not_duplicated() {
     assert_eq!(list.len(), 1, "one node, adopted: {list:?}");
     assert_eq!(format!("/lock/{}", list[0]), g.path());
     assert_eq!(
-        direct.exists(g.path()).await.unwrap().unwrap().ephemeral_owner,
+        direct
+            .exists(g.path())
+            .await
+            .unwrap()
+            .unwrap()
+            .ephemeral_owner,
         c.session_id().0
     );
     g.release().await.unwrap();
@@ -122,7 +135,9 @@ async fn member_serving(ensemble: &Ensemble, session: i64) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn holder_keeps_the_lock_when_its_server_dies() {
     let ensemble = Ensemble::start(3).await.unwrap();
-    bounded("ensemble serving", ensemble.wait_serving()).await.unwrap();
+    bounded("ensemble serving", ensemble.wait_serving())
+        .await
+        .unwrap();
     let connect = ensemble.connect_string();
     let holder_client = bounded(
         "connect",
@@ -139,15 +154,27 @@ async fn holder_keeps_the_lock_when_its_server_dies() {
 
     let serving = member_serving(&ensemble, holder_client.session_id().0).await;
     ensemble.kill(serving).unwrap();
-    bounded("suspended", states.wait_for(|s| *s != LockState::Held)).await.unwrap();
+    bounded("suspended", states.wait_for(|s| *s != LockState::Held))
+        .await
+        .unwrap();
     let mut session = holder_client.state_watcher();
-    bounded("reconnected", session.wait_for(|s| *s == SessionState::Connected)).await.unwrap();
-    bounded("held again", states.wait_for(|s| *s == LockState::Held)).await.unwrap();
+    bounded(
+        "reconnected",
+        session.wait_for(|s| *s == SessionState::Connected),
+    )
+    .await
+    .unwrap();
+    bounded("held again", states.wait_for(|s| *s == LockState::Held))
+        .await
+        .unwrap();
     assert!(!lost.is_finished());
 
     let other_client = client(&connect).await;
     let other = Mutex::new(&other_client, "/lock").unwrap();
-    assert!(other.try_acquire().await.unwrap().is_none(), "lock kept across the failover");
+    assert!(
+        other.try_acquire().await.unwrap().is_none(),
+        "lock kept across the failover"
+    );
     let token = g.fencing_token();
     g.release().await.unwrap();
     let g2 = bounded("other", other.acquire()).await.unwrap();

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use common::{bounded, chroot_connect, children, client, clients, wait_empty};
+use common::{bounded, children, chroot_connect, client, clients, wait_empty};
 use zk_recipes::{Layout, Mutex};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -55,9 +55,12 @@ async fn try_timeout_and_cancellation_leave_no_child_behind() {
     assert!(other.try_acquire().await.unwrap().is_none());
     assert_eq!(children(&b, "/lock").await.len(), 1);
 
-    let timed = bounded("timed acquire", other.acquire_timeout(Duration::from_millis(200)))
-        .await
-        .unwrap();
+    let timed = bounded(
+        "timed acquire",
+        other.acquire_timeout(Duration::from_millis(200)),
+    )
+    .await
+    .unwrap();
     assert!(timed.is_none());
     assert_eq!(children(&b, "/lock").await.len(), 1);
 
@@ -125,10 +128,16 @@ struct Checker {
 impl Checker {
     fn enter(&self, who: usize, token: i64) {
         let before = self.inside.fetch_add(1, Ordering::SeqCst);
-        assert_eq!(before, 0, "contender {who} entered while another was inside");
+        assert_eq!(
+            before, 0,
+            "contender {who} entered while another was inside"
+        );
         let mut log = self.log.lock().unwrap();
         if let Some(&(prev, last)) = log.last() {
-            assert!(token > last, "token {token} of {who} not above {last} of {prev}");
+            assert!(
+                token > last,
+                "token {token} of {who} not above {last} of {prev}"
+            );
         }
         log.push((who, token));
     }
@@ -138,7 +147,12 @@ impl Checker {
     }
 }
 
-async fn run_contenders(connect: &str, sessions: usize, per_session: usize, rounds: usize) -> Arc<Checker> {
+async fn run_contenders(
+    connect: &str,
+    sessions: usize,
+    per_session: usize,
+    rounds: usize,
+) -> Arc<Checker> {
     let cs = clients(connect, sessions).await;
     let checker = Arc::new(Checker::default());
     let mut tasks = Vec::new();
@@ -220,7 +234,10 @@ async fn one_notification_per_release_with_a_hundred_waiters() {
     // Each queued node is watched by exactly one session: wait until the watches are set,
     // then count them on the server.
     let server = zk_tests::shared_server();
-    let chroot_prefix = connect.split_once('/').map(|(_, p)| format!("/{p}/herd/")).unwrap();
+    let chroot_prefix = connect
+        .split_once('/')
+        .map(|(_, p)| format!("/{p}/herd/"))
+        .unwrap();
     let watched = bounded("100 watches set", async {
         loop {
             let wchc = server.wchc().await.unwrap();

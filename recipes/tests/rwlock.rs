@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{bounded, chroot_connect, children, client, clients};
+use common::{bounded, children, chroot_connect, client, clients};
 use zk_client::Client;
 use zk_recipes::{Error, ReadWriteLock};
 
@@ -33,8 +33,16 @@ async fn readers_share_and_a_writer_excludes_them() {
     let g2 = bounded("r2", r2.read()).await.unwrap();
     assert!(g1.path().contains("-__READ__"));
     assert!(w.try_write().await.unwrap().is_none());
-    assert!(w.write_timeout(Duration::from_millis(100)).await.unwrap().is_none());
-    assert_eq!(children(&cs[0], "/rw").await.len(), 2, "no writer node left behind");
+    assert!(w
+        .write_timeout(Duration::from_millis(100))
+        .await
+        .unwrap()
+        .is_none());
+    assert_eq!(
+        children(&cs[0], "/rw").await.len(),
+        2,
+        "no writer node left behind"
+    );
     g1.release().await.unwrap();
     g2.release().await.unwrap();
     let gw = bounded("writer", w.write()).await.unwrap();
@@ -99,7 +107,12 @@ async fn reader_watches_the_nearest_lower_writer() {
         let c = cs[i].clone();
         tasks.push(tokio::spawn(async move {
             let l = ReadWriteLock::new(&c, "/rw").unwrap();
-            let g = if write { l.write().await } else { l.read().await }.unwrap();
+            let g = if write {
+                l.write().await
+            } else {
+                l.read().await
+            }
+            .unwrap();
             let wakeups = g.wakeups();
             g.release().await.unwrap();
             wakeups
@@ -128,6 +141,9 @@ async fn write_holder_may_read_and_upgrade_is_refused() {
     assert!(other.try_read().await.unwrap().is_none());
     r.release().await.unwrap();
     let r2 = bounded("other reads", other.read()).await.unwrap();
-    assert!(matches!(other.write().await, Err(Error::UpgradeWouldDeadlock)));
+    assert!(matches!(
+        other.write().await,
+        Err(Error::UpgradeWouldDeadlock)
+    ));
     r2.release().await.unwrap();
 }

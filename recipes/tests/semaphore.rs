@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{bounded, chroot_connect, children, clients};
+use common::{bounded, children, chroot_connect, clients};
 use zk_recipes::Semaphore;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -24,8 +24,15 @@ async fn grants_at_most_n_leases_and_hands_one_over_per_release() {
         .await
         .unwrap()
         .is_none());
-    assert_eq!(children(&cs[0], "/sem/leases").await.len(), 2, "no lease left behind");
-    assert!(children(&cs[0], "/sem/locks").await.is_empty(), "gate released");
+    assert_eq!(
+        children(&cs[0], "/sem/leases").await.len(),
+        2,
+        "no lease left behind"
+    );
+    assert!(
+        children(&cs[0], "/sem/locks").await.is_empty(),
+        "gate released"
+    );
 
     let c2 = cs[2].clone();
     let waiter = tokio::spawn(async move {

@@ -73,3 +73,5 @@ pub async fn wait_empty(client: &Client, path: &str) -> Vec<String> {
         }
     }
 }
+pub mod peers;
+pub mod resource;
