@@ -396,3 +396,5 @@ pub fn watcher_event() -> WatcherEvent {
         path: "/foo".into(),
     }
 }
+
+pub mod fuzz_checks;
