@@ -16,19 +16,31 @@
 //! word enabled, no AdminServer, no fsync.
 //!
 //! ```no_run
-//! # async fn demo() -> zk_tests::Result<()> {
-//! use zk_tests::{chroot_for, shared_server, Proxy, ZkServer};
+//! use std::time::Duration;
+//! use zk_tests::{chroot_for, shared_server, Ensemble, Proxy, ZkServer};
 //!
-//! // Most tests: the shared server, isolated by a chroot.
-//! let server = shared_server();
-//! let connect = server.connect_string_with_chroot(&chroot_for("my_test"));
+//! #[tokio::test]
+//! async fn my_test() -> zk_tests::Result<()> {
+//!     // One server per test binary; each test works under its own (created) chroot.
+//!     let connect = shared_server().connect_string_with_chroot(&chroot_for("my_test"));
 //!
-//! // Fault tests: an own server behind a proxy.
-//! let server = ZkServer::start().await?;
-//! let proxy = Proxy::start(server.addr()).await?;
-//! let connect = proxy.connect_string();
-//! proxy.drop_all();
-//! # Ok(()) }
+//!     // A server of its own, with TTL nodes enabled, behind a fault-injecting proxy.
+//!     let server = ZkServer::builder().extended_types().start().await?;
+//!     let proxy = Proxy::start(server.addr()).await?;
+//!     // ... connect the client under test to proxy.connect_string(), then:
+//!     proxy.drop_all(); // every connection closes now
+//!     proxy.black_hole_for(Duration::from_secs(2)); // connected, but silent (a partition)
+//!     let cut = proxy.cut_after_next(1); // the next create is applied, its reply lost
+//!     assert_eq!(server.mntr().await?.ephemerals_count(), Some(0));
+//!
+//!     // Three members; fail the leader over.
+//!     let ensemble = Ensemble::start(3).await?;
+//!     let leader = ensemble.leader().await?;
+//!     ensemble.kill(leader)?;
+//!     assert_ne!(ensemble.leader().await?, leader);
+//!     ensemble.restart(leader).await?;
+//!     Ok(())
+//! }
 //! ```
 #![warn(missing_docs)]
 

@@ -85,3 +85,29 @@ fn the_shared_server_is_shared_and_chroots_are_created() {
         zk_tests::Srvr::parse(&zk_tests::four_letter_blocking(a.addr(), "srvr").unwrap()).unwrap();
     assert!(srvr.node_count.unwrap() >= 5, "{srvr:?}");
 }
+
+#[tokio::test]
+async fn a_killed_server_restarts_on_its_port_with_its_data() {
+    let server = ZkServer::start().await.unwrap();
+    server.create_path("/kept/across/restart").unwrap();
+    let before = server.srvr().await.unwrap();
+
+    server.kill();
+    assert_eq!(server.pid(), None);
+    assert!(tokio::net::TcpStream::connect(server.addr()).await.is_err());
+
+    server.restart().await.unwrap();
+    let after = server.srvr().await.unwrap();
+    assert_eq!(after.node_count, before.node_count);
+    assert!(after.zxid >= before.zxid);
+}
+
+#[tokio::test]
+async fn a_paused_server_answers_nothing_until_resumed() {
+    let server = ZkServer::start().await.unwrap();
+    server.pause().unwrap();
+    let silent = tokio::time::timeout(Duration::from_millis(300), server.four_letter("ruok")).await;
+    assert!(silent.is_err(), "a paused server answered: {silent:?}");
+    server.resume().unwrap();
+    assert_eq!(server.four_letter("ruok").await.unwrap(), "imok");
+}
