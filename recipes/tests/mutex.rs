@@ -182,7 +182,7 @@ async fn run_contenders(
 async fn mutual_exclusion_with_growing_fencing_tokens() {
     let connect = chroot_connect("mutex_exclusion");
     let checker = run_contenders(&connect, 8, 4, 5).await;
-    let log = checker.log.lock().unwrap();
+    let log = checker.log.lock().unwrap().clone();
     assert_eq!(log.len(), 8 * 4 * 5);
     let served: BTreeSet<usize> = log.iter().map(|(w, _)| *w).collect();
     assert_eq!(served.len(), 32, "every contender served");
