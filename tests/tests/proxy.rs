@@ -174,6 +174,58 @@ async fn a_black_hole_holds_traffic_without_closing_and_then_lets_it_through() {
 }
 
 #[tokio::test]
+async fn bytes_of_a_connection_closed_in_a_black_hole_never_arrive() {
+    let (upstream, mut seen) = echo_upstream().await;
+    let proxy = Proxy::start(upstream).await.unwrap();
+    let mut client = TcpStream::connect(proxy.addr()).await.unwrap();
+    round_trip(&mut client, b"xxxx").await;
+    assert_eq!(seen.recv().await.unwrap(), b"xxxx");
+
+    proxy.black_hole(true);
+    client.write_all(b"stale handshake").await.unwrap();
+    drop(client);
+    timeout(SOON, proxy.wait_open(0))
+        .await
+        .expect("connection closed");
+    proxy.black_hole(false);
+    assert!(
+        timeout(QUIET, seen.recv())
+            .await
+            .map_or(true, |chunk| chunk.is_none()),
+        "bytes of a closed connection reached the upstream"
+    );
+}
+
+#[tokio::test]
+async fn a_server_close_in_a_black_hole_reaches_the_client_when_it_ends() {
+    // An upstream that accepts, then closes the connection when told to.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream = listener.local_addr().unwrap();
+    let (close_tx, close_rx) = tokio::sync::oneshot::channel::<()>();
+    let (closed_tx, closed_rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let _ = close_rx.await;
+        drop(stream);
+        let _ = closed_tx.send(());
+    });
+    let proxy = Proxy::start(upstream).await.unwrap();
+    let mut client = TcpStream::connect(proxy.addr()).await.unwrap();
+    timeout(SOON, proxy.wait_open(1)).await.unwrap();
+
+    proxy.black_hole(true);
+    close_tx.send(()).unwrap();
+    closed_rx.await.unwrap();
+    let mut buf = [0; 4];
+    assert!(
+        timeout(QUIET, client.read(&mut buf)).await.is_err(),
+        "the server's close crossed the black hole"
+    );
+    proxy.black_hole(false);
+    assert!(ends(&mut client).await, "the close never arrived");
+}
+
+#[tokio::test]
 async fn a_timed_black_hole_ends_by_itself() {
     let (upstream, _seen) = echo_upstream().await;
     let proxy = Proxy::start(upstream).await.unwrap();

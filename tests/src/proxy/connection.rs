@@ -67,14 +67,11 @@ pub(super) async fn serve(client: TcpStream, shared: Arc<Shared>, cancel: Cancel
     shared.open.send_modify(|n| *n += 1);
     let _open = OpenGuard(shared.clone());
 
-    // A partitioned network does not let the connection through to the server either.
-    let mut black_hole = shared.black_hole.subscribe();
+    // Even in a black hole the upstream connection is made: it carries no bytes until the
+    // hole ends, and the server cannot tell it from a silent client.
     let upstream = tokio::select! {
         _ = cancel.cancelled() => return,
-        upstream = async {
-            let _ = black_hole.wait_for(|on| !*on).await;
-            shared.connect_upstream().await
-        } => upstream,
+        upstream = shared.connect_upstream() => upstream,
     };
     let Some(upstream) = upstream else {
         reset(client);
@@ -84,7 +81,7 @@ pub(super) async fn serve(client: TcpStream, shared: Arc<Shared>, cancel: Cancel
     let (client_read, client_write) = client.into_split();
     let (server_read, server_write) = upstream.into_split();
     let pending = Arc::new(Mutex::new(PendingCut::default()));
-    let cut = CancellationToken::new();
+    let end = CancellationToken::new();
 
     let to_server = pump(
         client_read,
@@ -92,7 +89,7 @@ pub(super) async fn serve(client: TcpStream, shared: Arc<Shared>, cancel: Cancel
         Direction::ToServer,
         shared.clone(),
         pending.clone(),
-        cut.clone(),
+        end.clone(),
     );
     let to_client = pump(
         server_read,
@@ -100,14 +97,14 @@ pub(super) async fn serve(client: TcpStream, shared: Arc<Shared>, cancel: Cancel
         Direction::ToClient,
         shared.clone(),
         pending,
-        cut.clone(),
+        end.clone(),
     );
     // Either side ending, a cut, or drop_all ends the whole connection; dropping the halves
     // closes both sockets.
     tokio::select! {
         _ = to_server => {}
         _ = to_client => {}
-        _ = cut.cancelled() => {}
+        _ = end.cancelled() => {}
         _ = cancel.cancelled() => {}
     }
 }
@@ -118,7 +115,7 @@ async fn pump(
     direction: Direction,
     shared: Arc<Shared>,
     pending: Arc<Mutex<PendingCut>>,
-    cut: CancellationToken,
+    end: CancellationToken,
 ) {
     let (tx, mut rx) = mpsc::channel::<(Instant, Bytes)>(QUEUE);
 
@@ -129,17 +126,23 @@ async fn pump(
             let mut tracker = FrameTracker::default();
             let mut buf = BytesMut::with_capacity(64 * 1024);
             loop {
-                if black_hole.wait_for(|on| !*on).await.is_err() {
-                    return;
-                }
+                // Reading goes on in a black hole (the writer holds the bytes back), so that
+                // the end of the stream is seen at once.
                 buf.reserve(64 * 1024);
-                match from.read_buf(&mut buf).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(_) => {}
+                let ended = !matches!(from.read_buf(&mut buf).await, Ok(n) if n > 0);
+                if ended {
+                    // A client that gives up on a connection in a black hole takes its unsent
+                    // bytes with it: replaying a stale handshake to the server later would
+                    // kick the session's live connection. A server's close, in turn, reaches
+                    // the client only when the hole ends (the writer drains first).
+                    if direction == Direction::ToServer && *black_hole.borrow_and_update() {
+                        end.cancel();
+                    }
+                    return;
                 }
                 for (piece, kind) in tracker.split(buf.split().freeze()) {
                     if direction == Direction::ToClient && is_withheld_reply(kind, &pending) {
-                        cut.cancel();
+                        end.cancel();
                         return;
                     }
                     if direction == Direction::ToServer {
@@ -165,6 +168,8 @@ async fn pump(
                 return;
             }
         }
+        // The end of the stream is news too: it does not cross a black hole either.
+        let _ = black_hole.wait_for(|on| !*on).await;
     };
 
     // The writer ends after the reader (its queue closes), having written what was read.

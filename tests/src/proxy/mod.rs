@@ -6,7 +6,9 @@
 //! * [`Proxy::drop_all`]: close every open connection now (both sides see EOF);
 //! * [`Proxy::refuse`]: reset new connections as soon as they arrive;
 //! * [`Proxy::black_hole`] / [`Proxy::black_hole_for`]: stay connected but forward nothing,
-//!   like a network partition; bytes wait in the sockets and flow again when it ends;
+//!   like a network partition. Bytes (and a server's close) are held and delivered when it
+//!   ends, as TCP would after a partition heals; but when a client closes its connection
+//!   inside the hole, what it sent is dropped, so no stale request reaches the server later;
 //! * [`Proxy::set_latency`]: delay every frame in both directions;
 //! * [`Proxy::cut_after_next`]: let the next request with a given opcode reach the server,
 //!   then close the connection when its reply comes back, so the client never hears it.
