@@ -68,11 +68,7 @@ impl Curator {
             .await
             .map_err(|e| format!("javac: {e}"))?;
         if !javac.status.success() {
-            return Err(format!(
-                "javac failed: {}",
-                String::from_utf8_lossy(&javac.stderr)
-            )
-            .into());
+            return Err(format!("javac failed: {}", String::from_utf8_lossy(&javac.stderr)).into());
         }
         let mut child = Command::new("java")
             .arg("-cp")

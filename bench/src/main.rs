@@ -8,6 +8,7 @@
 
 mod contestant;
 mod curator;
+mod heap;
 mod instant_server;
 mod measure;
 mod options;
@@ -15,6 +16,7 @@ mod ours;
 mod raw_socket;
 mod report;
 mod rusage;
+mod server_metrics;
 mod stats;
 mod wire;
 mod workloads;

@@ -2,37 +2,42 @@
 
 use std::net::SocketAddr;
 
-use futures_util::stream::{FuturesUnordered, StreamExt};
 use zk_client::Client;
 
 use crate::BenchError;
-
-pub type OurClient = Client;
 
 pub async fn connect(addr: SocketAddr) -> Result<Client, BenchError> {
     Ok(Client::connect(&addr.to_string()).await?)
 }
 
-/// `total` getData of `path` keeping `window` in flight: each completion queues the next, the
-/// way an application fanning out reads would drive the client.
+/// `total` getData of `path` with `window` in flight: `window` tasks on one session, each
+/// issuing its share back to back, the way a service's request handlers would share a client.
+///
+/// Tasks rather than one `FuturesUnordered`: with tokio's cooperative budget, a
+/// `FuturesUnordered` of a thousand oneshot-backed futures spends most of its time re-polling
+/// futures that yield only because the budget ran out (measured: 0.36 M vs 1.0 M ops/s).
 pub async fn pipelined_get_data(
     client: &Client,
     path: &str,
     total: u64,
     window: usize,
 ) -> Result<(), BenchError> {
-    let mut in_flight = FuturesUnordered::new();
-    let mut sent = 0u64;
-    while sent < total && in_flight.len() < window {
-        in_flight.push(client.get_data(path));
-        sent += 1;
+    let window = window.min(total as usize).max(1);
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..window as u64 {
+        // Spread the remainder so that exactly `total` requests are made.
+        let share = total / window as u64 + u64::from(i < total % window as u64);
+        let client = client.clone();
+        let path = path.to_string();
+        tasks.spawn(async move {
+            for _ in 0..share {
+                client.get_data(&path).await?;
+            }
+            Ok::<(), zk_client::Error>(())
+        });
     }
-    while let Some(reply) = in_flight.next().await {
-        reply?;
-        if sent < total {
-            in_flight.push(client.get_data(path));
-            sent += 1;
-        }
+    while let Some(done) = tasks.join_next().await {
+        done??;
     }
     Ok(())
 }

@@ -2,6 +2,7 @@
 
 mod client_bound;
 mod latency;
+mod locks;
 mod pipeline;
 mod throughput;
 
@@ -18,6 +19,7 @@ pub async fn run(name: &str, ctx: &Ctx, report: &mut Report) -> Result<(), Bench
         "pipeline" => pipeline::run(ctx, report).await,
         "latency" => latency::run(ctx, report).await,
         "client-bound" => client_bound::run(ctx, report).await,
+        "locks" => locks::run(ctx, report).await,
         other => {
             report.not_measured(other, "", "not implemented yet");
             Ok(())

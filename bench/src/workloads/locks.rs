@@ -1,0 +1,333 @@
+//! Workload 5: locks. Our recipes and Curator's `InterProcessMutex` /
+//! `InterProcessReadWriteLock` on the same server, alternating round by round: uncontended
+//! acquire+release, 8 sessions contending (with release-to-next-holder handoff latency), one
+//! holder and 100 waiters (notifications the server sends per release), and a read-write lock
+//! with 8 readers and 2 writers.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::future::try_join_all;
+use zk_client::Client;
+use zk_recipes::{Mutex, ReadWriteLock};
+
+use crate::curator::Curator;
+use crate::report::{Report, Target};
+use crate::server_metrics::notifications_sent;
+use crate::stats::{median, Percentiles};
+use crate::{BenchError, Ctx};
+
+const CONTENDERS: usize = 8;
+const WAITERS: usize = 100;
+const WAITER_SESSIONS: usize = 10;
+const READERS: usize = 8;
+const WRITERS: usize = 2;
+
+/// One round's figures, by name, for one contestant.
+type Figures = HashMap<&'static str, f64>;
+
+struct Counts {
+    uncontended: u64,
+    contended: u64,
+    rw_millis: u64,
+}
+
+pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
+    let counts = Counts {
+        uncontended: ctx.opts.count(2_000),
+        contended: ctx.opts.count(2_000),
+        rw_millis: if ctx.opts.quick { 300 } else { 2_000 },
+    };
+    let connect = ctx.zk.to_string();
+    let mut curator = match Curator::start(&connect).await {
+        Ok(c) => Some(c),
+        Err(e) => {
+            report.not_measured("locks.curator", "", &format!("Curator did not start: {e}"));
+            None
+        }
+    };
+    // Warm-up: JIT on both sides of the JVM boundary, container parents, connections.
+    ours_round(
+        ctx,
+        "warm",
+        &Counts {
+            uncontended: 200,
+            contended: 200,
+            rw_millis: 200,
+        },
+    )
+    .await?;
+    if let Some(c) = curator.as_mut() {
+        curator_round(
+            ctx,
+            c,
+            "warm",
+            &Counts {
+                uncontended: 200,
+                contended: 200,
+                rw_millis: 200,
+            },
+        )
+        .await?;
+    }
+    let mut ours: Vec<Figures> = Vec::new();
+    let mut theirs: Vec<Figures> = Vec::new();
+    for round in 0..ctx.opts.rounds {
+        let tag = format!("r{round}");
+        ours.push(ours_round(ctx, &tag, &counts).await?);
+        if let Some(c) = curator.as_mut() {
+            theirs.push(curator_round(ctx, c, &tag, &counts).await?);
+        }
+    }
+    if let Some(c) = curator {
+        c.quit().await;
+    }
+    let units = [
+        ("uncontended.ops_per_s", "acq+rel/s"),
+        ("contended8.acq_per_s", "acq/s"),
+        ("handoff.p50", "µs"),
+        ("handoff.p99", "µs"),
+        ("waiters100.notifications_per_release", "notif"),
+        ("waiters100.serve_ms", "ms"),
+        ("rw.read_per_s", "acq/s"),
+        ("rw.write_per_s", "acq/s"),
+    ];
+    let med =
+        |rounds: &[Figures], key: &str| median(&rounds.iter().map(|f| f[key]).collect::<Vec<_>>());
+    for (key, unit) in units {
+        report.figure(&format!("locks.{key}.ours"), med(&ours, key), unit);
+        if !theirs.is_empty() {
+            report.figure(&format!("locks.{key}.curator"), med(&theirs, key), unit);
+        }
+    }
+    if !theirs.is_empty() {
+        for key in ["uncontended.ops_per_s", "contended8.acq_per_s"] {
+            let ratios: Vec<f64> = ours
+                .iter()
+                .zip(&theirs)
+                .map(|(o, t)| o[key] / t[key])
+                .collect();
+            report.figure_with_target(
+                &format!("locks.{key}.ours_vs_curator"),
+                median(&ratios),
+                "x",
+                Target::AtLeast(2.0),
+            );
+        }
+    }
+    Ok(())
+}
+
+async fn sessions(ctx: &Ctx, n: usize) -> Result<Vec<Client>, BenchError> {
+    let connect = ctx.zk.to_string();
+    Ok(try_join_all((0..n).map(|_| Client::connect(&connect))).await?)
+}
+
+async fn close_all(clients: Vec<Client>) {
+    for c in clients {
+        c.close().await;
+    }
+}
+
+async fn ours_round(ctx: &Ctx, tag: &str, counts: &Counts) -> Result<Figures, BenchError> {
+    let base = format!("/zk-bench/locks/ours-{tag}");
+    let mut f = Figures::new();
+
+    let clients = sessions(ctx, 1).await?;
+    let mutex = Mutex::new(&clients[0], &format!("{base}/uncontended"))?;
+    let start = Instant::now();
+    for _ in 0..counts.uncontended {
+        mutex.acquire().await?.release().await?;
+    }
+    f.insert(
+        "uncontended.ops_per_s",
+        counts.uncontended as f64 / start.elapsed().as_secs_f64(),
+    );
+    close_all(clients).await;
+
+    let (acq_per_s, handoff) = ours_contended(ctx, &format!("{base}/contended"), counts).await?;
+    f.insert("contended8.acq_per_s", acq_per_s);
+    f.insert("handoff.p50", handoff.p50_ns as f64 / 1000.0);
+    f.insert("handoff.p99", handoff.p99_ns as f64 / 1000.0);
+
+    let (per_release, serve) = ours_waiters(ctx, &format!("{base}/waiters")).await?;
+    f.insert("waiters100.notifications_per_release", per_release);
+    f.insert("waiters100.serve_ms", serve.as_secs_f64() * 1000.0);
+
+    let (reads, writes) = ours_rw(ctx, &format!("{base}/rw"), counts.rw_millis).await?;
+    f.insert("rw.read_per_s", reads);
+    f.insert("rw.write_per_s", writes);
+    Ok(f)
+}
+
+/// 8 sessions, one task each, acquire+release until `counts.contended` acquisitions in all.
+/// Handoff: from the holder calling release to the next holder's acquire returning.
+async fn ours_contended(
+    ctx: &Ctx,
+    path: &str,
+    counts: &Counts,
+) -> Result<(f64, Percentiles), BenchError> {
+    let clients = sessions(ctx, CONTENDERS).await?;
+    let epoch = Instant::now();
+    let released_at = Arc::new(AtomicU64::new(0));
+    let remaining = Arc::new(AtomicUsize::new(counts.contended as usize));
+    let mut tasks = tokio::task::JoinSet::new();
+    let start = Instant::now();
+    for client in &clients {
+        let mutex = Mutex::new(client, path)?;
+        let (released_at, remaining) = (released_at.clone(), remaining.clone());
+        tasks.spawn(async move {
+            let mut handoffs = Vec::new();
+            let mut acquired = 0u64;
+            while remaining
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| r.checked_sub(1))
+                .is_ok()
+            {
+                let guard = mutex.acquire().await?;
+                let now = epoch.elapsed().as_nanos() as u64;
+                let released = released_at.load(Ordering::Acquire);
+                if released != 0 {
+                    handoffs.push(now - released);
+                }
+                acquired += 1;
+                released_at.store(epoch.elapsed().as_nanos() as u64, Ordering::Release);
+                guard.release().await?;
+            }
+            Ok::<_, BenchError>((acquired, handoffs))
+        });
+    }
+    let mut acquired = 0;
+    let mut handoffs = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        let (n, h) = done??;
+        acquired += n;
+        handoffs.extend(h);
+    }
+    let acq_per_s = acquired as f64 / start.elapsed().as_secs_f64();
+    close_all(clients).await;
+    Ok((acq_per_s, Percentiles::of(&mut handoffs)))
+}
+
+/// A holder and 100 waiters over 10 sessions; once all are queued the holder releases and each
+/// waiter takes and releases the lock in turn. Returns notifications the server sent per
+/// release that had a waiter behind it, and the time to serve every waiter.
+async fn ours_waiters(ctx: &Ctx, path: &str) -> Result<(f64, Duration), BenchError> {
+    let clients = sessions(ctx, WAITER_SESSIONS).await?;
+    let holder = Mutex::new(&clients[0], path)?.acquire().await?;
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..WAITERS {
+        let mutex = Mutex::new(&clients[i % WAITER_SESSIONS], path)?;
+        tasks.spawn(async move { mutex.acquire().await?.release().await });
+    }
+    wait_queued(&clients[0], path, WAITERS + 1).await?;
+    let before = notifications_sent(ctx.zk).await?;
+    let start = Instant::now();
+    holder.release().await?;
+    while let Some(done) = tasks.join_next().await {
+        done??;
+    }
+    let serve = start.elapsed();
+    let after = notifications_sent(ctx.zk).await?;
+    close_all(clients).await;
+    Ok(((after - before) as f64 / WAITERS as f64, serve))
+}
+
+/// Waits (bounded) until `n` contenders have their node under `path`.
+pub async fn wait_queued(client: &Client, path: &str, n: usize) -> Result<(), BenchError> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let (children, _) = client.get_children(path).await?;
+        if children.len() >= n {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(
+                format!("only {} of {n} contenders queued on {path}", children.len()).into(),
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// 8 readers and 2 writers, one session each, looping acquire+release for `millis`.
+async fn ours_rw(ctx: &Ctx, path: &str, millis: u64) -> Result<(f64, f64), BenchError> {
+    let clients = sessions(ctx, READERS + WRITERS).await?;
+    let deadline = Instant::now() + Duration::from_millis(millis);
+    let start = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for (i, client) in clients.iter().enumerate() {
+        let lock = ReadWriteLock::new(client, path)?;
+        let reader = i < READERS;
+        tasks.spawn(async move {
+            let mut n = 0u64;
+            while Instant::now() < deadline {
+                let guard = if reader {
+                    lock.read().await?
+                } else {
+                    lock.write().await?
+                };
+                n += 1;
+                guard.release().await?;
+            }
+            Ok::<_, BenchError>((reader, n))
+        });
+    }
+    let (mut reads, mut writes) = (0, 0);
+    while let Some(done) = tasks.join_next().await {
+        match done?? {
+            (true, n) => reads += n,
+            (false, n) => writes += n,
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    close_all(clients).await;
+    Ok((reads as f64 / secs, writes as f64 / secs))
+}
+
+async fn curator_round(
+    ctx: &Ctx,
+    curator: &mut Curator,
+    tag: &str,
+    counts: &Counts,
+) -> Result<Figures, BenchError> {
+    let base = format!("/zk-bench/locks/curator-{tag}");
+    let mut f = Figures::new();
+    let r = curator
+        .run(&format!(
+            "uncontended {base}/uncontended {}",
+            counts.uncontended
+        ))
+        .await?;
+    f.insert("uncontended.ops_per_s", r["ops_per_s"]);
+    let r = curator
+        .run(&format!(
+            "contended {base}/contended {CONTENDERS} {}",
+            counts.contended
+        ))
+        .await?;
+    f.insert("contended8.acq_per_s", r["acq_per_s"]);
+    f.insert("handoff.p50", r["handoff_p50_us"]);
+    f.insert("handoff.p99", r["handoff_p99_us"]);
+    let queued = curator
+        .waiters(&format!("{base}/waiters"), WAITERS, WAITER_SESSIONS)
+        .await?;
+    let before = notifications_sent(ctx.zk).await?;
+    let r = queued.release().await?;
+    let after = notifications_sent(ctx.zk).await?;
+    f.insert(
+        "waiters100.notifications_per_release",
+        (after - before) as f64 / WAITERS as f64,
+    );
+    f.insert("waiters100.serve_ms", r["serve_ms"]);
+    let r = curator
+        .run(&format!(
+            "rw {base}/rw {READERS} {WRITERS} {}",
+            counts.rw_millis
+        ))
+        .await?;
+    f.insert("rw.read_per_s", r["read_per_s"]);
+    f.insert("rw.write_per_s", r["write_per_s"]);
+    Ok(f)
+}
