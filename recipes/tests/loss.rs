@@ -181,3 +181,34 @@ async fn holder_keeps_the_lock_when_its_server_dies() {
     assert!(g2.fencing_token() > token);
     g2.release().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cut_off_leader_loses_leadership_and_the_next_leads() {
+    let server = ZkServer::start().await.unwrap();
+    let proxy = Proxy::start(server.addr()).await.unwrap();
+    let leader_client = short_session(&proxy.connect_string()).await;
+    let other = client(&server.connect_string()).await;
+    let leader = bounded(
+        "start",
+        zk_recipes::LeaderLatch::start(&leader_client, "/e", "a"),
+    )
+    .await
+    .unwrap();
+    bounded("leads", leader.await_leadership()).await.unwrap();
+    let next = bounded("start", zk_recipes::LeaderLatch::start(&other, "/e", "b"))
+        .await
+        .unwrap();
+    let mut changes = leader.changes();
+    let lost = leader.lost();
+    proxy.black_hole(true);
+    bounded("suspended", async {
+        while changes.next().await != Some(zk_recipes::Leadership::Suspended) {}
+    })
+    .await;
+    let end = bounded("lost", lost).await;
+    assert!(matches!(end, zk_recipes::Leadership::Lost(_)), "{end:?}");
+    bounded("next leads", next.await_leadership())
+        .await
+        .unwrap();
+    assert!(next.fencing_token() > leader.fencing_token());
+}

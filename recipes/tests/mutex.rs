@@ -267,3 +267,33 @@ async fn one_notification_per_release_with_a_hundred_waiters() {
     }
     assert_eq!(total, 100, "one notification per release");
 }
+
+/// An uncontended acquisition is one round trip: the create and the listing are written back
+/// to back. Measured against a plain request's round trip through a proxy that delays every
+/// frame by 150 ms each way (frames travel in parallel), so two sequential round trips would
+/// take about twice the baseline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uncontended_acquire_takes_one_round_trip() {
+    let chroot = zk_tests::chroot_for("mutex_one_round_trip");
+    let proxy = zk_tests::Proxy::start(zk_tests::shared_server().addr())
+        .await
+        .unwrap();
+    let c = client(&format!("{}{}", proxy.connect_string(), chroot)).await;
+    c.create("/lock", b"", &zk_client::CreateOptions::persistent())
+        .await
+        .unwrap();
+    proxy.set_latency(Duration::from_millis(150));
+    let m = Mutex::new(&c, "/lock").unwrap();
+    let t = std::time::Instant::now();
+    c.exists("/lock").await.unwrap();
+    let round_trip = t.elapsed();
+    let t = std::time::Instant::now();
+    let g = bounded("acquire", m.acquire()).await.unwrap();
+    let acquire = t.elapsed();
+    proxy.set_latency(Duration::ZERO);
+    g.release().await.unwrap();
+    assert!(
+        acquire.as_secs_f64() < round_trip.as_secs_f64() * 1.5,
+        "acquire took {acquire:?}, one round trip is {round_trip:?}"
+    );
+}
