@@ -7,8 +7,13 @@
 //! same signals as a lock: session expired or closed, disconnected longer than the session
 //! timeout, or our node deleted by someone else.
 
+use std::pin::Pin;
 use std::sync::{Arc, Mutex as StdMutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
+
+use futures_core::Stream;
+use tokio_util::sync::ReusableBoxFuture;
 
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
@@ -59,31 +64,66 @@ pub struct Participant {
     pub is_leader: bool,
 }
 
-/// A stream of leadership changes.
-#[derive(Debug)]
+/// A stream of leadership changes: the current state first, then every change, ending after
+/// a final state ([`Leadership::Lost`] or [`Leadership::Closed`]). Also a
+/// [`futures_core::Stream`].
 pub struct LeadershipChanges {
-    rx: watch::Receiver<Leadership>,
+    next: ReusableBoxFuture<'static, (Leadership, watch::Receiver<Leadership>)>,
     done: bool,
 }
 
+impl std::fmt::Debug for LeadershipChanges {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeadershipChanges")
+            .field("done", &self.done)
+            .finish()
+    }
+}
+
+/// Waits for the next value the receiver has not seen.
+async fn next_change(
+    mut rx: watch::Receiver<Leadership>,
+) -> (Leadership, watch::Receiver<Leadership>) {
+    let state = match rx.changed().await {
+        Ok(()) => *rx.borrow_and_update(),
+        // The latch is gone: report its final state (or Closed if it never set one).
+        Err(_) => match *rx.borrow() {
+            s if s.is_final() => s,
+            _ => Leadership::Closed,
+        },
+    };
+    (state, rx)
+}
+
 impl LeadershipChanges {
+    fn new(mut rx: watch::Receiver<Leadership>) -> LeadershipChanges {
+        rx.mark_changed();
+        LeadershipChanges {
+            next: ReusableBoxFuture::new(next_change(rx)),
+            done: false,
+        }
+    }
+
     /// The next state different from the last one returned (the first call returns the
     /// current state); `None` after a final state was returned.
     pub async fn next(&mut self) -> Option<Leadership> {
+        std::future::poll_fn(|cx| Pin::new(&mut *self).poll_next(cx)).await
+    }
+}
+
+impl Stream for LeadershipChanges {
+    type Item = Leadership;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Leadership>> {
         if self.done {
-            return None;
+            return Poll::Ready(None);
         }
-        let state = match self.rx.changed().await {
-            Ok(()) => *self.rx.borrow_and_update(),
-            Err(_) => match *self.rx.borrow() {
-                s if s.is_final() => s,
-                _ => Leadership::Closed,
-            },
-        };
+        let (state, rx) = std::task::ready!(self.next.poll(cx));
+        self.next.set(next_change(rx));
         if state.is_final() {
             self.done = true;
         }
-        Some(state)
+        Poll::Ready(Some(state))
     }
 }
 
@@ -179,9 +219,7 @@ impl LeaderLatch {
 
     /// Every change of [`Leadership`], starting with the current state.
     pub fn changes(&self) -> LeadershipChanges {
-        let mut rx = self.state.subscribe();
-        rx.mark_changed();
-        LeadershipChanges { rx, done: false }
+        LeadershipChanges::new(self.state.subscribe())
     }
 
     /// Waits until we lead. Fails with [`Error::LatchClosed`] if the latch ends first.

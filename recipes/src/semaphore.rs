@@ -97,7 +97,11 @@ impl Semaphore {
             return Ok(None);
         };
         let lease = self.take_lease(patience).await;
-        gate.release().await?;
+        // The gate's delete keeps retrying in the background if this fails; a lease we hold
+        // is not given up for it.
+        if let Err(e) = gate.release().await {
+            tracing::warn!(error = %e, "could not release the semaphore gate");
+        }
         lease
     }
 

@@ -10,7 +10,7 @@ use common::peers::Peer;
 use common::resource::{enter_exclusive, enter_shared, leave_exclusive, leave_shared, prepare};
 use common::{bounded, chroot_connect, client, clients};
 use zk_client::Client;
-use zk_recipes::{Layout, LeaderLatch, Leadership, Mutex, ReadWriteLock};
+use zk_recipes::{Layout, LeaderLatch, Leadership, Mutex, ReadWriteLock, Semaphore};
 
 const HOLD: Duration = Duration::from_millis(5);
 
@@ -226,4 +226,51 @@ async fn kazoo_lock_and_ours_in_kazoo_layout_exclude_each_other() {
     kazoo.expect("done 15").await;
     let tokens = all_tokens(tasks, &kazoo).await;
     assert_eq!(tokens.len(), 60);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_semaphore_and_ours_share_the_leases() {
+    let connect = chroot_connect("interop_curator_semaphore");
+    let cs = clients(&connect, 2).await;
+    let mut curator = Peer::curator(&connect).await;
+    let ours: Vec<Semaphore> = cs
+        .iter()
+        .map(|c| Semaphore::new(c, "/sem", 2).unwrap())
+        .collect();
+
+    curator.send("sem-acquire /sem 2").await;
+    let curator_token: i64 = curator.expect("leased ").await.parse().unwrap();
+    let lease = bounded("our lease", ours[0].acquire()).await.unwrap();
+    assert!(lease.fencing_token().0 > curator_token);
+    // Full: neither side gets a third lease until one is returned.
+    assert!(ours[1].try_acquire().await.unwrap().is_none());
+    curator.send("sem-acquire /sem 2").await;
+    bounded("curator waits", async {
+        while cs[1].get_children("/sem/leases").await.unwrap().0.len() < 3 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    lease.release().await.unwrap();
+    curator.expect("leased ").await;
+    // Curator holds both; we get one when it returns one.
+    let waiting = {
+        let c = cs[1].clone();
+        tokio::spawn(async move {
+            let s = Semaphore::new(&c, "/sem", 2).unwrap();
+            let l = s.acquire().await.unwrap();
+            l.release().await.unwrap();
+        })
+    };
+    bounded("we wait", async {
+        while cs[1].get_children("/sem/leases").await.unwrap().0.len() < 3 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    curator.send("sem-release").await;
+    curator.expect("returned").await;
+    bounded("our lease after curator's", waiting).await.unwrap();
+    curator.send("sem-release").await;
+    curator.expect("returned").await;
 }

@@ -12,6 +12,9 @@
 //                                       hold, leave, release; prints "enter <czxid>" per round and
 //                                       "done N"; a second holder inside RES prints "violation ..."
 //   rw-loop PATH MODE N HOLD_MS RES     the same with the read (MODE=read) or write lock
+//   sem-acquire PATH N           take a lease of an InterProcessSemaphoreV2 with N leases;
+//                                prints "leased <czxid>"
+//   sem-release                  return the oldest lease taken; prints "returned"
 //   latch PATH ID                start a LeaderLatch; prints "leader ID" / "follower ID" on changes
 //   latch-close                  close it; prints "latch-closed"
 //   participants PATH            prints "participant <id> <isLeader>" per latch participant, then "end"
@@ -24,6 +27,7 @@ import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
 import java.util.List;
 import java.util.UUID;
 
@@ -34,6 +38,8 @@ import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.leader.Participant;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
@@ -45,6 +51,7 @@ public class CuratorPeer {
     private static InterProcessReadWriteLock rw;
     private static String rwPath;
     private static LeaderLatch latch;
+    private static final ArrayDeque<Lease> leases = new ArrayDeque<>();
 
     private static synchronized void out(String line) {
         System.out.println(line);
@@ -156,6 +163,18 @@ public class CuratorPeer {
                         loop(reader ? l.readLock() : l.writeLock(), reader, Integer.parseInt(w[3]), Long.parseLong(w[4]), w[5]);
                         break;
                     }
+                    case "sem-acquire": {
+                        InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(client, w[1], Integer.parseInt(w[2]));
+                        Lease lease = sem.acquire();
+                        leases.add(lease);
+                        Stat stat = client.checkExists().forPath(w[1] + "/leases/" + lease.getNodeName());
+                        out("leased " + (stat == null ? -1 : stat.getCzxid()));
+                        break;
+                    }
+                    case "sem-release":
+                        leases.poll().close();
+                        out("returned");
+                        break;
                     case "latch": {
                         final String id = w[2];
                         latch = new LeaderLatch(client, w[1], id);
