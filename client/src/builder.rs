@@ -1,20 +1,18 @@
 //! Session settings and `connect`.
 
-use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use tokio::sync::watch;
 use zk_protocol::DEFAULT_MAX_FRAME;
 
 use crate::client::{Client, Inner};
 use crate::connect_string::ConnectString;
-use crate::driver::{self, SessionInfo};
+use crate::driver;
 use crate::error::{Error, Result};
 use crate::path::{validate_path, Chroot};
 use crate::queue::RequestQueue;
 use crate::session::{Session, SessionConfig, SET_WATCHES_MAX_BYTES};
-use crate::state::{SessionId, SessionState};
+use crate::state::{SessionId, SessionState, StatePublisher};
 
 /// Default requested session timeout.
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(30);
@@ -185,16 +183,21 @@ impl ClientBuilder {
             seed,
             resume: self.resume,
         };
-        let (state_tx, mut state_rx) = watch::channel(SessionState::Connecting);
+        let (state_tx, mut state_rx) = StatePublisher::new();
         let queue = RequestQueue::new(self.max_outstanding);
-        let info = Arc::new(SessionInfo::default());
-        let session = Session::new(cfg, state_tx, tokio::time::Instant::now().into_std());
-        driver::spawn(session, queue.clone(), info.clone());
+        let info = state_tx.info.clone();
+        let session = Session::new(
+            cfg,
+            state_tx.clone(),
+            tokio::time::Instant::now().into_std(),
+        );
+        driver::spawn(session, queue.clone());
         let client = Client::from_inner(
             Inner {
                 queue,
                 info,
                 state_rx: state_rx.clone(),
+                publisher: state_tx,
                 chroot,
                 max_frame: self.max_frame,
             },

@@ -9,12 +9,12 @@ use tokio::sync::{oneshot, watch};
 use zk_protocol::Request;
 
 use crate::builder::ClientBuilder;
-use crate::driver::SessionInfo;
 use crate::error::{Error, Result};
 use crate::packet::{Packet, PacketKind, RawReply, ReplyRx, WatchRegistration};
 use crate::path::Chroot;
 use crate::queue::{Admission, Admit, RequestQueue};
-use crate::state::{SessionId, SessionState};
+use crate::state::SessionInfo;
+use crate::state::{SessionId, SessionState, StateChanges, StatePublisher};
 
 /// A ZooKeeper client: one session, shared by every clone.
 ///
@@ -38,6 +38,7 @@ pub(crate) struct Inner {
     pub queue: Arc<RequestQueue>,
     pub info: Arc<SessionInfo>,
     pub state_rx: watch::Receiver<SessionState>,
+    pub publisher: StatePublisher,
     pub chroot: Chroot,
     pub max_frame: usize,
 }
@@ -134,6 +135,12 @@ impl Client {
     /// A receiver that sees every change of the session state.
     pub fn state_watcher(&self) -> watch::Receiver<SessionState> {
         self.inner.state_rx.clone()
+    }
+
+    /// Every state transition from now on, in order (the `watch` receiver of
+    /// [`Client::state_watcher`] only keeps the latest).
+    pub fn state_changes(&self) -> StateChanges {
+        self.inner.publisher.changes()
     }
 
     /// The chroot this client works under, if any.

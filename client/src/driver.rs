@@ -7,11 +7,10 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
@@ -21,22 +20,14 @@ use crate::connect_string::HostPort;
 use crate::queue::{Item, RequestQueue};
 use crate::session::{Action, Session};
 
-/// Session facts the handles read without asking the task.
-#[derive(Debug, Default)]
-pub(crate) struct SessionInfo {
-    pub session_id: AtomicI64,
-    pub timeout_ms: AtomicU64,
-    pub password: Mutex<Bytes>,
-}
-
 type ConnectFuture = Pin<Box<dyn Future<Output = io::Result<TcpStream>> + Send>>;
 
 const READ_CHUNK: usize = 64 * 1024;
 
 /// Spawns the task; it ends once the session is terminated.
-pub(crate) fn spawn(session: Session, queue: Arc<RequestQueue>, info: Arc<SessionInfo>) {
+pub(crate) fn spawn(session: Session, queue: Arc<RequestQueue>) {
     let span = tracing::info_span!("zk_session", session_id = tracing::field::Empty);
-    tokio::spawn(run(session, queue, info, span.clone()).instrument(span));
+    tokio::spawn(run(session, queue, span.clone()).instrument(span));
 }
 
 enum Wake {
@@ -47,12 +38,7 @@ enum Wake {
     Timer,
 }
 
-async fn run(
-    mut session: Session,
-    queue: Arc<RequestQueue>,
-    info: Arc<SessionInfo>,
-    span: tracing::Span,
-) {
+async fn run(mut session: Session, queue: Arc<RequestQueue>, span: tracing::Span) {
     let mut reader: Option<OwnedReadHalf> = None;
     let mut writer: Option<OwnedWriteHalf> = None;
     let mut connecting: Option<ConnectFuture> = None;
@@ -77,12 +63,6 @@ async fn run(
                 "session_id",
                 tracing::field::display(crate::state::SessionId(recorded_id)),
             );
-            *info.password.lock().unwrap_or_else(|e| e.into_inner()) = session.password().clone();
-            info.session_id.store(recorded_id, Ordering::Release);
-        }
-        if let Some(t) = session.negotiated_timeout() {
-            info.timeout_ms
-                .store(t.as_millis() as u64, Ordering::Release);
         }
         if session.is_terminated() {
             break;

@@ -67,7 +67,7 @@ pub use error::{Error, Result};
 pub use ops::{MultiOp, MultiResult, ReadOp, ReadResult};
 pub use options::{CreateOptions, MAX_TTL};
 pub use path::validate_path;
-pub use state::{SessionId, SessionState};
+pub use state::{SessionId, SessionState, StateChanges};
 pub use watcher::{OneshotWatcher, PersistentWatcher, WatchedEvent};
 
 pub use zk_protocol::{

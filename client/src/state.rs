@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use tokio::sync::{broadcast, watch};
+
 /// Where the session stands. Watch it with [`Client::state_watcher`](crate::Client::state_watcher).
 ///
 /// `Expired`, `AuthFailed` and `Closed` are terminal: the client never leaves them and never
@@ -57,6 +59,100 @@ pub struct SessionId(pub i64);
 impl fmt::Display for SessionId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "0x{:x}", self.0 as u64)
+    }
+}
+
+/// Every state transition, in order, as [`Client::state_changes`](crate::Client::state_changes)
+/// hands them out. Unlike the `watch` receiver, which only keeps the latest state, this sees
+/// short-lived states such as a `Disconnected` followed at once by `Connected`.
+#[derive(Debug)]
+pub struct StateChanges {
+    rx: broadcast::Receiver<SessionState>,
+    ended: bool,
+}
+
+impl StateChanges {
+    /// The next state the session entered, or `None` after a terminal state was returned.
+    pub async fn next(&mut self) -> Option<SessionState> {
+        if self.ended {
+            return None;
+        }
+        loop {
+            match self.rx.recv().await {
+                Ok(state) => {
+                    self.ended = state.is_terminal();
+                    return Some(state);
+                }
+                // Fell more than the buffer behind: the oldest transitions are gone.
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    }
+
+    /// Waits for a state satisfying `pred`; `None` if the session ended first without one.
+    pub async fn wait_for(&mut self, pred: impl Fn(SessionState) -> bool) -> Option<SessionState> {
+        while let Some(state) = self.next().await {
+            if pred(state) {
+                return Some(state);
+            }
+        }
+        None
+    }
+}
+
+/// Session facts the handles read without asking the session task. Written by the session
+/// machine before it announces a connected state, so that a handle woken by that state sees
+/// them.
+#[derive(Debug, Default)]
+pub(crate) struct SessionInfo {
+    pub session_id: std::sync::atomic::AtomicI64,
+    pub timeout_ms: std::sync::atomic::AtomicU64,
+    pub password: std::sync::Mutex<bytes::Bytes>,
+}
+
+impl SessionInfo {
+    pub fn record(&self, session_id: i64, timeout: std::time::Duration, password: &bytes::Bytes) {
+        use std::sync::atomic::Ordering;
+        *self.password.lock().unwrap_or_else(|e| e.into_inner()) = password.clone();
+        self.timeout_ms
+            .store(timeout.as_millis() as u64, Ordering::Release);
+        self.session_id.store(session_id, Ordering::Release);
+    }
+}
+
+/// Publishes state changes to the `watch` channel and to every [`StateChanges`].
+#[derive(Debug, Clone)]
+pub(crate) struct StatePublisher {
+    watch: std::sync::Arc<watch::Sender<SessionState>>,
+    changes: broadcast::Sender<SessionState>,
+    pub info: std::sync::Arc<SessionInfo>,
+}
+
+impl StatePublisher {
+    pub fn new() -> (StatePublisher, watch::Receiver<SessionState>) {
+        let (watch, rx) = watch::channel(SessionState::Connecting);
+        let (changes, _) = broadcast::channel(64);
+        (
+            StatePublisher {
+                watch: std::sync::Arc::new(watch),
+                changes,
+                info: Default::default(),
+            },
+            rx,
+        )
+    }
+
+    pub fn publish(&self, state: SessionState) {
+        self.watch.send_replace(state);
+        let _ = self.changes.send(state);
+    }
+
+    pub fn changes(&self) -> StateChanges {
+        StateChanges {
+            rx: self.changes.subscribe(),
+            ended: false,
+        }
     }
 }
 

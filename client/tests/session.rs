@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{wait_state, within};
+use common::{next_state, wait_state, within};
 use zk_client::{Client, CreateOptions, Error, EventType, SessionState};
 use zk_tests::{Proxy, ZkServer};
 
@@ -27,22 +27,12 @@ async fn dropped_connection_resumes_the_same_session() {
     c.create("/e", b"", &CreateOptions::ephemeral())
         .await
         .unwrap();
-    let mut states = c.state_watcher();
+    let mut changes = c.state_changes();
     proxy.drop_all();
-    within(
-        "disconnected",
-        states.wait_for(|s| *s == SessionState::Disconnected),
-    )
-    .await
-    .unwrap();
-    within(
-        "reconnected",
-        states.wait_for(|s| *s == SessionState::Connected),
-    )
-    .await
-    .unwrap();
+    next_state(&mut changes, |s| s == SessionState::Disconnected).await;
+    next_state(&mut changes, |s| s == SessionState::Connected).await;
     assert_eq!(c.session_id(), id);
-    let (stat, _) = (c.exists("/e").await.unwrap().unwrap(), ());
+    let stat = c.exists("/e").await.unwrap().expect("ephemeral survives");
     assert_eq!(stat.ephemeral_owner, id.0);
 }
 
@@ -113,12 +103,12 @@ async fn watch_set_before_a_drop_fires_for_a_change_made_while_cut_off() {
 async fn black_hole_is_noticed_within_two_thirds_of_the_session_timeout() {
     let (_server, proxy, c) = behind_proxy(Duration::from_millis(3000)).await;
     let negotiated = c.session_timeout();
-    let mut states = c.state_watcher();
+    let mut changes = c.state_changes();
     proxy.black_hole(true);
     let start = tokio::time::Instant::now();
     tokio::time::timeout(
         negotiated,
-        states.wait_for(|s| *s == SessionState::Disconnected),
+        changes.wait_for(|s| s == SessionState::Disconnected),
     )
     .await
     .expect("disconnection noticed within the session timeout")

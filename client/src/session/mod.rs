@@ -24,7 +24,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::oneshot;
 use tracing::{debug, info, trace, warn};
 use zk_protocol::{
     encode_request_frame, xid, Decode, ErrorCode, ReplyHeader, Request, WatcherEvent,
@@ -34,7 +34,7 @@ use crate::connect_string::HostPort;
 use crate::error::Error;
 use crate::packet::{Packet, PacketKind, RawReply, WatchRegistration};
 use crate::path::Chroot;
-use crate::state::SessionState;
+use crate::state::{SessionState, StatePublisher};
 
 use hosts::{HostRing, Rng};
 use pending::{Pending, PendingAuth, PendingQueue, Unsent};
@@ -108,7 +108,7 @@ pub(crate) struct Session {
     cfg: SessionConfig,
     phase: Phase,
     state: SessionState,
-    state_tx: watch::Sender<SessionState>,
+    state_tx: StatePublisher,
     hosts: HostRing,
     rng: Rng,
 
@@ -145,7 +145,7 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    pub fn new(cfg: SessionConfig, state_tx: watch::Sender<SessionState>, now: Instant) -> Session {
+    pub fn new(cfg: SessionConfig, state_tx: StatePublisher, now: Instant) -> Session {
         let mut rng = Rng::new(cfg.seed);
         let hosts = HostRing::new(cfg.hosts.clone(), &mut rng);
         let (session_id, passwd) = cfg.resume.clone().unwrap_or((0, Bytes::new()));
@@ -189,15 +189,6 @@ impl Session {
 
     pub fn session_id(&self) -> i64 {
         self.session_id
-    }
-
-    pub fn password(&self) -> &Bytes {
-        &self.passwd
-    }
-
-    /// The negotiated session timeout, once a server has answered.
-    pub fn negotiated_timeout(&self) -> Option<Duration> {
-        self.negotiated
     }
 
     #[cfg(test)]
@@ -429,7 +420,7 @@ impl Session {
         if self.state != state {
             info!(session_id = %crate::state::SessionId(self.session_id), ?state, "session state");
             self.state = state;
-            self.state_tx.send_replace(state);
+            self.state_tx.publish(state);
         }
     }
 
@@ -571,6 +562,11 @@ impl Session {
         self.read_only_conn = response.read_only == Some(true);
         self.last_heard = Some(now);
         self.hosts.connected();
+        self.state_tx.info.record(
+            self.session_id,
+            Duration::from_millis(response.timeout as u64),
+            &self.passwd,
+        );
         self.phase = Phase::Connected;
         self.ping_outstanding = false;
         info!(

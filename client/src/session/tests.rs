@@ -61,7 +61,7 @@ struct Harness {
 
 impl Harness {
     fn new(cfg: SessionConfig) -> Harness {
-        let (tx, rx) = watch::channel(SessionState::Connecting);
+        let (tx, rx) = crate::state::StatePublisher::new();
         let now = Instant::now();
         Harness {
             s: Session::new(cfg, tx, now),

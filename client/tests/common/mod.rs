@@ -43,3 +43,14 @@ pub async fn wait_state(client: &Client, pred: impl Fn(SessionState) -> bool) ->
     })
     .await
 }
+
+/// Waits for the next transition into a state satisfying `pred` on a change stream taken
+/// before the fault, so that short-lived states are not missed.
+pub async fn next_state(
+    changes: &mut zk_client::StateChanges,
+    pred: impl Fn(SessionState) -> bool,
+) -> SessionState {
+    within("state transition", changes.wait_for(pred))
+        .await
+        .expect("session ended first")
+}
