@@ -212,3 +212,35 @@ async fn cut_off_leader_loses_leadership_and_the_next_leads() {
         .unwrap();
     assert!(next.fencing_token() > leader.fencing_token());
 }
+
+/// A release cut off from the server keeps trying after the caller gave up on it, and the
+/// node goes as soon as the connection is back, with the session still alive (so the node
+/// went by our delete, not by expiry). Same for a guard dropped while disconnected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_during_connection_loss_completes_in_the_background() {
+    let server = ZkServer::start().await.unwrap();
+    let proxy = Proxy::start(server.addr()).await.unwrap();
+    let holder = client(&proxy.connect_string()).await;
+    let direct = client(&server.connect_string()).await;
+    for (i, by_drop) in [false, true].into_iter().enumerate() {
+        let path = format!("/lock{i}");
+        let m = Mutex::new(&holder, &path).unwrap();
+        let g = bounded("acquire", m.acquire()).await.unwrap();
+        proxy.refuse(true);
+        proxy.drop_all();
+        let mut state = holder.state_watcher();
+        bounded("disconnected", state.wait_for(|s| !s.is_connected()))
+            .await
+            .unwrap();
+        if by_drop {
+            drop(g);
+        } else {
+            let gave_up = tokio::time::timeout(Duration::from_millis(200), g.release()).await;
+            assert!(gave_up.is_err(), "release cannot finish while cut off");
+        }
+        assert_eq!(children(&direct, &path).await.len(), 1);
+        proxy.refuse(false);
+        assert!(common::wait_empty(&direct, &path).await.is_empty());
+        assert_eq!(holder.state(), SessionState::Connected, "same session");
+    }
+}
