@@ -38,7 +38,7 @@ pub struct Semaphore {
     leases_path: String,
     max_leases: usize,
     data: Vec<u8>,
-    mutex: Mutex,
+    locks_path: String,
 }
 
 impl Semaphore {
@@ -56,7 +56,7 @@ impl Semaphore {
             leases_path: join(path, "leases"),
             max_leases,
             data: Vec::new(),
-            mutex: Mutex::new(client, &join(path, "locks"))?,
+            locks_path: join(path, "locks"),
         })
     }
 
@@ -85,12 +85,15 @@ impl Semaphore {
     }
 
     async fn acquire_with(&self, patience: Patience) -> Result<Option<Lease>> {
+        // A gate handle per acquisition (not per semaphore): concurrent acquisitions through
+        // one handle queue in ZooKeeper like any others instead of re-entering the gate.
+        let mutex = Mutex::new(&self.client, &self.locks_path)?;
         let gate = match patience {
-            Patience::Forever => Some(self.mutex.acquire().await?),
-            Patience::NoWait => self.mutex.try_acquire().await?,
+            Patience::Forever => Some(mutex.acquire().await?),
+            Patience::NoWait => mutex.try_acquire().await?,
             Patience::Until(deadline) => {
                 let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-                self.mutex.acquire_timeout(left).await?
+                mutex.acquire_timeout(left).await?
             }
         };
         let Some(gate) = gate else {

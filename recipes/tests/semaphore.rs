@@ -58,3 +58,39 @@ async fn grants_at_most_n_leases_and_hands_one_over_per_release() {
     assert_eq!(wakeups, 1);
     l1.release().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn never_more_than_n_holders_under_contention() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let connect = chroot_connect("semaphore_contention");
+    let cs = clients(&connect, 4).await;
+    let inside = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    // Six tasks share each handle: their acquisitions must queue, not re-enter the gate.
+    let handles: Vec<Arc<Semaphore>> = cs
+        .iter()
+        .map(|c| Arc::new(Semaphore::new(c, "/sem", 3).unwrap()))
+        .collect();
+    let mut tasks = Vec::new();
+    for i in 0..24 {
+        let s = handles[i % 4].clone();
+        let (inside, peak) = (inside.clone(), peak.clone());
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..2 {
+                let lease = s.acquire().await.unwrap();
+                let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                assert!(now <= 3, "{now} holders of 3 leases");
+                peak.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                inside.fetch_sub(1, Ordering::SeqCst);
+                lease.release().await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        bounded("holder", t).await.unwrap();
+    }
+    assert!(peak.load(Ordering::SeqCst) >= 2, "leases were shared");
+    assert!(children(&cs[0], "/sem/leases").await.is_empty());
+}

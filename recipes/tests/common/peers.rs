@@ -56,7 +56,7 @@ fn curator_classpath() -> String {
             .args(["-cp", &jars])
             .arg(&source)
             .status()
-            .expect("run javac (JDK 17)");
+            .expect("run javac: install a JDK (default-jdk-headless, see scripts/setup)");
         assert!(status.success(), "javac CuratorPeer.java failed");
         // Another test binary may have won the race; either copy is the same.
         let _ = std::fs::rename(&tmp, &out);
