@@ -148,3 +148,26 @@ fn a_missing_java_is_reported_with_the_setup_command() {
     assert!(stderr.contains("scripts/setup"), "{stderr}");
     assert!(stderr.contains("/nonexistent/bin/java"), "{stderr}");
 }
+
+#[test]
+fn directories_of_killed_processes_are_swept_by_the_next_one() {
+    let mut helper = start_helper("wait");
+    // SAFETY: plain kill(2) of our own child.
+    unsafe { libc::kill(helper.child.id() as i32, libc::SIGKILL) };
+    helper.child.wait().unwrap();
+    wait_dead(helper.java_pid);
+    assert!(
+        helper.dir.exists(),
+        "nothing could have removed {}",
+        helper.dir.display()
+    );
+    // A new process starting a server sweeps directories of processes that no longer exist.
+    let mut next = start_helper("wait");
+    assert!(
+        !helper.dir.exists(),
+        "{} survived the sweep",
+        helper.dir.display()
+    );
+    drop(next.child.stdin.take());
+    assert!(next.child.wait().unwrap().success());
+}
