@@ -56,3 +56,34 @@ async fn a_paused_leader_is_replaced_and_rejoins_when_resumed() {
         "{states:?}"
     );
 }
+
+#[tokio::test]
+async fn a_member_cut_off_from_its_quorum_serves_read_only_when_enabled() {
+    let ensemble = Ensemble::builder(3)
+        .read_only_mode()
+        .start()
+        .await
+        .expect("ensemble starts");
+    let leader = ensemble.leader().await.unwrap();
+    let survivor = (leader + 1) % 3;
+    for i in 0..3 {
+        if i != survivor {
+            ensemble.kill(i).unwrap();
+        }
+    }
+    let addr = ensemble.addr(survivor).unwrap();
+    let deadline = Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if let Ok(srvr) = zk_tests::srvr(addr).await {
+            if srvr.mode == Mode::ReadOnly {
+                break;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the survivor never went read-only"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(zk_tests::four_letter(addr, "isro").await.unwrap(), "ro");
+}

@@ -140,6 +140,8 @@ pub struct Proxy {
     addr: SocketAddr,
     shared: Arc<Shared>,
     stop: CancellationToken,
+    /// The runtime the proxy runs on, so that its methods work from any thread.
+    runtime: tokio::runtime::Handle,
 }
 
 impl Proxy {
@@ -164,8 +166,14 @@ impl Proxy {
             accepted: watch::Sender::new(0),
             open: watch::Sender::new(0),
         });
-        tokio::spawn(accept_loop(listener, shared.clone(), stop.clone()));
-        Ok(Proxy { addr, shared, stop })
+        let runtime = tokio::runtime::Handle::current();
+        runtime.spawn(accept_loop(listener, shared.clone(), stop.clone()));
+        Ok(Proxy {
+            addr,
+            shared,
+            stop,
+            runtime,
+        })
     }
 
     /// The address clients connect to.
@@ -217,7 +225,7 @@ impl Proxy {
         self.shared.black_hole.send_replace(true);
         let shared = self.shared.clone();
         let stop = self.stop.clone();
-        tokio::spawn(async move {
+        self.runtime.spawn(async move {
             tokio::select! {
                 _ = tokio::time::sleep(duration) => {}
                 _ = stop.cancelled() => return,
