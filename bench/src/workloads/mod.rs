@@ -4,6 +4,7 @@ mod client_bound;
 mod latency;
 mod locks;
 mod pipeline;
+mod scale;
 mod throughput;
 
 use crate::report::Report;
@@ -20,6 +21,7 @@ pub async fn run(name: &str, ctx: &Ctx, report: &mut Report) -> Result<(), Bench
         "latency" => latency::run(ctx, report).await,
         "client-bound" => client_bound::run(ctx, report).await,
         "locks" => locks::run(ctx, report).await,
+        "scale" => scale::run(ctx, report).await,
         other => {
             report.not_measured(other, "", "not implemented yet");
             Ok(())

@@ -1,0 +1,130 @@
+//! Workload 6: scale. 10,000 waiters on one lock over 100 sessions (client memory per waiter,
+//! time to serve them all), and one session holding 100,000 watches (memory, and the time to
+//! re-register them after the connection is dropped).
+
+use std::time::{Duration, Instant};
+
+use futures_util::future::try_join_all;
+use zk_client::{Client, OneshotWatcher, SessionState};
+use zk_recipes::Mutex;
+use zk_tests::Proxy;
+
+use super::locks::wait_queued;
+use crate::heap::live_bytes;
+use crate::report::Report;
+use crate::{BenchError, Ctx};
+
+const WAITER_SESSIONS: usize = 100;
+/// Watches set concurrently while building up the 100,000.
+const WATCH_WINDOW: usize = 1_000;
+
+pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
+    let waiters = std::env::var("ZKB_WAITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(ctx.opts.count(10_000) as usize);
+    let (per_waiter, serve) = many_waiters(ctx, waiters).await?;
+    report.figure(
+        &format!("scale.waiters{waiters}.memory_per_waiter"),
+        per_waiter,
+        "bytes",
+    );
+    report.figure(
+        &format!("scale.waiters{waiters}.serve_all"),
+        serve.as_secs_f64(),
+        "s",
+    );
+
+    let watches = ctx.opts.count(100_000) as usize;
+    let (per_watch, reregister) = many_watches(ctx, watches).await?;
+    report.figure(
+        &format!("scale.watches{watches}.memory_per_watch"),
+        per_watch,
+        "bytes",
+    );
+    report.figure(
+        &format!("scale.watches{watches}.reregister"),
+        reregister.as_secs_f64() * 1000.0,
+        "ms",
+    );
+    Ok(())
+}
+
+/// Client heap per queued waiter (the waiting task, its acquire future, its watch), and the
+/// time from the holder's release until every waiter has held and released the lock.
+async fn many_waiters(ctx: &Ctx, waiters: usize) -> Result<(f64, Duration), BenchError> {
+    let path = format!("/zk-bench/scale/lock-{}", std::process::id());
+    let connect = ctx.zk.to_string();
+    let sessions = WAITER_SESSIONS.min(waiters);
+    let clients = try_join_all((0..sessions).map(|_| Client::connect(&connect))).await?;
+    let holder = Mutex::new(&clients[0], &path)?.acquire().await?;
+    let heap_before = live_bytes();
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..waiters {
+        let mutex = Mutex::new(&clients[i % sessions], &path)?;
+        tasks.spawn(async move { mutex.acquire().await?.release().await });
+    }
+    wait_queued(&clients[0], &path, waiters + 1).await?;
+    let per_waiter = live_bytes().saturating_sub(heap_before) as f64 / waiters as f64;
+    let start = Instant::now();
+    holder.release().await?;
+    while let Some(done) = tasks.join_next().await {
+        done??;
+    }
+    let serve = start.elapsed();
+    for c in clients {
+        c.close().await;
+    }
+    Ok((per_waiter, serve))
+}
+
+/// Client heap per watch (the watcher handle the application holds included), and the time
+/// from dropping the connection until a request sent after the reconnect has its reply, which
+/// the server sends only after it has processed the re-registration.
+async fn many_watches(ctx: &Ctx, watches: usize) -> Result<(f64, Duration), BenchError> {
+    let proxy = Proxy::start(ctx.zk).await?;
+    let client = Client::connect(&proxy.connect_string()).await?;
+    let base = format!("/zk-bench/watches-{}", std::process::id());
+    let server_before = zk_tests::mntr(ctx.zk).await?.watch_count().unwrap_or(0);
+    let heap_before = live_bytes();
+    let mut tasks = tokio::task::JoinSet::new();
+    for t in 0..WATCH_WINDOW {
+        let client = client.clone();
+        let base = base.clone();
+        tasks.spawn(async move {
+            let mut held: Vec<OneshotWatcher> = Vec::new();
+            for i in (t..watches).step_by(WATCH_WINDOW) {
+                // Watches on nodes that do not exist: nothing to create first.
+                let (_, watcher) = client.exists_and_watch(&format!("{base}/n{i}")).await?;
+                held.push(watcher);
+            }
+            Ok::<_, zk_client::Error>(held)
+        });
+    }
+    let mut held = Vec::with_capacity(watches);
+    while let Some(done) = tasks.join_next().await {
+        held.extend(done??);
+    }
+    let per_watch = live_bytes().saturating_sub(heap_before) as f64 / watches as f64;
+    let on_server = zk_tests::mntr(ctx.zk).await?.watch_count().unwrap_or(0) - server_before;
+    if on_server < watches as i64 {
+        return Err(format!("server holds {on_server} of our {watches} watches").into());
+    }
+
+    let mut changes = client.state_changes();
+    let start = Instant::now();
+    proxy.drop_all();
+    let bound = Duration::from_secs(60);
+    tokio::time::timeout(bound, changes.wait_for(|s| s != SessionState::Connected))
+        .await
+        .map_err(|_| "the client did not notice the dropped connection")?;
+    tokio::time::timeout(bound, changes.wait_for(|s| s == SessionState::Connected))
+        .await
+        .map_err(|_| "the client did not reconnect")?;
+    client.exists("/").await?;
+    let reregister = start.elapsed();
+    let restored = zk_tests::mntr(ctx.zk).await?.watch_count().unwrap_or(0) - server_before;
+    if restored < watches as i64 {
+        return Err(format!("only {restored} of {watches} watches re-registered").into());
+    }
+    drop(held);
+    client.close().await;
+    Ok((per_watch, reregister))
+}
