@@ -6,7 +6,7 @@
 //! * [`Ensemble`]: N members on loopback; find the leader, kill, restart, pause, resume.
 //! * [`Proxy`]: a TCP proxy a client connects through, to drop connections, refuse them,
 //!   black-hole them, add latency, or cut a connection right after a given request.
-//! * [`four_letter`] and its parsed forms ([`Srvr`], [`Mntr`], ...) for assertions.
+//! * [`four_letter()`] and its parsed forms ([`Srvr`], [`Mntr`], ...) for assertions.
 //!
 //! Servers run Debian's ZooKeeper (`scripts/setup` installs it); set `ZK_TESTS_JAVA` and
 //! `ZK_TESTS_CLASSPATH` (or `ZOOKEEPER_HOME`) to use another one. No Java process outlives

@@ -125,6 +125,26 @@ pub(crate) struct Ports {
 }
 
 impl Options {
+    /// The server's `tickTime`.
+    pub fn tick_time(&self) -> Duration {
+        self.tick_time
+    }
+
+    /// The shortest session timeout the server grants.
+    pub fn min_session_timeout(&self) -> Duration {
+        self.min_session_timeout
+    }
+
+    /// The longest session timeout the server grants.
+    pub fn max_session_timeout(&self) -> Duration {
+        self.max_session_timeout
+    }
+
+    /// The timeout the server negotiates for a client asking for `requested`.
+    pub fn negotiated_timeout(&self, requested: Duration) -> Duration {
+        requested.clamp(self.min_session_timeout, self.max_session_timeout)
+    }
+
     /// The `zoo.cfg` text for the member `me` (index into `members`; ignored when there is
     /// only one member, which runs standalone).
     pub(crate) fn zoo_cfg(&self, data_dir: &Path, members: &[Ports], me: usize) -> String {

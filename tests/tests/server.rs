@@ -111,3 +111,22 @@ async fn a_paused_server_answers_nothing_until_resumed() {
     server.resume().unwrap();
     assert_eq!(server.four_letter("ruok").await.unwrap(), "imok");
 }
+
+#[test]
+fn options_predict_the_negotiated_timeout() {
+    let server = shared_server();
+    let options = server.options();
+    assert_eq!(options.tick_time(), Duration::from_millis(200));
+    assert_eq!(
+        options.negotiated_timeout(Duration::from_millis(100)),
+        options.min_session_timeout()
+    );
+    assert_eq!(
+        options.negotiated_timeout(Duration::from_secs(600)),
+        options.max_session_timeout()
+    );
+    assert_eq!(
+        options.negotiated_timeout(Duration::from_secs(5)),
+        Duration::from_secs(5)
+    );
+}
