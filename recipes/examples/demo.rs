@@ -6,8 +6,9 @@
 //! cargo run -p zk-recipes --example demo -- 127.0.0.1:2181
 //! ```
 //!
-//! Each participant talks to ZooKeeper through its own fault-injection proxy, so the demo can
-//! cut one participant off and let its session expire.
+//! Each participant talks to ZooKeeper (the first host of the connect string, with its
+//! chroot if any) through its own fault-injection proxy, so the demo can cut one participant
+//! off and let its session expire.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -38,6 +39,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
     let arg = std::env::args().nth(1);
     // Keep our own server alive for the whole demo.
+    let chroot = arg
+        .as_deref()
+        .and_then(|c| c.find('/').map(|i| c[i..].to_owned()))
+        .unwrap_or_default();
     let (_server, upstream) = match arg {
         Some(connect) => {
             let first = connect
@@ -68,7 +73,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut people = Vec::new();
     for name in NAMES {
         let proxy = Proxy::start(upstream).await?;
-        let client = Client::builder(&format!("{}{}", proxy.connect_string(), ""))
+        let client = Client::builder(&format!("{}{chroot}", proxy.connect_string()))
             .session_timeout(SESSION_TIMEOUT)
             .connect()
             .await?;
