@@ -196,9 +196,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             log(
                 start,
                 format!(
-                    "{} is the leader now, token {}",
+                    "{} is the leader now, latch token {} (was {})",
                     people[1].name,
-                    latches[1].fencing_token()
+                    latches[1].fencing_token(),
+                    latches[0].fencing_token()
                 ),
             );
             break;
