@@ -232,7 +232,7 @@ impl Ensemble {
     /// and the other members stop hearing from it.
     pub fn pause(&self, index: usize) -> Result<()> {
         let mut member = self.member(index)?;
-        member.node.signal(libc::SIGSTOP)?;
+        member.node.pause()?;
         member.paused = true;
         Ok(())
     }

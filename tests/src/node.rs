@@ -143,6 +143,16 @@ impl Node {
         }
     }
 
+    /// Freezes the JVM and returns once all its threads are stopped.
+    pub(crate) fn pause(&mut self) -> Result<()> {
+        match &mut self.process {
+            Some(p) => p
+                .pause()
+                .map_err(|e| Error::io(format!("pausing server {}", self.client), e)),
+            None => Ok(()),
+        }
+    }
+
     pub(crate) fn signal(&mut self, signal: libc::c_int) -> Result<()> {
         match &mut self.process {
             Some(p) => p

@@ -104,6 +104,37 @@ impl ChildProcess {
         Ok(())
     }
 
+    /// SIGSTOP, then waits until every thread of the child is stopped: the signal is
+    /// delivered asynchronously, and a thread that is still running could answer one more
+    /// request after `kill` returned.
+    pub(crate) fn pause(&mut self) -> io::Result<()> {
+        self.signal(libc::SIGSTOP)?;
+        let tasks = format!("/proc/{}/task", self.child.id());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            let all_stopped = std::fs::read_dir(&tasks)?.flatten().all(|task| {
+                std::fs::read_to_string(task.path().join("stat"))
+                    .ok()
+                    .and_then(|stat| {
+                        let (_, rest) = stat.rsplit_once(')')?;
+                        rest.split_whitespace().next().map(|s| s == "T" || s == "t")
+                    })
+                    // A thread that vanished meanwhile is not running either.
+                    .unwrap_or(true)
+            });
+            if all_stopped {
+                return Ok(());
+            }
+            if std::time::Instant::now() > deadline {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "process did not stop after SIGSTOP",
+                ));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
     /// The exit status if the child has ended (reaps it), `None` while it runs.
     pub(crate) fn try_exit(&mut self) -> Option<ExitStatus> {
         if self.exit.is_none() {

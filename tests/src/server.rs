@@ -178,7 +178,7 @@ impl ZkServer {
 
     /// Freezes the JVM (SIGSTOP): connections stay open but nothing is answered.
     pub fn pause(&self) -> Result<()> {
-        self.node().signal(libc::SIGSTOP)
+        self.node().pause()
     }
 
     /// Lets a paused JVM run again (SIGCONT).
