@@ -1,6 +1,7 @@
 //! The workloads, one file each.
 
 mod client_bound;
+mod codec;
 mod latency;
 mod locks;
 mod pipeline;
@@ -21,6 +22,7 @@ pub async fn run(name: &str, ctx: &Ctx, report: &mut Report) -> Result<(), Bench
         "latency" => latency::run(ctx, report).await,
         "client-bound" => client_bound::run(ctx, report).await,
         "locks" => locks::run(ctx, report).await,
+        "codec" => codec::run(ctx, report).await,
         "scale" => scale::run(ctx, report).await,
         other => {
             report.not_measured(other, "", "not implemented yet");

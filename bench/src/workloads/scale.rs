@@ -19,7 +19,7 @@ const WAITER_SESSIONS: usize = 100;
 const WATCH_WINDOW: usize = 1_000;
 
 pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
-    let waiters = std::env::var("ZKB_WAITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(ctx.opts.count(10_000) as usize);
+    let waiters = ctx.opts.count(10_000) as usize;
     let (per_waiter, serve) = many_waiters(ctx, waiters).await?;
     report.figure(
         &format!("scale.waiters{waiters}.memory_per_waiter"),
