@@ -63,13 +63,16 @@ fn encode(c: &mut Criterion) {
             black_box(&out);
         })
     });
-    group.bench_function(format!("plain copy of the {}-byte frame", frame.len()), |b| {
-        b.iter(|| {
-            out.clear();
-            out.extend_from_slice(black_box(&frame));
-            black_box(&out);
-        })
-    });
+    group.bench_function(
+        format!("plain copy of the {}-byte frame", frame.len()),
+        |b| {
+            b.iter(|| {
+                out.clear();
+                out.extend_from_slice(black_box(&frame));
+                black_box(&out);
+            })
+        },
+    );
     group.finish();
 }
 
@@ -93,26 +96,32 @@ fn decode(c: &mut Criterion) {
     let mut src = BytesMut::with_capacity(64 * 1024);
     encode_record_frame(&mut src, &ConnectResponse::default());
     codec.decode(&mut src).unwrap();
-    group.bench_function("ClientCodec::decode + GetDataResponse (incl. copy-in)", |b| {
-        b.iter(|| {
-            src.extend_from_slice(black_box(&frame));
-            let Some(ServerFrame::Reply { header, mut body }) = codec.decode(&mut src).unwrap()
-            else {
-                unreachable!("the benchmark frame is a reply")
-            };
-            let response = GetDataResponse::decode(&mut body).unwrap();
-            black_box((header, response));
-        })
-    });
+    group.bench_function(
+        "ClientCodec::decode + GetDataResponse (incl. copy-in)",
+        |b| {
+            b.iter(|| {
+                src.extend_from_slice(black_box(&frame));
+                let Some(ServerFrame::Reply { header, mut body }) = codec.decode(&mut src).unwrap()
+                else {
+                    unreachable!("the benchmark frame is a reply")
+                };
+                let response = GetDataResponse::decode(&mut body).unwrap();
+                black_box((header, response));
+            })
+        },
+    );
 
     let mut out = BytesMut::with_capacity(64 * 1024);
-    group.bench_function(format!("plain copy of the {}-byte frame", frame.len()), |b| {
-        b.iter(|| {
-            out.clear();
-            out.extend_from_slice(black_box(&frame));
-            black_box(&out);
-        })
-    });
+    group.bench_function(
+        format!("plain copy of the {}-byte frame", frame.len()),
+        |b| {
+            b.iter(|| {
+                out.clear();
+                out.extend_from_slice(black_box(&frame));
+                black_box(&out);
+            })
+        },
+    );
     group.finish();
 }
 

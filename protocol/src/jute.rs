@@ -173,13 +173,13 @@ pub fn read_vec<T>(
 /// Writes a jute `int`.
 #[inline]
 pub fn write_i32(buf: &mut BytesMut, value: i32) {
-    buf.put_i32(value);
+    buf.extend_from_slice(&value.to_be_bytes());
 }
 
 /// Writes a jute `long`.
 #[inline]
 pub fn write_i64(buf: &mut BytesMut, value: i64) {
-    buf.put_i64(value);
+    buf.extend_from_slice(&value.to_be_bytes());
 }
 
 /// Writes a jute `boolean` as 0 or 1.
@@ -203,10 +203,10 @@ fn wire_len(len: usize) -> i32 {
 pub fn write_buffer(buf: &mut BytesMut, value: Option<&[u8]>) {
     match value {
         Some(bytes) => {
-            buf.put_i32(wire_len(bytes.len()));
-            buf.put_slice(bytes);
+            write_i32(buf, wire_len(bytes.len()));
+            buf.extend_from_slice(bytes);
         }
-        None => buf.put_i32(NULL_LENGTH),
+        None => write_i32(buf, NULL_LENGTH),
     }
 }
 
@@ -219,7 +219,7 @@ pub fn write_string(buf: &mut BytesMut, value: Option<&str>) {
 /// Writes a jute `vector`, each element written by `write`.
 #[inline]
 pub fn write_vec<T>(buf: &mut BytesMut, items: &[T], mut write: impl FnMut(&T, &mut BytesMut)) {
-    buf.put_i32(wire_len(items.len()));
+    write_i32(buf, wire_len(items.len()));
     for item in items {
         write(item, buf);
     }
@@ -239,7 +239,7 @@ impl Field for i32 {
     const MIN_LEN: usize = 4;
     #[inline]
     fn write(&self, buf: &mut BytesMut) {
-        buf.put_i32(*self);
+        write_i32(buf, *self);
     }
     #[inline]
     fn wire_len(&self) -> usize {
@@ -255,7 +255,7 @@ impl Field for i64 {
     const MIN_LEN: usize = 8;
     #[inline]
     fn write(&self, buf: &mut BytesMut) {
-        buf.put_i64(*self);
+        write_i64(buf, *self);
     }
     #[inline]
     fn wire_len(&self) -> usize {

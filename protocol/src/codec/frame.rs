@@ -1,6 +1,6 @@
 //! Length-prefixed frames: `[len: i32][payload: len bytes]`, where `len` counts the payload only.
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use tokio_util::codec::Decoder;
 
 use super::CodecError;
@@ -81,7 +81,7 @@ impl Decoder for FrameDecoder {
 fn write_frame(buf: &mut BytesMut, payload_len: usize, write: impl FnOnce(&mut BytesMut)) {
     buf.reserve(LEN_PREFIX + payload_len);
     let start = buf.len();
-    buf.put_i32(0);
+    buf.extend_from_slice(&[0; LEN_PREFIX]);
     write(buf);
     let written = buf.len() - start - LEN_PREFIX;
     // A payload beyond i32::MAX cannot be framed; servers close the connection on anything
@@ -125,7 +125,7 @@ pub fn encode_reply_frame(buf: &mut BytesMut, header: &ReplyHeader, response: &R
 pub fn encode_raw_reply_frame(buf: &mut BytesMut, header: &ReplyHeader, body: &[u8]) {
     write_frame(buf, ReplyHeader::LEN + body.len(), |buf| {
         header.encode(buf);
-        buf.put_slice(body);
+        buf.extend_from_slice(body);
     });
 }
 

@@ -1,6 +1,6 @@
 //! Data records (`org.apache.zookeeper.data`): `Id`, `ACL`, `Stat`, `ClientInfo`.
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 
 use crate::consts::perms;
 use crate::jute::{ensure, record, Decode, Encode, Field};
@@ -109,18 +109,21 @@ impl Stat {
 impl Encode for Stat {
     #[inline]
     fn encode(&self, buf: &mut BytesMut) {
-        buf.reserve(Self::LEN);
-        buf.put_i64(self.czxid);
-        buf.put_i64(self.mzxid);
-        buf.put_i64(self.ctime);
-        buf.put_i64(self.mtime);
-        buf.put_i32(self.version);
-        buf.put_i32(self.cversion);
-        buf.put_i32(self.aversion);
-        buf.put_i64(self.ephemeral_owner);
-        buf.put_i32(self.data_length);
-        buf.put_i32(self.num_children);
-        buf.put_i64(self.pzxid);
+        // Assembled on the stack and appended with one copy: one bounds check instead of
+        // eleven.
+        let mut b = [0u8; Stat::LEN];
+        b[0..8].copy_from_slice(&self.czxid.to_be_bytes());
+        b[8..16].copy_from_slice(&self.mzxid.to_be_bytes());
+        b[16..24].copy_from_slice(&self.ctime.to_be_bytes());
+        b[24..32].copy_from_slice(&self.mtime.to_be_bytes());
+        b[32..36].copy_from_slice(&self.version.to_be_bytes());
+        b[36..40].copy_from_slice(&self.cversion.to_be_bytes());
+        b[40..44].copy_from_slice(&self.aversion.to_be_bytes());
+        b[44..52].copy_from_slice(&self.ephemeral_owner.to_be_bytes());
+        b[52..56].copy_from_slice(&self.data_length.to_be_bytes());
+        b[56..60].copy_from_slice(&self.num_children.to_be_bytes());
+        b[60..68].copy_from_slice(&self.pzxid.to_be_bytes());
+        buf.extend_from_slice(&b);
     }
 
     #[inline]
