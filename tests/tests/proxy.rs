@@ -297,6 +297,23 @@ async fn cut_after_next_forwards_the_request_and_withholds_its_reply() {
 }
 
 #[tokio::test]
+async fn frames_ahead_of_the_withheld_reply_still_arrive() {
+    let (upstream, _seen) = echo_upstream().await;
+    let proxy = Proxy::start(upstream).await.unwrap();
+    let mut client = TcpStream::connect(proxy.addr()).await.unwrap();
+    round_trip(&mut client, &frame(&[0; 44])).await;
+
+    let cut = proxy.cut_after_next(1);
+    let earlier = request(7, 4, b"/first");
+    let mut both = earlier.clone();
+    both.extend(request(8, 1, b"/second"));
+    client.write_all(&both).await.unwrap();
+    assert_eq!(read_exactly(&mut client, earlier.len()).await, earlier);
+    assert_eq!(timeout(SOON, cut.wait()).await.unwrap(), Some(8));
+    assert!(ends(&mut client).await, "connection survived the cut");
+}
+
+#[tokio::test]
 async fn connections_go_to_the_next_upstream_when_one_is_down() {
     let dead = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

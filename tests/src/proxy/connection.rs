@@ -99,8 +99,8 @@ pub(super) async fn serve(client: TcpStream, shared: Arc<Shared>, cancel: Cancel
         pending,
         end.clone(),
     );
-    // Either side ending, a cut, or drop_all ends the whole connection; dropping the halves
-    // closes both sockets.
+    // Either side ending (including at a cut), a client leaving a black hole, or drop_all
+    // ends the whole connection; dropping the halves closes both sockets.
     tokio::select! {
         _ = to_server => {}
         _ = to_client => {}
@@ -142,7 +142,8 @@ async fn pump(
                 }
                 for (piece, kind) in tracker.split(buf.split().freeze()) {
                     if direction == Direction::ToClient && is_withheld_reply(kind, &pending) {
-                        end.cancel();
+                        // Stop here: what came before the reply is still written, then the
+                        // pump ends and with it the connection.
                         return;
                     }
                     if direction == Direction::ToServer {
