@@ -7,6 +7,35 @@
 //! A partial frame is `Ok(None)` ("need more bytes"). A negative length or one above the
 //! configured maximum ([`DEFAULT_MAX_FRAME`] by default) is an error: the peer and this side no
 //! longer agree on frame boundaries, so the connection must be dropped.
+//!
+//! ```
+//! use bytes::BytesMut;
+//! use tokio_util::codec::Decoder;
+//! use zk_protocol::{ClientCodec, ConnectResponse, EventType, KeeperState, ServerFrame, WatcherEvent};
+//! use zk_protocol::codec::{encode_notification_frame, encode_record_frame};
+//!
+//! let mut codec = ClientCodec::default();
+//! let mut src = BytesMut::new();
+//! encode_record_frame(&mut src, &ConnectResponse { timeout: 4000, ..Default::default() });
+//! // Only half of the next frame has arrived: "need more bytes".
+//! let mut notification = BytesMut::new();
+//! let event = WatcherEvent {
+//!     event_type: EventType::NodeDeleted,
+//!     state: KeeperState::SyncConnected,
+//!     path: "/lock/x".into(),
+//! };
+//! encode_notification_frame(&mut notification, -1, &event);
+//! src.extend_from_slice(&notification[..10]);
+//!
+//! assert!(matches!(codec.decode(&mut src)?, Some(ServerFrame::Connect(r)) if r.timeout == 4000));
+//! assert!(codec.decode(&mut src)?.is_none());
+//! src.extend_from_slice(&notification[10..]);
+//! assert_eq!(
+//!     codec.decode(&mut src)?,
+//!     Some(ServerFrame::Notification { zxid: -1, event })
+//! );
+//! # Ok::<(), zk_protocol::CodecError>(())
+//! ```
 
 mod client;
 mod error;
