@@ -38,7 +38,10 @@ pub enum Error {
         source: io::Error,
     },
     /// The Java process ended before the server answered.
-    #[error("ZooKeeper server exited during start-up ({status}); data dir {dir:?}; log tail:\n{log_tail}")]
+    #[error(
+        "ZooKeeper server exited during start-up ({status}); working dir {dir:?} \
+         (set ZK_TESTS_KEEP_DIRS=1 to keep it); log tail:\n{log_tail}"
+    )]
     Exited {
         /// The exit status as the OS reported it.
         status: String,

@@ -85,10 +85,7 @@ fn locate_classpath() -> Result<Vec<PathBuf>> {
     let mut tried = Vec::new();
     if let Some(home) = env::var_os(HOME_ENV) {
         let home = PathBuf::from(home);
-        let jars = jars_in(&home.join("lib"));
-        if jars.iter().any(|j| file_name_starts(j, "zookeeper-")) {
-            let mut cp = jars;
-            cp.extend(jars_in(&home));
+        if let Some(cp) = release_classpath(&home) {
             return Ok(cp);
         }
         tried.push(format!("{HOME_ENV}={}/lib", home.display()));
@@ -108,9 +105,27 @@ fn locate_classpath() -> Result<Vec<PathBuf>> {
         return Ok(cp);
     }
     tried.push(server_jar.display().to_string());
+    // Unpacked upstream releases in the usual places.
+    for home in ["/usr/share/zookeeper", "/opt/zookeeper"] {
+        let home = Path::new(home);
+        if let Some(cp) = release_classpath(home) {
+            return Ok(cp);
+        }
+        tried.push(format!("{}/lib", home.display()));
+    }
     Err(Error::ZooKeeperNotFound {
         looked_at: tried.join(", "),
     })
+}
+
+/// The classpath of an upstream release unpacked at `home` (jars in `lib/` and `home`).
+fn release_classpath(home: &Path) -> Option<Vec<PathBuf>> {
+    let mut jars = jars_in(&home.join("lib"));
+    if !jars.iter().any(|j| file_name_starts(j, "zookeeper-")) {
+        return None;
+    }
+    jars.extend(jars_in(home));
+    Some(jars)
 }
 
 fn jars_in(dir: &Path) -> Vec<PathBuf> {

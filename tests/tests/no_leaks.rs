@@ -137,19 +137,6 @@ fn the_shared_server_is_killed_and_removed_when_the_process_exits() {
 }
 
 #[test]
-fn a_missing_java_is_reported_with_the_setup_command() {
-    let output = Command::new(env!("CARGO_BIN_EXE_zk-tests-server"))
-        .env("ZK_TESTS_JAVA", "/nonexistent/bin/java")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("scripts/setup"), "{stderr}");
-    assert!(stderr.contains("/nonexistent/bin/java"), "{stderr}");
-}
-
-#[test]
 fn directories_of_killed_processes_are_swept_by_the_next_one() {
     let mut helper = start_helper("wait");
     // SAFETY: plain kill(2) of our own child.
