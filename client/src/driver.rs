@@ -21,6 +21,10 @@ use crate::queue::{Item, RequestQueue};
 use crate::session::{Action, Session};
 
 type ConnectFuture = Pin<Box<dyn Future<Output = io::Result<TcpStream>> + Send>>;
+type ProbeFuture = Pin<Box<dyn Future<Output = (HostPort, bool)> + Send>>;
+
+/// How long a read-write probe may take.
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
 
 const READ_CHUNK: usize = 64 * 1024;
 
@@ -34,6 +38,7 @@ enum Wake {
     Read(io::Result<usize>),
     Wrote(io::Result<usize>),
     Connected(io::Result<TcpStream>),
+    Probed((HostPort, bool)),
     Queue,
     Timer,
 }
@@ -42,18 +47,29 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, span: tracing::Span
     let mut reader: Option<OwnedReadHalf> = None;
     let mut writer: Option<OwnedWriteHalf> = None;
     let mut connecting: Option<ConnectFuture> = None;
+    let mut probing: Option<ProbeFuture> = None;
     let mut read_buf = BytesMut::with_capacity(READ_CHUNK);
     let mut items = Vec::new();
     let mut recorded_id = 0;
+    // One timer, re-armed only when the machine's deadline moves: registering a fresh timer on
+    // every turn would cost more than the turn itself under load.
+    let timer = tokio::time::sleep(std::time::Duration::ZERO);
+    tokio::pin!(timer);
+    let mut armed: Option<Instant> = None;
 
     loop {
         while let Some(action) = session.poll_action() {
-            reader = None;
-            writer = None;
-            connecting = None;
-            read_buf.clear();
-            if let Action::Connect(host) = action {
-                connecting = Some(Box::pin(connect(host)));
+            match action {
+                Action::Probe(host) => probing = Some(Box::pin(probe_read_write(host))),
+                Action::Connect(_) | Action::Disconnect => {
+                    reader = None;
+                    writer = None;
+                    connecting = None;
+                    read_buf.clear();
+                    if let Action::Connect(host) = action {
+                        connecting = Some(Box::pin(connect(host)));
+                    }
+                }
             }
         }
         queue.release(session.take_completed());
@@ -69,6 +85,12 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, span: tracing::Span
         }
 
         let deadline = session.next_deadline();
+        if deadline != armed {
+            if let Some(d) = deadline {
+                timer.as_mut().reset(d.into());
+            }
+            armed = deadline;
+        }
         let has_output = writer.is_some() && !session.output().is_empty();
         if read_buf.capacity() - read_buf.len() < READ_CHUNK / 4 {
             read_buf.reserve(READ_CHUNK);
@@ -79,11 +101,12 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, span: tracing::Span
                 r = read_some(reader.as_mut(), &mut read_buf) => Wake::Read(r),
                 r = write_some(writer.as_mut(), out), if has_output => Wake::Wrote(r),
                 r = finish_connect(connecting.as_mut()) => Wake::Connected(r),
+                r = finish_probe(probing.as_mut()) => Wake::Probed(r),
                 _ = queue.notify.notified() => Wake::Queue,
-                _ = sleep_until(deadline) => Wake::Timer,
+                _ = &mut timer, if armed.is_some() => Wake::Timer,
             }
         };
-        let now = Instant::now();
+        let now = tokio::time::Instant::now().into_std();
         match wake {
             Wake::Read(Ok(0)) => {
                 reader = None;
@@ -109,8 +132,15 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, span: tracing::Span
                 connecting = None;
                 session.on_disconnected(now, &e.to_string());
             }
+            Wake::Probed((host, read_write)) => {
+                probing = None;
+                session.on_probe_result(host, read_write, now);
+            }
             Wake::Queue => {}
-            Wake::Timer => session.on_timeout(now),
+            Wake::Timer => {
+                armed = None;
+                session.on_timeout(now);
+            }
         }
         // Take new requests every turn, not only when notified: under load the queue refills
         // while frames are being handled, and batching them into one write is what keeps
@@ -166,9 +196,22 @@ async fn finish_connect(connecting: Option<&mut ConnectFuture>) -> io::Result<Tc
     }
 }
 
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d.into()).await,
+async fn finish_probe(probing: Option<&mut ProbeFuture>) -> (HostPort, bool) {
+    match probing {
+        Some(f) => f.await,
         None => std::future::pending().await,
     }
+}
+
+/// Asks a server with the `isro` four-letter word whether it serves writes (`rw`).
+async fn probe_read_write(host: HostPort) -> (HostPort, bool) {
+    let ask = async {
+        let mut stream = connect(host.clone()).await?;
+        stream.write_all(b"isro").await?;
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).await?;
+        io::Result::Ok(answer.starts_with(b"rw"))
+    };
+    let read_write = matches!(tokio::time::timeout(PROBE_TIMEOUT, ask).await, Ok(Ok(true)));
+    (host, read_write)
 }

@@ -25,6 +25,7 @@ struct Cluster {
 
 impl Cluster {
     async fn start() -> Cluster {
+        common::init_tracing();
         let ensemble = Ensemble::start(3).await.expect("ensemble");
         let mut proxies = Vec::new();
         for addr in ensemble.addrs() {
@@ -403,4 +404,80 @@ async fn all_servers_down_then_up_within_the_timeout_keeps_the_session() {
     assert_eq!(c.session_id(), id);
     let stat = c.exists("/eph").await.unwrap().expect("ephemeral kept");
     assert_eq!(stat.ephemeral_owner, id.0);
+}
+
+/// With read-only mode allowed, a member that lost its quorum serves reads: a client gets a
+/// session local to that member (3.8 members hand out only local sessions without a quorum, so
+/// the ensemble runs with `localSessionsEnabled`), reads work, writes fail with `NotReadOnly`,
+/// the client keeps probing the other members, and once the quorum is back it moves to a
+/// read-write server with a session of the ensemble.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_member_serves_reads_until_the_quorum_is_back() {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    common::init_tracing();
+    let ensemble = Ensemble::builder(3)
+        .read_only_mode()
+        .config("localSessionsEnabled", "true")
+        .start()
+        .await
+        .unwrap();
+    let setup = Client::builder(&ensemble.connect_string())
+        .connect_timeout(SLOW)
+        .connect()
+        .await
+        .unwrap();
+    setup
+        .create("/data", b"x", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    setup.close().await;
+
+    let leader = ensemble.leader().await.unwrap();
+    let survivor = (0..3).find(|i| *i != leader).unwrap();
+    for i in (0..3).filter(|i| *i != survivor) {
+        ensemble.kill(i).unwrap();
+    }
+    // The survivor notices the lost quorum only after its sync limit; there is no event to
+    // wait on but its own answer.
+    let addr = ensemble.addr(survivor).unwrap();
+    tokio::time::timeout(SLOW, async {
+        while zk_tests::four_letter(addr, "isro").await.ok().as_deref() != Some("ro") {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("survivor in read-only mode");
+    let c = Client::builder(&ensemble.connect_string())
+        .session_timeout(Duration::from_secs(30))
+        .read_only(true)
+        .connect_timeout(Duration::from_secs(30))
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(c.state(), SessionState::ConnectedReadOnly);
+    let read_only_id = c.session_id();
+    let mut changes = c.state_changes();
+    assert_eq!(&c.get_data("/data").await.unwrap().0[..], b"x");
+    assert_eq!(
+        c.set_data("/data", b"y", None).await.map(|_| ()),
+        Err(Error::NotReadOnly)
+    );
+
+    let restarts: Vec<usize> = (0..3).filter(|i| *i != survivor).collect();
+    let (a, b) = tokio::join!(ensemble.restart(restarts[0]), ensemble.restart(restarts[1]));
+    a.unwrap();
+    b.unwrap();
+    let state = tokio::time::timeout(
+        SLOW,
+        changes.wait_for(|s| s == SessionState::Connected || s.is_terminal()),
+    )
+    .await
+    .expect("back to read-write");
+    assert_eq!(state, Some(SessionState::Connected));
+    assert_ne!(
+        c.session_id(),
+        read_only_id,
+        "the read-only session was local"
+    );
+    c.set_data("/data", b"z", None).await.unwrap();
 }

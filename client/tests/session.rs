@@ -9,6 +9,7 @@ use zk_client::{Client, CreateOptions, Error, EventType, SessionState};
 use zk_tests::{Proxy, ZkServer};
 
 async fn behind_proxy(timeout: Duration) -> (ZkServer, Proxy, Client) {
+    common::init_tracing();
     let server = ZkServer::start().await.unwrap();
     let proxy = Proxy::start(server.addr()).await.unwrap();
     let client = Client::builder(&proxy.connect_string())

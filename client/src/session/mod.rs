@@ -79,6 +79,20 @@ pub(crate) enum Action {
     Connect(HostPort),
     /// Drop the current connection (if any).
     Disconnect,
+    /// Ask this server whether it is read-write (the `isro` four-letter word) and report with
+    /// [`Session::on_probe_result`]; the current connection stays.
+    Probe(HostPort),
+}
+
+/// First pause between read-write probes while on a read-only server; doubles up to the max.
+const PROBE_MIN: Duration = Duration::from_millis(100);
+const PROBE_MAX: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Clone, Copy)]
+struct Probe {
+    at: Instant,
+    interval: Duration,
+    in_flight: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,6 +130,14 @@ pub(crate) struct Session {
     passwd: Bytes,
     negotiated: Option<Duration>,
     read_only_conn: bool,
+    /// A read-write server accepted this session: its id is global and may be resumed
+    /// anywhere. Ids handed out by read-only servers are valid only there.
+    seen_rw: bool,
+    /// While on a read-only server: when to look for a read-write one.
+    probe: Option<Probe>,
+    current_host: Option<HostPort>,
+    /// The session id sent in the pending handshake.
+    sent_session_id: i64,
     /// Highest zxid of an ordinary reply: sent on reconnect and with `setWatches`.
     last_zxid: i64,
     next_xid: i32,
@@ -148,6 +170,7 @@ impl Session {
     pub fn new(cfg: SessionConfig, state_tx: StatePublisher, now: Instant) -> Session {
         let mut rng = Rng::new(cfg.seed);
         let hosts = HostRing::new(cfg.hosts.clone(), &mut rng);
+        let seen_rw = cfg.resume.is_some();
         let (session_id, passwd) = cfg.resume.clone().unwrap_or((0, Bytes::new()));
         let mut session = Session {
             auths: cfg.auth.clone(),
@@ -161,6 +184,10 @@ impl Session {
             passwd,
             negotiated: None,
             read_only_conn: false,
+            seen_rw,
+            probe: None,
+            current_host: None,
+            sent_session_id: 0,
             last_zxid: 0,
             next_xid: 1,
             pending: PendingQueue::default(),
@@ -221,11 +248,13 @@ impl Session {
             Phase::Backoff { until } => Some(until),
             Phase::Connecting { deadline } | Phase::Handshaking { deadline } => Some(deadline),
             Phase::Connected => {
-                let read = self.last_recv + t * 2 / 3;
-                if self.ping_outstanding {
-                    Some(read)
-                } else {
-                    Some(read.min(self.last_send + t / 3))
+                let mut d = self.last_recv + t * 2 / 3;
+                if !self.ping_outstanding {
+                    d = d.min(self.last_send + t / 3);
+                }
+                match self.probe {
+                    Some(p) if !p.in_flight => Some(d.min(p.at)),
+                    _ => Some(d),
                 }
             }
             Phase::Closing { deadline } => Some(deadline),
@@ -266,11 +295,14 @@ impl Session {
             return;
         };
         self.out.clear();
+        // A session that only ever lived on read-only servers is not known to the ensemble:
+        // ask for a new one instead of resuming it.
+        self.sent_session_id = if self.seen_rw { self.session_id } else { 0 };
         handshake::write_connect_request(
             &mut self.out,
             self.last_zxid,
             self.cfg.session_timeout,
-            self.session_id,
+            self.sent_session_id,
             &self.passwd,
             self.cfg.read_only,
         );
@@ -343,16 +375,36 @@ impl Session {
             }
             Phase::Connected => {
                 if now >= self.last_recv + t * 2 / 3 {
-                    self.connection_lost(now, "read timeout");
-                } else if !self.ping_outstanding && now >= self.last_send + t / 3 {
+                    return self.connection_lost(now, "read timeout");
+                }
+                if !self.ping_outstanding && now >= self.last_send + t / 3 {
                     trace!("ping");
                     encode_request_frame(&mut self.out, xid::PING, &Request::Ping);
                     self.ping_outstanding = true;
                     self.last_send = now;
                 }
+                self.maybe_probe(now);
             }
             Phase::Closing { deadline } if now >= deadline => self.terminate(SessionState::Closed),
             _ => {}
+        }
+    }
+
+    /// The answer to a [`Action::Probe`]: `read_write` when the server said `rw`.
+    pub fn on_probe_result(&mut self, host: HostPort, read_write: bool, now: Instant) {
+        let Some(probe) = self.probe.as_mut() else {
+            return;
+        };
+        probe.in_flight = false;
+        if self.phase != Phase::Connected {
+            return;
+        }
+        if read_write {
+            info!(host = %host.to_addr_string(), "read-write server found: leaving the read-only one");
+            self.connection_lost_to(now, "moving to a read-write server", Some(host));
+        } else {
+            probe.interval = (probe.interval * 2).min(PROBE_MAX);
+            probe.at = now + probe.interval;
         }
     }
 
@@ -426,9 +478,14 @@ impl Session {
 
     fn start_attempt(&mut self, now: Instant) {
         let (_, host) = self.hosts.next_host();
+        self.start_attempt_to(host, now);
+    }
+
+    fn start_attempt_to(&mut self, host: HostPort, now: Instant) {
         debug!(host = %host.to_addr_string(), "connecting");
         self.epoch += 1;
         self.out.clear();
+        self.current_host = Some(host.clone());
         self.actions.push_back(Action::Connect(host));
         self.phase = Phase::Connecting {
             deadline: now + self.attempt_timeout(),
@@ -436,6 +493,7 @@ impl Session {
     }
 
     fn drop_connection(&mut self) {
+        self.probe = None;
         self.epoch += 1;
         self.out.clear();
         self.actions.push_back(Action::Disconnect);
@@ -452,6 +510,12 @@ impl Session {
     }
 
     fn connection_lost(&mut self, now: Instant, reason: &str) {
+        self.connection_lost_to(now, reason, None)
+    }
+
+    /// Drops the connection, fails what was in flight, and reconnects at once: to `to`, or to
+    /// the next server.
+    fn connection_lost_to(&mut self, now: Instant, reason: &str, to: Option<HostPort>) {
         warn!(reason, "connection lost");
         self.drop_connection();
         self.ping_outstanding = false;
@@ -464,7 +528,10 @@ impl Session {
             }
         }
         // The next server at once; backoff starts only when a whole round fails.
-        self.start_attempt(now);
+        match to {
+            Some(host) => self.start_attempt_to(host, now),
+            None => self.start_attempt(now),
+        }
     }
 
     fn protocol_error(&mut self, now: Instant, reason: &str) {
@@ -549,17 +616,42 @@ impl Session {
             Ok(r) => r,
             Err(e) => return self.protocol_error(now, &e.to_string()),
         };
+        if response.timeout <= 0 && response.read_only == Some(true) && self.sent_session_id != 0 {
+            // A read-only member only knows its own local sessions: its "expired" for a session
+            // of the ensemble is not authoritative (3.8 answers so for any global session it
+            // has not seen). Try another server; local expiry still bounds the search.
+            debug!("read-only server does not know the session: trying another");
+            return self.attempt_failed(now);
+        }
         if response.timeout <= 0 {
             warn!(session_id = %crate::state::SessionId(self.session_id), "server reports the session expired");
             return self.terminate(SessionState::Expired);
         }
-        if self.session_id != 0 && response.session_id != self.session_id {
+        if self.sent_session_id != 0 && response.session_id != self.sent_session_id {
             return self.protocol_error(now, "server answered with another session id");
+        }
+        if self.session_id != 0 && response.session_id != self.session_id {
+            info!(
+                old = %crate::state::SessionId(self.session_id),
+                new = %crate::state::SessionId(response.session_id),
+                "the read-only session is replaced by a session of the ensemble"
+            );
         }
         self.session_id = response.session_id;
         self.passwd = response.passwd;
         self.negotiated = Some(Duration::from_millis(response.timeout as u64));
         self.read_only_conn = response.read_only == Some(true);
+        if self.read_only_conn {
+            if self.hosts.len() > 1 {
+                self.probe = Some(Probe {
+                    at: now + PROBE_MIN,
+                    interval: PROBE_MIN,
+                    in_flight: false,
+                });
+            }
+        } else {
+            self.seen_rw = true;
+        }
         self.last_heard = Some(now);
         self.hosts.connected();
         self.state_tx.info.record(
@@ -579,6 +671,24 @@ impl Session {
         if self.auth_replays == 0 {
             self.set_connected_state();
         }
+    }
+
+    /// While on a read-only server, asks the next other server whether it is read-write.
+    fn maybe_probe(&mut self, now: Instant) {
+        let Some(probe) = self.probe else { return };
+        if probe.in_flight || now < probe.at {
+            return;
+        }
+        let mut host = self.hosts.next_host().1;
+        if Some(&host) == self.current_host.as_ref() {
+            host = self.hosts.next_host().1;
+        }
+        debug!(host = %host.to_addr_string(), "probing for a read-write server");
+        self.probe = Some(Probe {
+            in_flight: true,
+            ..probe
+        });
+        self.actions.push_back(Action::Probe(host));
     }
 
     fn set_connected_state(&mut self) {

@@ -10,8 +10,21 @@ use zk_client::{Client, SessionState};
 /// The bound on any single wait in these tests.
 pub const WAIT: Duration = Duration::from_secs(10);
 
+/// Prints the client's `tracing` output when `ZK_CLIENT_LOG` is set (for example
+/// `ZK_CLIENT_LOG=debug`), to see what a failing test did.
+pub fn init_tracing() {
+    if let Ok(level) = std::env::var("ZK_CLIENT_LOG") {
+        let level = level.parse().unwrap_or(tracing::Level::DEBUG);
+        let _ = tracing_subscriber::fmt()
+            .with_max_level(level)
+            .with_test_writer()
+            .try_init();
+    }
+}
+
 /// A client on the shared server, chrooted to a fresh node unique to `test`.
 pub async fn client(test: &str) -> Client {
+    init_tracing();
     let connect = connect_string(test);
     Client::builder(&connect)
         .session_timeout(Duration::from_secs(10))
@@ -22,6 +35,7 @@ pub async fn client(test: &str) -> Client {
 
 /// The connect string (with a fresh chroot) for `test` on the shared server.
 pub fn connect_string(test: &str) -> String {
+    init_tracing();
     let server = zk_tests::shared_server();
     let chroot = zk_tests::chroot_for(test);
     server.connect_string_with_chroot(&chroot)
