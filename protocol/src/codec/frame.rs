@@ -75,14 +75,20 @@ impl Decoder for FrameDecoder {
     }
 }
 
-/// Writes `parts` as one frame: reserves once, writes a placeholder length, encodes, then
-/// patches the length with what was actually written.
+/// Writes one frame: reserves once, writes a placeholder length, lets `write` append the
+/// payload, then patches the length with what was actually written.
 #[inline]
 fn write_frame(buf: &mut BytesMut, payload_len: usize, write: impl FnOnce(&mut BytesMut)) {
     buf.reserve(LEN_PREFIX + payload_len);
     let start = buf.len();
     buf.extend_from_slice(&[0; LEN_PREFIX]);
     write(buf);
+    patch_len(buf, start);
+}
+
+/// Sets the length prefix of the frame that starts at `start` to the bytes after it.
+#[inline]
+fn patch_len(buf: &mut BytesMut, start: usize) {
     let written = buf.len() - start - LEN_PREFIX;
     // A payload beyond i32::MAX cannot be framed; servers close the connection on anything
     // over their limit anyway, so saturate instead of writing a negative length.
@@ -96,16 +102,19 @@ pub fn encode_record_frame(buf: &mut BytesMut, record: &impl Encode) {
 }
 
 /// Appends one request frame: length prefix, `RequestHeader{xid, request.opcode()}`, body.
+///
+/// Reserves the whole frame once, writes the length placeholder and the header as one
+/// 12-byte append, encodes the body in place, then patches the length.
 #[inline]
 pub fn encode_request_frame(buf: &mut BytesMut, xid: i32, request: &Request) {
-    let header = RequestHeader {
-        xid,
-        opcode: request.opcode(),
-    };
-    write_frame(buf, RequestHeader::LEN + request.encoded_len(), |buf| {
-        header.encode(buf);
-        request.encode(buf);
-    });
+    buf.reserve(LEN_PREFIX + RequestHeader::LEN + request.encoded_len());
+    let start = buf.len();
+    let mut head = [0u8; LEN_PREFIX + RequestHeader::LEN];
+    head[4..8].copy_from_slice(&xid.to_be_bytes());
+    head[8..12].copy_from_slice(&request.opcode().as_i32().to_be_bytes());
+    buf.extend_from_slice(&head);
+    request.encode(buf);
+    patch_len(buf, start);
 }
 
 /// Appends one reply frame: length prefix, `header`, then `response` only if `header.err` is
