@@ -2,7 +2,7 @@
 //! (`valgrind --tool=callgrind`), whose counts stay meaningful on a busy machine where
 //! wall-clock benchmarks do not.
 //!
-//! Usage: `cargo run --release -p zk-protocol --example hot_path -- <encode|decode|copy-request|copy-reply> <N>`
+//! Usage: `cargo run --release -p zk-protocol --example hot_path -- <encode|decode|client-codec|copy-request|copy-reply> <N>`
 //!
 //! Instructions per operation = (count at N = 11000 − count at N = 1000) / 10000, which removes
 //! the fixed start-up cost.
@@ -16,7 +16,9 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let (Some(which), Some(n)) = (args.next(), args.next().and_then(|n| n.parse::<u32>().ok()))
     else {
-        eprintln!("usage: hot_path <encode|decode|copy-request|copy-reply> <iterations>");
+        eprintln!(
+            "usage: hot_path <encode|decode|client-codec|copy-request|copy-reply> <iterations>"
+        );
         std::process::exit(2);
     };
 
@@ -55,6 +57,22 @@ fn main() {
             for _ in 0..n {
                 let mut body = black_box(&reply_payload).clone();
                 let header = ReplyHeader::decode(&mut body).expect("valid frame");
+                let response = GetDataResponse::decode(&mut body).expect("valid frame");
+                black_box((header, response));
+            }
+        }
+        "client-codec" => {
+            use tokio_util::codec::Decoder;
+            let mut codec = ClientCodec::default();
+            let mut src = BytesMut::with_capacity(64 * 1024);
+            codec::encode_record_frame(&mut src, &ConnectResponse::default());
+            codec.decode(&mut src).expect("valid frame");
+            for _ in 0..n {
+                src.extend_from_slice(black_box(&reply_frame));
+                let Ok(Some(ServerFrame::Reply { header, mut body })) = codec.decode(&mut src)
+                else {
+                    panic!("the frame is a reply");
+                };
                 let response = GetDataResponse::decode(&mut body).expect("valid frame");
                 black_box((header, response));
             }
