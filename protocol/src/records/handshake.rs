@@ -8,7 +8,8 @@
 use bytes::{Bytes, BytesMut};
 
 use crate::jute::{
-    read_bool, read_buffer, read_i32, read_i64, write_bool, write_buffer, Decode, Encode,
+    read_bool, read_buffer, read_i32, read_i64, write_bool, write_buffer, write_i32, write_i64,
+    Decode, Encode,
 };
 use crate::Result;
 
@@ -52,10 +53,10 @@ impl ConnectRequest {
 impl Encode for ConnectRequest {
     fn encode(&self, buf: &mut BytesMut) {
         buf.reserve(self.encoded_len());
-        crate::jute::write_i32(buf, self.protocol_version);
-        crate::jute::write_i64(buf, self.last_zxid_seen);
-        crate::jute::write_i32(buf, self.timeout);
-        crate::jute::write_i64(buf, self.session_id);
+        write_i32(buf, self.protocol_version);
+        write_i64(buf, self.last_zxid_seen);
+        write_i32(buf, self.timeout);
+        write_i64(buf, self.session_id);
         write_buffer(buf, Some(&self.passwd));
         if let Some(read_only) = self.read_only {
             write_bool(buf, read_only);
@@ -107,9 +108,9 @@ impl ConnectResponse {
 impl Encode for ConnectResponse {
     fn encode(&self, buf: &mut BytesMut) {
         buf.reserve(self.encoded_len());
-        crate::jute::write_i32(buf, self.protocol_version);
-        crate::jute::write_i32(buf, self.timeout);
-        crate::jute::write_i64(buf, self.session_id);
+        write_i32(buf, self.protocol_version);
+        write_i32(buf, self.timeout);
+        write_i64(buf, self.session_id);
         write_buffer(buf, Some(&self.passwd));
         if let Some(read_only) = self.read_only {
             write_bool(buf, read_only);
