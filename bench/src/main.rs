@@ -10,6 +10,7 @@ mod contestant;
 mod curator;
 mod heap;
 mod instant_server;
+mod machine;
 mod measure;
 mod options;
 mod ours;
@@ -86,6 +87,7 @@ async fn run(opts: Options, report: &mut Report) {
             Some(n) => format!("multi-thread x{n}"),
         }
     );
+    println!("# machine: {}", machine::describe());
     let ctx = Ctx { opts, zk };
     for workload in options::WORKLOADS {
         if !ctx.opts.runs(workload) {

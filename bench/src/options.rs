@@ -18,7 +18,8 @@ usage: zk-bench [--quick] [--only W[,W..]] [--server HOST:PORT] [--rounds N] [--
   --quick          small counts and 2 rounds: checks that every workload runs
   --only W,..      run only these workloads: codec, client-bound, latency, pipeline, locks, scale
   --server ADDR    use a running ZooKeeper instead of starting one (it needs 4lw mntr)
-  --rounds N       rounds per workload (default 5; medians are over rounds)
+  --rounds N       rounds per workload (default 5, at most 3 for pipeline and locks;
+                   medians are over rounds)
   --threads N      client runtime: N worker threads (default: a single-threaded runtime)
 ";
 
@@ -78,6 +79,11 @@ impl Options {
             opts.rounds = if opts.quick { 2 } else { 5 };
         }
         Ok(opts)
+    }
+
+    /// Rounds for the workloads that take seconds per round against the real server.
+    pub fn heavy_rounds(&self) -> usize {
+        self.rounds.min(3)
     }
 
     pub fn runs(&self, workload: &str) -> bool {

@@ -17,3 +17,10 @@ pub async fn notifications_sent(zk: SocketAddr) -> Result<i64, BenchError> {
     }
     Ok(total)
 }
+
+/// Packets the server has received so far (requests, pings and handshakes, all sessions).
+pub async fn packets_received(zk: SocketAddr) -> Result<i64, BenchError> {
+    let mntr = zk_tests::mntr(zk).await?;
+    mntr.get_i64("zk_packets_received")
+        .ok_or_else(|| "mntr has no zk_packets_received".into())
+}

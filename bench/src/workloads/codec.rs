@@ -63,7 +63,9 @@ fn decode_ns(n: u64) -> Result<f64, BenchError> {
     for _ in 0..batches {
         let mut codec = ClientCodec::default();
         let mut src = BytesMut::from(&handshake[..]);
-        codec.decode(&mut src)?.ok_or("handshake frame not decoded")?;
+        codec
+            .decode(&mut src)?
+            .ok_or("handshake frame not decoded")?;
         src.extend_from_slice(&batch);
         let start = Instant::now();
         for _ in 0..BATCH {

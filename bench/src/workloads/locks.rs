@@ -15,7 +15,7 @@ use zk_recipes::{Mutex, ReadWriteLock};
 
 use crate::curator::Curator;
 use crate::report::{Report, Target};
-use crate::server_metrics::notifications_sent;
+use crate::server_metrics::{notifications_sent, packets_received};
 use crate::stats::{median, Percentiles};
 use crate::{BenchError, Ctx};
 
@@ -74,7 +74,7 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
     }
     let mut ours: Vec<Figures> = Vec::new();
     let mut theirs: Vec<Figures> = Vec::new();
-    for round in 0..ctx.opts.rounds {
+    for round in 0..ctx.opts.heavy_rounds() {
         let tag = format!("r{round}");
         ours.push(ours_round(ctx, &tag, &counts).await?);
         if let Some(c) = curator.as_mut() {
@@ -86,6 +86,7 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
     }
     let units = [
         ("uncontended.ops_per_s", "acq+rel/s"),
+        ("uncontended.requests_per_cycle", "requests"),
         ("contended8.acq_per_s", "acq/s"),
         ("handoff.p50", "µs"),
         ("handoff.p99", "µs"),
@@ -120,6 +121,13 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
     Ok(())
 }
 
+/// Requests the server received per acquire+release since `before` (minus the mntr call that
+/// reads it).
+async fn requests_per_cycle(ctx: &Ctx, before: i64, cycles: u64) -> Result<f64, BenchError> {
+    let after = packets_received(ctx.zk).await?;
+    Ok((after - before - 1) as f64 / cycles as f64)
+}
+
 async fn sessions(ctx: &Ctx, n: usize) -> Result<Vec<Client>, BenchError> {
     let connect = ctx.zk.to_string();
     Ok(try_join_all((0..n).map(|_| Client::connect(&connect))).await?)
@@ -137,6 +145,7 @@ async fn ours_round(ctx: &Ctx, tag: &str, counts: &Counts) -> Result<Figures, Be
 
     let clients = sessions(ctx, 1).await?;
     let mutex = Mutex::new(&clients[0], &format!("{base}/uncontended"))?;
+    let packets = packets_received(ctx.zk).await?;
     let start = Instant::now();
     for _ in 0..counts.uncontended {
         mutex.acquire().await?.release().await?;
@@ -144,6 +153,10 @@ async fn ours_round(ctx: &Ctx, tag: &str, counts: &Counts) -> Result<Figures, Be
     f.insert(
         "uncontended.ops_per_s",
         counts.uncontended as f64 / start.elapsed().as_secs_f64(),
+    );
+    f.insert(
+        "uncontended.requests_per_cycle",
+        requests_per_cycle(ctx, packets, counts.uncontended).await?,
     );
     close_all(clients).await;
 
@@ -294,6 +307,7 @@ async fn curator_round(
 ) -> Result<Figures, BenchError> {
     let base = format!("/zk-bench/locks/curator-{tag}");
     let mut f = Figures::new();
+    let packets = packets_received(ctx.zk).await?;
     let r = curator
         .run(&format!(
             "uncontended {base}/uncontended {}",
@@ -301,6 +315,11 @@ async fn curator_round(
         ))
         .await?;
     f.insert("uncontended.ops_per_s", r["ops_per_s"]);
+    // Includes the handshake and close of the command's one session: noise over the cycles.
+    f.insert(
+        "uncontended.requests_per_cycle",
+        requests_per_cycle(ctx, packets, counts.uncontended).await?,
+    );
     let r = curator
         .run(&format!(
             "contended {base}/contended {CONTENDERS} {}",

@@ -16,7 +16,7 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
             total: ctx.opts.count(200_000),
             window: 1_000,
             sessions: 1,
-            rounds: ctx.opts.rounds,
+            rounds: ctx.opts.heavy_rounds(),
             excluded: &[],
             throughput_ratio: Some(Target::AtLeast(0.95)),
             cpu_ratio: Some(Target::AtMost(1.5)),
