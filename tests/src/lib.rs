@@ -5,7 +5,8 @@
 //! * [`shared_server`] and [`chroot_for`]: one server per test binary, a chroot per test.
 //! * [`Ensemble`]: N members on loopback; find the leader, kill, restart, pause, resume.
 //! * [`Proxy`]: a TCP proxy a client connects through, to drop connections, refuse them,
-//!   black-hole them, add latency, or cut a connection right after a given request.
+//!   black-hole them, add latency, hold replies, or cut a connection right after a given
+//!   request; it can also log the frames it passes on, in order ([`FrameEvent`]).
 //! * [`four_letter()`] and its parsed forms ([`Srvr`], [`Mntr`], ...) for assertions.
 //!
 //! Servers run Debian's ZooKeeper (`scripts/setup` installs it); set `ZK_TESTS_JAVA` and
@@ -67,7 +68,7 @@ pub use four_letter::{
 pub use install::{Installation, CLASSPATH_ENV, HOME_ENV, JAVA_ENV};
 pub use options::Options;
 pub use ports::free_port;
-pub use proxy::{Cut, Proxy, Upstreams};
+pub use proxy::{Cut, FrameEvent, Proxy, Upstreams};
 pub use server::{ServerBuilder, ZkServer};
 pub use shared::{chroot_for, shared_server, unique_chroot, CHROOT_PARENT};
 pub use tempdir::{KEEP_DIRS_ENV, TMPDIR_ENV};

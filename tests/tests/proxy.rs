@@ -1,6 +1,6 @@
 //! Self-tests of the fault proxy, observed from plain TCP clients. The upstream is an echo
 //! server that also records what it received: what is under test is the proxy itself. The
-//! last test runs against a real ZooKeeper server. Payloads that are not ZooKeeper frames are
+//! last tests run against a real ZooKeeper server. Payloads that are not ZooKeeper frames are
 //! ASCII words of at least four letters: as a length prefix they are implausibly large, so
 //! the proxy passes such streams through raw.
 
@@ -12,7 +12,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::time::timeout;
 
-use zk_tests::{Proxy, ZkServer};
+use zk_tests::{FrameEvent, Proxy, ZkServer};
 
 /// Bound on anything that is expected to happen.
 const SOON: Duration = Duration::from_secs(5);
@@ -337,17 +337,7 @@ async fn a_cut_create_takes_effect_on_a_real_server() {
     assert!(srvr.contains("Mode: standalone"), "{srvr}");
     let before = server.mntr().await.unwrap().znode_count().unwrap();
 
-    let mut client = TcpStream::connect(proxy.addr()).await.unwrap();
-    let mut connect = Vec::new();
-    connect.extend_from_slice(&0i32.to_be_bytes()); // protocol version
-    connect.extend_from_slice(&0i64.to_be_bytes()); // last zxid seen
-    connect.extend_from_slice(&10_000i32.to_be_bytes()); // timeout
-    connect.extend_from_slice(&0i64.to_be_bytes()); // session id
-    connect.extend_from_slice(&16i32.to_be_bytes());
-    connect.extend_from_slice(&[0; 16]); // password
-    client.write_all(&frame(&connect)).await.unwrap();
-    let len = i32::from_be_bytes(read_exactly(&mut client, 4).await.try_into().unwrap());
-    read_exactly(&mut client, len as usize).await;
+    let mut client = zk_session(proxy.addr()).await;
 
     let cut = proxy.cut_after_next(1);
     let mut create = Vec::new();
@@ -367,4 +357,164 @@ async fn a_cut_create_takes_effect_on_a_real_server() {
     assert!(ends(&mut client).await, "connection survived the cut");
     let after = server.mntr().await.unwrap().znode_count().unwrap();
     assert_eq!(after, before + 1, "the create did not take effect");
+}
+
+/// A raw connection through `addr` with a new session established.
+async fn zk_session(addr: SocketAddr) -> TcpStream {
+    let mut client = TcpStream::connect(addr).await.unwrap();
+    let mut connect = Vec::new();
+    connect.extend_from_slice(&0i32.to_be_bytes()); // protocol version
+    connect.extend_from_slice(&0i64.to_be_bytes()); // last zxid seen
+    connect.extend_from_slice(&10_000i32.to_be_bytes()); // timeout
+    connect.extend_from_slice(&0i64.to_be_bytes()); // session id
+    connect.extend_from_slice(&16i32.to_be_bytes());
+    connect.extend_from_slice(&[0; 16]); // password
+    client.write_all(&frame(&connect)).await.unwrap();
+    read_frame(&mut client).await;
+    client
+}
+
+/// Reads one whole frame; returns its body.
+async fn read_frame(stream: &mut TcpStream) -> Vec<u8> {
+    let len = i32::from_be_bytes(read_exactly(stream, 4).await.try_into().unwrap());
+    read_exactly(stream, len as usize).await
+}
+
+/// Reads one reply frame; returns its xid.
+async fn read_reply_xid(stream: &mut TcpStream) -> i32 {
+    let body = read_frame(stream).await;
+    i32::from_be_bytes(body[..4].try_into().unwrap())
+}
+
+const EXISTS: i32 = 3;
+const GET_CHILDREN: i32 = 8;
+
+/// A request for `opcode` on "/" without a watch (exists and getChildren have this body).
+fn on_root(xid: i32, opcode: i32) -> Vec<u8> {
+    let mut body = 1i32.to_be_bytes().to_vec();
+    body.extend_from_slice(b"/");
+    body.push(0); // no watch
+    request(xid, opcode, &body)
+}
+
+/// The frame log is off until enabled, records a real session's frames in order with their
+/// connection, xid and opcode, empties on take, and stops when disabled.
+#[tokio::test]
+async fn the_frame_log_records_frames_in_order_while_enabled() {
+    let proxy = Proxy::start(zk_tests::shared_server().addr())
+        .await
+        .unwrap();
+    let mut first = zk_session(proxy.addr()).await;
+    first.write_all(&on_root(1, EXISTS)).await.unwrap();
+    assert_eq!(read_reply_xid(&mut first).await, 1);
+    assert_eq!(proxy.frame_log(), vec![], "recorded while off");
+
+    proxy.record_frames(true);
+    first.write_all(&on_root(2, EXISTS)).await.unwrap();
+    assert_eq!(read_reply_xid(&mut first).await, 2);
+    first.write_all(&on_root(3, GET_CHILDREN)).await.unwrap();
+    assert_eq!(read_reply_xid(&mut first).await, 3);
+    let _second = zk_session(proxy.addr()).await;
+    let expected = vec![
+        FrameEvent::ClientToServer {
+            conn: 1,
+            xid: 2,
+            opcode: EXISTS,
+        },
+        FrameEvent::ServerToClient { conn: 1, xid: 2 },
+        FrameEvent::ClientToServer {
+            conn: 1,
+            xid: 3,
+            opcode: GET_CHILDREN,
+        },
+        FrameEvent::ServerToClient { conn: 1, xid: 3 },
+        FrameEvent::ConnectRequest { conn: 2 },
+        FrameEvent::ConnectResponse { conn: 2 },
+    ];
+    assert_eq!(proxy.frame_log(), expected);
+    assert_eq!(proxy.take_frame_log(), expected);
+    assert_eq!(proxy.frame_log(), vec![], "take empties the log");
+
+    proxy.record_frames(false);
+    first.write_all(&on_root(4, EXISTS)).await.unwrap();
+    assert_eq!(read_reply_xid(&mut first).await, 4);
+    assert_eq!(proxy.frame_log(), vec![], "recorded after being turned off");
+}
+
+/// With replies held, pipelined requests still reach a real server and are logged before
+/// any reply; the replies follow, in order, once the hold ends.
+#[tokio::test]
+async fn held_replies_arrive_after_the_hold_and_after_every_request() {
+    let proxy = Proxy::start(zk_tests::shared_server().addr())
+        .await
+        .unwrap();
+    let mut client = zk_session(proxy.addr()).await;
+    proxy.record_frames(true);
+    proxy.hold_replies(true);
+    let mut both = on_root(1, EXISTS);
+    both.extend(on_root(2, GET_CHILDREN));
+    client.write_all(&both).await.unwrap();
+    timeout(
+        SOON,
+        proxy.wait_for_frames(|log| {
+            log.iter()
+                .filter(|e| matches!(e, FrameEvent::ClientToServer { .. }))
+                .count()
+                == 2
+        }),
+    )
+    .await
+    .expect("both requests forwarded while replies are held");
+    let mut buf = [0; 1];
+    assert!(
+        timeout(QUIET, client.read(&mut buf)).await.is_err(),
+        "a reply crossed the hold"
+    );
+
+    proxy.hold_replies(false);
+    assert_eq!(read_reply_xid(&mut client).await, 1);
+    assert_eq!(read_reply_xid(&mut client).await, 2);
+    assert_eq!(
+        proxy.take_frame_log(),
+        vec![
+            FrameEvent::ClientToServer {
+                conn: 1,
+                xid: 1,
+                opcode: EXISTS
+            },
+            FrameEvent::ClientToServer {
+                conn: 1,
+                xid: 2,
+                opcode: GET_CHILDREN
+            },
+            FrameEvent::ServerToClient { conn: 1, xid: 1 },
+            FrameEvent::ServerToClient { conn: 1, xid: 2 },
+        ]
+    );
+}
+
+/// A reply withheld by a cut was never passed on, so it is not in the log.
+#[tokio::test]
+async fn the_frame_log_leaves_out_a_withheld_reply() {
+    let (upstream, _seen) = echo_upstream().await;
+    let proxy = Proxy::start(upstream).await.unwrap();
+    proxy.record_frames(true);
+    let mut client = TcpStream::connect(proxy.addr()).await.unwrap();
+    round_trip(&mut client, &frame(&[0; 44])).await;
+    let cut = proxy.cut_after_next(1);
+    client.write_all(&request(7, 1, b"/node")).await.unwrap();
+    assert_eq!(timeout(SOON, cut.wait()).await.unwrap(), Some(7));
+    assert!(ends(&mut client).await, "connection survived the cut");
+    assert_eq!(
+        proxy.frame_log(),
+        vec![
+            FrameEvent::ConnectRequest { conn: 1 },
+            FrameEvent::ConnectResponse { conn: 1 },
+            FrameEvent::ClientToServer {
+                conn: 1,
+                xid: 7,
+                opcode: 1
+            },
+        ]
+    );
 }

@@ -10,6 +10,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::frame_log::FrameEvent;
 use super::frames::{FrameTracker, Kind};
 use super::Shared;
 
@@ -63,7 +64,13 @@ impl Drop for OpenGuard {
     }
 }
 
-pub(super) async fn serve(client: TcpStream, shared: Arc<Shared>, cancel: CancellationToken) {
+/// Serves connection number `conn` (in accept order, from 1).
+pub(super) async fn serve(
+    client: TcpStream,
+    conn: u64,
+    shared: Arc<Shared>,
+    cancel: CancellationToken,
+) {
     shared.open.send_modify(|n| *n += 1);
     let _open = OpenGuard(shared.clone());
 
@@ -87,6 +94,7 @@ pub(super) async fn serve(client: TcpStream, shared: Arc<Shared>, cancel: Cancel
         client_read,
         server_write,
         Direction::ToServer,
+        conn,
         shared.clone(),
         pending.clone(),
         end.clone(),
@@ -95,6 +103,7 @@ pub(super) async fn serve(client: TcpStream, shared: Arc<Shared>, cancel: Cancel
         server_read,
         client_write,
         Direction::ToClient,
+        conn,
         shared.clone(),
         pending,
         end.clone(),
@@ -113,11 +122,12 @@ async fn pump(
     mut from: tokio::net::tcp::OwnedReadHalf,
     mut to: tokio::net::tcp::OwnedWriteHalf,
     direction: Direction,
+    conn: u64,
     shared: Arc<Shared>,
     pending: Arc<Mutex<PendingCut>>,
     end: CancellationToken,
 ) {
-    let (tx, mut rx) = mpsc::channel::<(Instant, Bytes)>(QUEUE);
+    let (tx, mut rx) = mpsc::channel::<(Instant, Bytes, Option<FrameEvent>)>(QUEUE);
 
     let reader = {
         let shared = shared.clone();
@@ -150,7 +160,12 @@ async fn pump(
                         arm_cut_for_request(kind, &shared, &pending);
                     }
                     let latency: Duration = *shared.latency.borrow();
-                    if tx.send((Instant::now() + latency, piece)).await.is_err() {
+                    let event = FrameEvent::of(conn, direction == Direction::ToServer, kind);
+                    if tx
+                        .send((Instant::now() + latency, piece, event))
+                        .await
+                        .is_err()
+                    {
                         return;
                     }
                 }
@@ -160,17 +175,29 @@ async fn pump(
 
     let writer = async move {
         let mut black_hole = shared.black_hole.subscribe();
-        while let Some((due, frame)) = rx.recv().await {
+        let mut hold = shared.hold_replies.subscribe();
+        let held = direction == Direction::ToClient;
+        while let Some((due, frame, event)) = rx.recv().await {
             tokio::time::sleep_until(due).await;
             if black_hole.wait_for(|on| !*on).await.is_err() {
                 return;
+            }
+            if held && hold.wait_for(|on| !*on).await.is_err() {
+                return;
+            }
+            if let Some(event) = event {
+                shared.frames.record(event);
             }
             if to.write_all(&frame).await.is_err() {
                 return;
             }
         }
-        // The end of the stream is news too: it does not cross a black hole either.
+        // The end of the stream is news too: it does not cross a black hole (or a hold on
+        // the server's side) either.
         let _ = black_hole.wait_for(|on| !*on).await;
+        if held {
+            let _ = hold.wait_for(|on| !*on).await;
+        }
     };
 
     // The writer ends after the reader (its queue closes), having written what was read.

@@ -11,12 +11,23 @@
 //!   inside the hole, what it sent is dropped, so no stale request reaches the server later;
 //! * [`Proxy::set_latency`]: delay every frame in both directions;
 //! * [`Proxy::cut_after_next`]: let the next request with a given opcode reach the server,
-//!   then close the connection when its reply comes back, so the client never hears it.
+//!   then close the connection when its reply comes back, so the client never hears it;
+//! * [`Proxy::hold_replies`]: forward requests to the server, but hold everything the server
+//!   sends until the hold ends (the client cannot have reacted to a reply it never got).
+//!
+//! For assertions about order rather than time, [`Proxy::record_frames`] logs every frame the
+//! proxy passes on, in order ([`FrameEvent`]): read the log with [`Proxy::frame_log`] or
+//! [`Proxy::take_frame_log`], or wait on it with [`Proxy::wait_for_frames`]. Events are
+//! logged just before the frame is written on, so whatever a frame causes (the server's
+//! reply to a request, the client's request after a reply) comes after it in the log.
 //!
 //! The proxy needs a tokio runtime (any flavour); it stops when dropped.
 
 mod connection;
+mod frame_log;
 mod frames;
+
+pub use frame_log::FrameEvent;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -87,6 +98,8 @@ struct Shared {
     black_hole: watch::Sender<bool>,
     black_hole_generation: AtomicUsize,
     latency: watch::Sender<Duration>,
+    hold_replies: watch::Sender<bool>,
+    frames: frame_log::FrameLog,
     /// Parent of every open connection's token; replaced by `drop_all`.
     epoch: Mutex<CancellationToken>,
     armed_cut: Mutex<Option<ArmedCut>>,
@@ -161,6 +174,8 @@ impl Proxy {
             black_hole: watch::Sender::new(false),
             black_hole_generation: AtomicUsize::new(0),
             latency: watch::Sender::new(Duration::ZERO),
+            hold_replies: watch::Sender::new(false),
+            frames: frame_log::FrameLog::default(),
             epoch: Mutex::new(stop.child_token()),
             armed_cut: Mutex::new(None),
             accepted: watch::Sender::new(0),
@@ -255,6 +270,38 @@ impl Proxy {
         Cut { done: rx }
     }
 
+    /// While `true`, nothing the server sends (replies, notifications, handshake answers,
+    /// its closing the connection) is delivered to clients; it is held, in order, and
+    /// delivered when the hold ends. Requests still reach the server. Lets a test see what
+    /// a client sends before it has heard any answer.
+    pub fn hold_replies(&self, on: bool) {
+        self.shared.hold_replies.send_replace(on);
+    }
+
+    /// Starts (`true`) or stops recording the frames passed on, as [`FrameEvent`]s. Off by
+    /// default, and then costs nothing but a flag check per frame. Frames withheld by a cut
+    /// or dropped with a connection are not recorded: only what was actually passed on.
+    pub fn record_frames(&self, on: bool) {
+        self.shared.frames.set_recording(on);
+    }
+
+    /// The frames recorded so far (since the last [`take_frame_log`](Self::take_frame_log)),
+    /// in the order they were passed on.
+    pub fn frame_log(&self) -> Vec<FrameEvent> {
+        self.shared.frames.snapshot()
+    }
+
+    /// Like [`frame_log`](Self::frame_log), and empties the log.
+    pub fn take_frame_log(&self) -> Vec<FrameEvent> {
+        self.shared.frames.take()
+    }
+
+    /// Waits until the frame log (since the last take) satisfies `pred`; checked now and after
+    /// every recorded frame. Bound it with a timeout: it waits as long as it takes.
+    pub async fn wait_for_frames(&self, pred: impl FnMut(&[FrameEvent]) -> bool) {
+        self.shared.frames.wait_for(pred).await;
+    }
+
     /// Connections accepted so far (including refused ones).
     pub fn accepted(&self) -> u64 {
         *self.shared.accepted.borrow()
@@ -294,7 +341,11 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stop: Cancellat
             // Out of descriptors or similar: keep serving the connections we have.
             continue;
         };
-        shared.accepted.send_modify(|n| *n += 1);
+        let mut conn = 0;
+        shared.accepted.send_modify(|n| {
+            *n += 1;
+            conn = *n;
+        });
         if shared.refuse.load(Ordering::SeqCst) {
             connection::reset(client);
             continue;
@@ -305,6 +356,6 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stop: Cancellat
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .child_token();
-        tokio::spawn(connection::serve(client, shared.clone(), token));
+        tokio::spawn(connection::serve(client, conn, shared.clone(), token));
     }
 }
