@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use common::{bounded, children, chroot_connect, client, clients, wait_empty};
 use zk_recipes::{Layout, Mutex};
+use zk_tests::{FrameEvent, Proxy};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uncontended_acquire_names_the_node_and_release_deletes_it() {
@@ -269,31 +270,64 @@ async fn one_notification_per_release_with_a_hundred_waiters() {
 }
 
 /// An uncontended acquisition is one round trip: the create and the listing are written back
-/// to back. Measured against a plain request's round trip through a proxy that delays every
-/// frame by 150 ms each way (frames travel in parallel), so two sequential round trips would
-/// take about twice the baseline.
+/// to back. Checked by order, not time: while the proxy holds back every reply, both requests
+/// still reach the server (a listing that waited for the create's reply would never be sent),
+/// and they are the only requests the acquisition makes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uncontended_acquire_takes_one_round_trip() {
+    const CREATE: [i32; 2] = [1, 15];
+    const LIST: [i32; 2] = [8, 12];
     let chroot = zk_tests::chroot_for("mutex_one_round_trip");
-    let proxy = zk_tests::Proxy::start(zk_tests::shared_server().addr())
+    let proxy = Proxy::start(zk_tests::shared_server().addr())
         .await
         .unwrap();
     let c = client(&format!("{}{}", proxy.connect_string(), chroot)).await;
     c.create("/lock", b"", &zk_client::CreateOptions::persistent())
         .await
         .unwrap();
-    proxy.set_latency(Duration::from_millis(150));
     let m = Mutex::new(&c, "/lock").unwrap();
-    let t = std::time::Instant::now();
-    c.exists("/lock").await.unwrap();
-    let round_trip = t.elapsed();
-    let t = std::time::Instant::now();
-    let g = bounded("acquire", m.acquire()).await.unwrap();
-    let acquire = t.elapsed();
-    proxy.set_latency(Duration::ZERO);
+    proxy.record_frames(true);
+    proxy.hold_replies(true);
+    let acquiring = tokio::spawn(async move { m.acquire().await });
+    bounded(
+        "create and listing forwarded with no reply delivered",
+        proxy.wait_for_frames(|log| {
+            let sent = |ops: [i32; 2]| {
+                log.iter().any(|e| {
+                    matches!(e, FrameEvent::ClientToServer { opcode, .. } if ops.contains(opcode))
+                })
+            };
+            sent(CREATE) && sent(LIST)
+        }),
+    )
+    .await;
+    proxy.hold_replies(false);
+    let g = bounded("acquire", acquiring).await.unwrap().unwrap();
+    let log = proxy.take_frame_log();
     g.release().await.unwrap();
+
+    // Pings (negative xids) come and go on their own schedule; the rest is the acquisition.
+    let requests: Vec<i32> = log
+        .iter()
+        .filter_map(|e| match *e {
+            FrameEvent::ClientToServer { xid, opcode, .. } if xid >= 0 => Some(opcode),
+            _ => None,
+        })
+        .collect();
     assert!(
-        acquire.as_secs_f64() < round_trip.as_secs_f64() * 1.5,
-        "acquire took {acquire:?}, one round trip is {round_trip:?}"
+        requests.len() == 2 && CREATE.contains(&requests[0]) && LIST.contains(&requests[1]),
+        "the acquisition sent {requests:?}: {log:?}"
+    );
+    let first_reply = log
+        .iter()
+        .position(|e| matches!(e, FrameEvent::ServerToClient { xid, .. } if *xid >= 0))
+        .expect("replies delivered");
+    let last_request = log
+        .iter()
+        .rposition(|e| matches!(e, FrameEvent::ClientToServer { xid, .. } if *xid >= 0))
+        .unwrap();
+    assert!(
+        last_request < first_reply,
+        "a request waited for a reply: {log:?}"
     );
 }
