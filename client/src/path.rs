@@ -13,32 +13,45 @@ pub fn validate_path(path: &str) -> Result<()> {
             reason,
         })
     };
-    if path.is_empty() {
+    let bytes = path.as_bytes();
+    if bytes.is_empty() {
         return fail("path is empty");
     }
-    if !path.starts_with('/') {
+    if bytes[0] != b'/' {
         return fail("path must start with '/'");
     }
-    if path.len() == 1 {
+    if bytes.len() == 1 {
         return Ok(());
     }
-    if path.ends_with('/') {
+    if bytes[bytes.len() - 1] == b'/' {
         return fail("path must not end with '/'");
     }
-    for segment in path[1..].split('/') {
-        match segment {
-            "" => return fail("path has an empty segment"),
-            "." | ".." => return fail("relative segments '.' and '..' are not allowed"),
+    // One pass over the bytes (paths are checked on every request): segments, then ASCII
+    // controls; characters beyond ASCII are checked one by one only if there are any.
+    let mut segment_start = 1;
+    let mut non_ascii = false;
+    for i in 1..=bytes.len() {
+        let b = bytes.get(i).copied();
+        if b.is_none() || b == Some(b'/') {
+            match &bytes[segment_start..i] {
+                b"" => return fail("path has an empty segment"),
+                b"." | b".." => return fail("relative segments '.' and '..' are not allowed"),
+                _ => {}
+            }
+            segment_start = i + 1;
+            continue;
+        }
+        match b {
+            Some(0) => return fail("path contains NUL"),
+            Some(c) if c < 0x20 || c == 0x7f => {
+                return fail("path contains a character ZooKeeper does not allow")
+            }
+            Some(c) if c >= 0x80 => non_ascii = true,
             _ => {}
         }
     }
-    for c in path.chars() {
-        if c == '\0' {
-            return fail("path contains NUL");
-        }
-        if is_forbidden_char(c) {
-            return fail("path contains a character ZooKeeper does not allow");
-        }
+    if non_ascii && path.chars().any(is_forbidden_char) {
+        return fail("path contains a character ZooKeeper does not allow");
     }
     Ok(())
 }

@@ -19,7 +19,7 @@ impl Client {
             .server_path(path)
             .and_then(|path| self.call(Request::GetAcl(GetAclRequest { path }), None));
         async move {
-            let mut reply = call?.reply().await?;
+            let mut reply = call?.await?;
             let response = GetAclResponse::decode(&mut reply.body)?;
             Ok((response.acl, response.stat))
         }
@@ -50,7 +50,7 @@ impl Client {
             })
         };
         async move {
-            let mut reply = call?.reply().await?;
+            let mut reply = call?.await?;
             Ok(SetAclResponse::decode(&mut reply.body)?.stat)
         }
     }

@@ -4,8 +4,8 @@ use std::future::Future;
 
 use tokio::sync::oneshot;
 use zk_protocol::{
-    Decode, GetAllChildrenNumberRequest, GetAllChildrenNumberResponse, GetChildren2Request,
-    GetChildren2Response, Request, Stat,
+    Decode, GetAllChildrenNumberRequest, GetAllChildrenNumberResponse, GetChildren2Response,
+    OpCode, Request, Stat,
 };
 
 use crate::client::{Call, Client};
@@ -46,14 +46,10 @@ impl Client {
         path: &str,
         watch: Option<oneshot::Sender<crate::WatchedEvent>>,
     ) -> Result<Call> {
-        let path = self.server_path(path)?;
-        let registration = watch.map(|tx| WatchRegistration::Child(path.clone(), tx));
-        self.call(
-            Request::GetChildren2(GetChildren2Request {
-                path,
-                watch: registration.is_some(),
-            }),
-            registration,
+        self.path_watch_call(
+            OpCode::GetChildren2,
+            path,
+            watch.map(|tx| move |p| WatchRegistration::Child(p, tx)),
         )
     }
 
@@ -69,14 +65,14 @@ impl Client {
             )
         });
         async move {
-            let mut reply = call?.reply().await?;
+            let mut reply = call?.await?;
             Ok(GetAllChildrenNumberResponse::decode(&mut reply.body)?.total_number)
         }
     }
 }
 
 async fn children_reply(call: Result<Call>) -> Result<(Vec<String>, Stat)> {
-    let mut reply = call?.reply().await?;
+    let mut reply = call?.await?;
     let response = GetChildren2Response::decode(&mut reply.body)?;
     Ok((response.children, response.stat))
 }

@@ -206,7 +206,7 @@ impl Client {
             let Some(call) = call else {
                 return Ok(Vec::new());
             };
-            let mut reply = call?.reply().await?;
+            let mut reply = call?.await?;
             let response = MultiResponse::decode(&mut reply.body)?;
             if let Some((index, code)) = first_failure(&response) {
                 return Err(Error::MultiFailed { index, code });
@@ -268,7 +268,7 @@ impl Client {
             let Some(call) = call else {
                 return Ok(Vec::new());
             };
-            let mut reply = call?.reply().await?;
+            let mut reply = call?.await?;
             let response = MultiResponse::decode(&mut reply.body)?;
             response
                 .results

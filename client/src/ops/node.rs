@@ -6,8 +6,7 @@ use bytes::Bytes;
 use tokio::sync::oneshot;
 use zk_protocol::{
     Create2Response, CreateMode, CreateRequest, CreateTtlRequest, Decode, DeleteRequest,
-    ExistsRequest, ExistsResponse, GetDataRequest, GetDataResponse, Request, SetDataRequest,
-    SetDataResponse, Stat,
+    ExistsResponse, GetDataResponse, OpCode, Request, SetDataRequest, SetDataResponse, Stat,
 };
 
 use crate::client::{Call, Client};
@@ -34,7 +33,7 @@ impl Client {
         let call = self.create_call(path, data, options);
         let chroot = self.chroot_ref().clone();
         async move {
-            let mut reply = call?.reply().await?;
+            let mut reply = call?.await?;
             let response = Create2Response::decode(&mut reply.body)?;
             Ok((chroot.strip(&response.path), response.stat))
         }
@@ -70,7 +69,7 @@ impl Client {
             )
         });
         async move {
-            call?.reply().await?;
+            call?.await?;
             Ok(())
         }
     }
@@ -101,14 +100,10 @@ impl Client {
         path: &str,
         watch: Option<oneshot::Sender<crate::WatchedEvent>>,
     ) -> Result<Call> {
-        let path = self.server_path(path)?;
-        let registration = watch.map(|tx| WatchRegistration::Exists(path.clone(), tx));
-        self.call(
-            Request::Exists(ExistsRequest {
-                path,
-                watch: registration.is_some(),
-            }),
-            registration,
+        self.path_watch_call(
+            OpCode::Exists,
+            path,
+            watch.map(|tx| move |p| WatchRegistration::Exists(p, tx)),
         )
     }
 
@@ -143,14 +138,10 @@ impl Client {
         path: &str,
         watch: Option<oneshot::Sender<crate::WatchedEvent>>,
     ) -> Result<Call> {
-        let path = self.server_path(path)?;
-        let registration = watch.map(|tx| WatchRegistration::Data(path.clone(), tx));
-        self.call(
-            Request::GetData(GetDataRequest {
-                path,
-                watch: registration.is_some(),
-            }),
-            registration,
+        self.path_watch_call(
+            OpCode::GetData,
+            path,
+            watch.map(|tx| move |p| WatchRegistration::Data(p, tx)),
         )
     }
 
@@ -175,7 +166,7 @@ impl Client {
             )
         });
         async move {
-            let mut reply = call?.reply().await?;
+            let mut reply = call?.await?;
             Ok(SetDataResponse::decode(&mut reply.body)?.stat)
         }
     }
@@ -216,7 +207,7 @@ pub(crate) fn create_request(
 }
 
 async fn exists_reply(call: Result<Call>) -> Result<Option<Stat>> {
-    match call?.reply().await {
+    match call?.await {
         Ok(mut reply) => Ok(Some(ExistsResponse::decode(&mut reply.body)?.stat)),
         Err(Error::NoNode) => Ok(None),
         Err(e) => Err(e),
@@ -224,7 +215,7 @@ async fn exists_reply(call: Result<Call>) -> Result<Option<Stat>> {
 }
 
 async fn get_data_reply(call: Result<Call>) -> Result<(Bytes, Stat)> {
-    let mut reply = call?.reply().await?;
+    let mut reply = call?.await?;
     let response = GetDataResponse::decode(&mut reply.body)?;
     Ok((response.data.unwrap_or_default(), response.stat))
 }

@@ -20,7 +20,7 @@ impl Client {
             .server_path(path)
             .and_then(|path| self.call(Request::Sync(SyncRequest { path }), None));
         async move {
-            call?.reply().await?;
+            call?.await?;
             Ok(())
         }
     }
@@ -54,7 +54,7 @@ impl Client {
             )
         };
         async move {
-            call?.reply().await?;
+            call?.await?;
             Ok(())
         }
     }
@@ -64,7 +64,7 @@ impl Client {
     pub fn who_am_i(&self) -> impl Future<Output = Result<Vec<ClientInfo>>> + Send + 'static {
         let call = self.call(Request::WhoAmI, None);
         async move {
-            let mut reply = call?.reply().await?;
+            let mut reply = call?.await?;
             Ok(WhoAmIResponse::decode(&mut reply.body)?.client_info)
         }
     }
@@ -95,7 +95,7 @@ impl Client {
             )
         };
         async move {
-            let mut reply = call?.reply().await?;
+            let mut reply = call?.await?;
             let response = GetEphemeralsResponse::decode(&mut reply.body)?;
             Ok(response
                 .ephemerals

@@ -43,7 +43,7 @@ impl Client {
             )
         });
         async move {
-            call?.reply().await?;
+            call?.await?;
             Ok(PersistentWatcher::new(rx))
         }
     }
@@ -71,7 +71,7 @@ impl Client {
             )
         });
         async move {
-            call?.reply().await?;
+            call?.await?;
             Ok(())
         }
     }

@@ -44,6 +44,9 @@ use watches::WatchRegistry;
 /// server's 1 MiB frame limit.
 pub(crate) const SET_WATCHES_MAX_BYTES: usize = 128 * 1024;
 
+/// Frames up to this size are copied out of the read buffer; larger ones are sliced from it.
+const COPY_FRAME_MAX: usize = 4096;
+
 /// Shortest time given to one connection attempt.
 const MIN_ATTEMPT_TIMEOUT: Duration = Duration::from_millis(100);
 
@@ -346,8 +349,18 @@ impl Session {
                 buf.reserve(4 + len - buf.len());
                 return;
             }
-            let mut frame = buf.split_to(4 + len).freeze();
-            frame.advance(4);
+            let frame = if len <= COPY_FRAME_MAX {
+                // Small frames get their own allocation, so that the read buffer stays unshared
+                // and is reused instead of reallocated (large reallocations also make the
+                // allocator consolidate every small block freed since).
+                let frame = Bytes::copy_from_slice(&buf[4..4 + len]);
+                buf.advance(4 + len);
+                frame
+            } else {
+                let mut frame = buf.split_to(4 + len).freeze();
+                frame.advance(4);
+                frame
+            };
             self.on_frame(frame, now);
             if self.epoch != epoch {
                 // The connection was dropped while handling this frame: the rest is stale.
@@ -578,9 +591,9 @@ impl Session {
         match kind {
             PacketKind::Request => {
                 let xid = self.next_xid();
-                self.out.extend_from_slice(&frame[..4]);
-                self.out.extend_from_slice(&xid.to_be_bytes());
-                self.out.extend_from_slice(&frame[8..]);
+                let start = self.out.len();
+                self.out.extend_from_slice(&frame);
+                self.out[start + 4..start + 8].copy_from_slice(&xid.to_be_bytes());
                 debug!(xid, ?opcode, "request sent");
                 self.pending
                     .requests
