@@ -216,3 +216,23 @@ fn decoded_data_is_a_slice_of_the_frame() {
     assert!(frame_range.contains(&(data.as_ptr() as usize)));
     assert!(frame_range.contains(&(data.as_ptr() as usize + 99)));
 }
+
+#[test]
+fn get_data_reply_decodes_the_same_with_or_without_trailing_bytes() {
+    // An exact body takes the in-place path; one with trailing bytes the general path.
+    for data in [Some(Bytes::from(vec![1; 100])), Some(Bytes::new()), None] {
+        let response = GetDataResponse {
+            data,
+            stat: common::stat(3),
+        };
+        let mut buf = BytesMut::new();
+        response.encode(&mut buf);
+        let mut exact = buf.clone().freeze();
+        assert_eq!(GetDataResponse::decode(&mut exact).unwrap(), response);
+        assert!(exact.is_empty());
+        buf.extend_from_slice(b"xyz");
+        let mut longer = buf.freeze();
+        assert_eq!(GetDataResponse::decode(&mut longer).unwrap(), response);
+        assert_eq!(&longer[..], b"xyz");
+    }
+}

@@ -3,7 +3,8 @@
 use bytes::{Buf, Bytes, BytesMut};
 
 use crate::consts::perms;
-use crate::jute::{ensure, record, Decode, Encode, Field};
+use crate::error::DecodeError;
+use crate::jute::{record, Decode, Encode, Field};
 use crate::Result;
 
 record! {
@@ -132,17 +133,24 @@ impl Encode for Stat {
     }
 }
 
-impl Decode for Stat {
-    /// One length check, then every field read at its fixed offset.
+impl Stat {
+    /// Reads a `Stat` from its 68 wire bytes, every field at its fixed offset.
     #[inline]
-    fn decode(buf: &mut Bytes) -> Result<Self> {
-        ensure(buf, Self::LEN, "Stat")?;
-        let b: &[u8; Stat::LEN] = buf.chunk()[..Self::LEN]
-            .try_into()
-            .expect("length checked above");
-        let long = |at: usize| i64::from_be_bytes(b[at..at + 8].try_into().expect("8 bytes"));
-        let int = |at: usize| i32::from_be_bytes(b[at..at + 4].try_into().expect("4 bytes"));
-        let stat = Stat {
+    pub fn from_wire(b: &[u8; Stat::LEN]) -> Stat {
+        let long = |at: usize| {
+            i64::from_be_bytes([
+                b[at],
+                b[at + 1],
+                b[at + 2],
+                b[at + 3],
+                b[at + 4],
+                b[at + 5],
+                b[at + 6],
+                b[at + 7],
+            ])
+        };
+        let int = |at: usize| i32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+        Stat {
             czxid: long(0),
             mzxid: long(8),
             ctime: long(16),
@@ -154,7 +162,22 @@ impl Decode for Stat {
             data_length: int(52),
             num_children: int(56),
             pzxid: long(60),
-        };
+        }
+    }
+}
+
+impl Decode for Stat {
+    #[inline]
+    fn decode(buf: &mut Bytes) -> Result<Self> {
+        let wire =
+            buf.chunk()
+                .first_chunk::<{ Stat::LEN }>()
+                .ok_or(DecodeError::UnexpectedEof {
+                    what: "Stat",
+                    needed: Self::LEN,
+                    remaining: buf.len(),
+                })?;
+        let stat = Stat::from_wire(wire);
         buf.advance(Self::LEN);
         Ok(stat)
     }

@@ -1,6 +1,6 @@
 //! `exists` (3), `getData` (4) and `setData` (5).
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 
 use super::Stat;
 use crate::jute::{read_buffer, record, write_buffer, Decode, Encode, Field};
@@ -62,10 +62,32 @@ impl Encode for GetDataResponse {
 impl Decode for GetDataResponse {
     #[inline]
     fn decode(buf: &mut Bytes) -> Result<Self> {
+        // Fast path for the usual case, a reply body holding exactly this record: read the Stat
+        // from the tail and hand over `buf` itself as the data, so the shared frame's reference
+        // count is not touched.
+        if let Some((len, stat)) = whole_body_layout(buf) {
+            buf.advance(4);
+            buf.truncate(len);
+            return Ok(GetDataResponse {
+                data: Some(std::mem::take(buf)),
+                stat,
+            });
+        }
         let data = read_buffer(buf, "GetDataResponse.data")?;
         let stat = Stat::decode(buf)?;
         Ok(GetDataResponse { data, stat })
     }
+}
+
+/// The data length and the Stat when `buf` is exactly one non-null `GetDataResponse`.
+#[inline]
+fn whole_body_layout(buf: &Bytes) -> Option<(usize, Stat)> {
+    let len = usize::try_from(i32::from_be_bytes(*buf.first_chunk::<4>()?)).ok()?;
+    if buf.len().checked_sub(4 + Stat::LEN)? != len {
+        return None;
+    }
+    let stat = buf.get(4 + len..)?.first_chunk::<{ Stat::LEN }>()?;
+    Some((len, Stat::from_wire(stat)))
 }
 
 impl Field for GetDataResponse {
