@@ -8,6 +8,7 @@ use tokio::sync::watch;
 use zk_client::{Client, Stat};
 
 use crate::error::Result;
+use crate::lock_changes::LockStateChanges;
 use crate::lost::{until_lost, until_not_held, LockState, LossMonitor, LossReason};
 use crate::release::{delete_until_gone, spawn_delete};
 
@@ -96,7 +97,7 @@ pub(crate) fn first_guard(node: Arc<HeldNode>, slot: Option<&HoldSlot>) -> LockG
 /// * [`fencing_token`](LockGuard::fencing_token): hand it to the resource you protect.
 /// * [`lost`](LockGuard::lost): resolves when the lock can no longer be trusted; select on it
 ///   next to the protected work. [`suspended`](LockGuard::suspended) resolves earlier, on a
-///   disconnect.
+///   disconnect; [`state_changes`](LockGuard::state_changes) reports every transition.
 /// * [`release`](LockGuard::release): deletes the node; dropping the guard does the same in
 ///   the background. Either way the delete is retried across reconnects until the node (or
 ///   the session) is gone.
@@ -149,15 +150,25 @@ impl LockGuard {
     }
 
     /// Whether the lock can be trusted right now. The node itself is only watched once
-    /// [`lost`](Self::lost), [`suspended`](Self::suspended) or
-    /// [`state_watcher`](Self::state_watcher) has been called.
+    /// [`lost`](Self::lost), [`suspended`](Self::suspended),
+    /// [`state_watcher`](Self::state_watcher) or [`state_changes`](Self::state_changes) has
+    /// been called.
     pub fn state(&self) -> LockState {
         self.node.monitor.current()
     }
 
-    /// A receiver of [`LockState`] changes.
+    /// A receiver of the latest [`LockState`]. It keeps only the latest value: a disconnect
+    /// healed before the receiver looks leaves no trace in it. Use
+    /// [`state_changes`](Self::state_changes) to see every transition.
     pub fn state_watcher(&self) -> watch::Receiver<LockState> {
         self.node.monitor.subscribe()
+    }
+
+    /// Every [`LockState`] from now on, in order: the current one first, then each
+    /// transition (a `Suspended` and the `Held` after it, however quickly the connection came
+    /// back), ending after `Lost`. Does not borrow the guard.
+    pub fn state_changes(&self) -> LockStateChanges {
+        self.node.monitor.changes()
     }
 
     /// Resolves when the lock can no longer be trusted: the session expired or was closed,
@@ -168,9 +179,11 @@ impl LockGuard {
     }
 
     /// Resolves as soon as the lock is not plainly held: on a disconnect (the early warning;
-    /// it may come back) or on loss. Returns the state that ended the wait.
+    /// it may come back) or on loss. Returns the state that ended the wait: a suspension that
+    /// happened after this call still resolves it with `Suspended` even if the lock is held
+    /// again by the time the future is polled. The future does not borrow the guard.
     pub fn suspended(&self) -> impl Future<Output = LockState> + Send + 'static {
-        until_not_held(self.node.monitor.subscribe())
+        until_not_held(self.node.monitor.changes())
     }
 
     /// Releases this hold. When it is the last hold on the node, deletes the node and returns

@@ -35,6 +35,7 @@ mod ensure_path;
 mod error;
 mod guard;
 mod leader;
+mod lock_changes;
 mod lost;
 mod mutex;
 mod naming;
@@ -49,6 +50,7 @@ pub use guard::{FencingToken, LockGuard};
 pub use leader::{
     participants as leader_participants, LeaderLatch, Leadership, LeadershipChanges, Participant,
 };
+pub use lock_changes::LockStateChanges;
 pub use lost::{LockState, LossReason};
 pub use mutex::Mutex;
 pub use naming::Layout;

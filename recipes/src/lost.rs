@@ -2,7 +2,9 @@
 //!
 //! One task per held node follows the session state: on a disconnect the node is
 //! *suspended* (it may still be ours, but nobody can tell); if the connection is back within
-//! the session timeout it is held again; if not, or if the session ends, it is *lost*. Once
+//! the session timeout it is held again; if not, or if the session ends, it is *lost*. The
+//! task reads every session transition in order, from the moment the node is handed over, so
+//! a disconnect healed at once still shows as a suspension. Once
 //! somebody asks for the lost signal the task also watches the node itself (a `getData`
 //! watch, armed on demand so that a lock nobody watches costs no extra request and no extra
 //! notification on release) and reports it lost when someone else deletes it.
@@ -12,7 +14,9 @@ use std::time::Duration;
 
 use tokio::sync::{oneshot, watch, Notify};
 use tokio::time::Instant;
-use zk_client::{Client, EventType, OneshotWatcher, SessionState};
+use zk_client::{Client, EventType, OneshotWatcher, SessionState, StateChanges};
+
+use crate::lock_changes::{LockStateChanges, Transitions};
 
 /// Whether a lock (or lease, or leadership) can be trusted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -50,7 +54,7 @@ impl LockState {
 
 /// The handle on a node's monitor task.
 pub(crate) struct LossMonitor {
-    state: Arc<watch::Sender<LockState>>,
+    state: Arc<Transitions>,
     arm: Arc<Notify>,
     stop: StdMutex<Option<oneshot::Sender<()>>>,
 }
@@ -58,8 +62,11 @@ pub(crate) struct LossMonitor {
 impl LossMonitor {
     /// Starts watching `path`, a node our session (`owner`) created.
     pub(crate) fn start(client: &Client, path: &str, owner: i64) -> LossMonitor {
-        let (tx, _) = watch::channel(LockState::Held);
-        let state = Arc::new(tx);
+        // Subscribe before reading the state: a transition in between is seen twice at worst
+        // (harmless), never missed.
+        let session_changes = client.state_changes();
+        let session = client.state();
+        let state = Arc::new(Transitions::new(LockState::Held));
         let arm = Arc::new(Notify::new());
         let (stop_tx, stop_rx) = oneshot::channel();
         let task = Monitor {
@@ -70,7 +77,7 @@ impl LossMonitor {
         };
         let arm_rx = arm.clone();
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(task.run(arm_rx, stop_rx));
+            rt.spawn(task.run(session, session_changes, arm_rx, stop_rx));
         }
         LossMonitor {
             state,
@@ -81,25 +88,24 @@ impl LossMonitor {
 
     /// The state now.
     pub(crate) fn current(&self) -> LockState {
-        *self.state.borrow()
+        self.state.current()
     }
 
-    /// A receiver of state changes; also starts watching the node itself.
+    /// A receiver of the latest state; also starts watching the node itself.
     pub(crate) fn subscribe(&self) -> watch::Receiver<LockState> {
         self.arm.notify_one();
-        self.state.subscribe()
+        self.state.watch()
+    }
+
+    /// Every state from now on, in order; also starts watching the node itself.
+    pub(crate) fn changes(&self) -> LockStateChanges {
+        self.arm.notify_one();
+        self.state.changes()
     }
 
     /// Stops the task and tells every receiver the lock was released.
     pub(crate) fn stop(&self) {
-        self.state.send_if_modified(|s| {
-            if matches!(s, LockState::Lost(_)) {
-                false
-            } else {
-                *s = LockState::Lost(LossReason::Released);
-                true
-            }
-        });
+        self.state.set(LockState::Lost(LossReason::Released));
         if let Some(stop) = self.stop.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = stop.send(());
         }
@@ -127,24 +133,25 @@ pub(crate) async fn until_lost(mut rx: watch::Receiver<LockState>) -> LossReason
     }
 }
 
-/// Waits until the state is no longer `Held` and returns it.
-pub(crate) async fn until_not_held(mut rx: watch::Receiver<LockState>) -> LockState {
-    loop {
-        let s = *rx.borrow_and_update();
+/// Waits for the first state other than `Held` (a suspension counts even if the connection is
+/// back by the time anyone looks) and returns it.
+pub(crate) async fn until_not_held(mut changes: LockStateChanges) -> LockState {
+    while let Some(s) = changes.next().await {
         if s != LockState::Held {
             return s;
         }
-        if rx.changed().await.is_err() {
-            return LockState::Lost(LossReason::Released);
-        }
     }
+    LockState::Lost(LossReason::Released)
 }
+
+/// How soon a look at our node that failed on a live connection is tried again.
+const RECHECK: Duration = Duration::from_millis(20);
 
 struct Monitor {
     client: Client,
     path: String,
     owner: i64,
-    state: Arc<watch::Sender<LockState>>,
+    state: Arc<Transitions>,
 }
 
 /// What one look at the node found.
@@ -156,14 +163,7 @@ enum NodeCheck {
 
 impl Monitor {
     fn set(&self, s: LockState) {
-        self.state.send_if_modified(|cur| {
-            if *cur == s || matches!(cur, LockState::Lost(_)) {
-                false
-            } else {
-                *cur = s;
-                true
-            }
-        });
+        self.state.set(s);
     }
 
     async fn check_node(&self) -> NodeCheck {
@@ -176,14 +176,20 @@ impl Monitor {
         }
     }
 
-    async fn run(self, arm: Arc<Notify>, mut stop: oneshot::Receiver<()>) {
-        let mut states = self.client.state_watcher();
+    /// Follows the session from `session` on, through every transition `changes` reports.
+    async fn run(
+        self,
+        mut session: SessionState,
+        mut changes: StateChanges,
+        arm: Arc<Notify>,
+        mut stop: oneshot::Receiver<()>,
+    ) {
         let session_timeout = self.client.session_timeout().max(Duration::from_millis(1));
         let mut suspended_since: Option<Instant> = None;
         let mut armed = false;
         let mut node_watch: Option<OneshotWatcher> = None;
         loop {
-            let session = *states.borrow_and_update();
+            let mut recheck = false;
             match session {
                 s if s.is_terminal() => {
                     self.set(LockState::Lost(match s {
@@ -192,25 +198,32 @@ impl Monitor {
                     }));
                     return;
                 }
-                SessionState::Connected => {
-                    if suspended_since.take().is_some() {
-                        if armed {
-                            // The node may have been deleted while we could not hear of it.
-                            match self.check_node().await {
-                                NodeCheck::Watching(w) => node_watch = Some(w),
-                                NodeCheck::Gone => {
-                                    self.set(LockState::Lost(LossReason::NodeDeleted));
-                                    return;
-                                }
-                                NodeCheck::Unknown => {
-                                    suspended_since = Some(Instant::now());
-                                    continue;
-                                }
+                SessionState::Connected if suspended_since.is_some() => {
+                    let mut confirmed = true;
+                    if armed {
+                        // The node may have been deleted while we could not hear of it.
+                        match self.check_node().await {
+                            NodeCheck::Watching(w) => node_watch = Some(w),
+                            NodeCheck::Gone => {
+                                self.set(LockState::Lost(LossReason::NodeDeleted));
+                                return;
+                            }
+                            // Connection trouble again (perhaps a disconnect is already
+                            // queued): stay suspended; look again at the next transition,
+                            // or shortly.
+                            NodeCheck::Unknown => {
+                                suspended_since = Some(Instant::now());
+                                recheck = true;
+                                confirmed = false;
                             }
                         }
+                    }
+                    if confirmed {
+                        suspended_since = None;
                         self.set(LockState::Held);
                     }
                 }
+                SessionState::Connected => {}
                 _ => {
                     if suspended_since.is_none() {
                         suspended_since = Some(Instant::now());
@@ -222,16 +235,19 @@ impl Monitor {
             let far = Instant::now() + Duration::from_secs(86_400);
             tokio::select! {
                 _ = &mut stop => return,
-                changed = states.changed() => {
-                    if changed.is_err() {
+                next = changes.next() => match next {
+                    Some(next) => session = next,
+                    None => {
                         self.set(LockState::Lost(LossReason::SessionClosed));
                         return;
                     }
-                }
+                },
                 _ = tokio::time::sleep_until(deadline.unwrap_or(far)), if deadline.is_some() => {
                     self.set(LockState::Lost(LossReason::DisconnectedTooLong));
                     return;
                 }
+                // Backoff, not synchronisation: a failed look is retried shortly.
+                _ = tokio::time::sleep(RECHECK), if recheck => {}
                 _ = arm.notified(), if !armed => {
                     armed = true;
                     match self.check_node().await {

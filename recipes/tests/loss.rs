@@ -1,6 +1,6 @@
 //! Losing a lock, and keeping it: session expiry through a black-holed proxy, our node
-//! deleted by someone else, a lost create reply (adopted by GUID), and a holder whose server
-//! dies in an ensemble.
+//! deleted by someone else, a lost create reply (adopted by GUID), a disconnect healed at
+//! once, and a holder whose server dies in an ensemble.
 
 mod common;
 
@@ -243,4 +243,80 @@ async fn release_during_connection_loss_completes_in_the_background() {
         assert!(common::wait_empty(&direct, &path).await.is_empty());
         assert_eq!(holder.state(), SessionState::Connected, "same session");
     }
+}
+
+/// A disconnect the client heals at once (same proxy, same session) still shows in the
+/// guard's transitions as `Suspended`, then `Held` again. The guard lives on a runtime that is
+/// not driven while the connection drops and comes back, so its monitor cannot look in
+/// between, as with a holder whose runtime is busy during the blip: only an ordered record of
+/// the session's transitions tells it a disconnect happened.
+#[test]
+fn a_disconnect_healed_at_once_is_still_a_suspension() {
+    let net = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let holder = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let chroot = zk_tests::chroot_for("loss_brief_disconnect");
+    let (proxy, c) = net.block_on(async {
+        let proxy = Proxy::start(zk_tests::shared_server().addr())
+            .await
+            .unwrap();
+        let c = client(&format!("{}{}", proxy.connect_string(), chroot)).await;
+        (proxy, c)
+    });
+
+    let (g, mut changes, suspended) = holder.block_on(async {
+        let m = Mutex::new(&c, "/lock").unwrap();
+        let g = bounded("acquire", m.acquire()).await.unwrap();
+        let changes = g.state_changes();
+        let suspended = g.suspended();
+        (g, changes, suspended)
+    });
+
+    // The holder's runtime stands still from here until the session is back.
+    let session = c.session_id();
+    net.block_on(async {
+        let mut states = c.state_changes();
+        proxy.drop_all();
+        bounded(
+            "disconnected",
+            states.wait_for(|s| s == SessionState::Disconnected),
+        )
+        .await
+        .expect("session alive");
+        bounded(
+            "reconnected",
+            states.wait_for(|s| s == SessionState::Connected),
+        )
+        .await
+        .expect("session alive");
+    });
+    assert_eq!(c.session_id(), session, "same session");
+
+    holder.block_on(async {
+        assert_eq!(
+            bounded("state", changes.next()).await,
+            Some(LockState::Held)
+        );
+        assert_eq!(
+            bounded("suspension", changes.next()).await,
+            Some(LockState::Suspended)
+        );
+        assert_eq!(
+            bounded("held again", changes.next()).await,
+            Some(LockState::Held)
+        );
+        assert_eq!(
+            bounded("suspended", suspended).await,
+            LockState::Suspended,
+            "a healed suspension still resolves suspended()"
+        );
+        assert_eq!(g.state(), LockState::Held);
+        g.release().await.unwrap();
+    });
 }
