@@ -1,7 +1,6 @@
 //! The two getData contestants behind one interface: the raw socket (the limit) and our client.
 
 use std::net::SocketAddr;
-use std::time::Instant;
 
 use futures_util::future::try_join_all;
 
@@ -66,36 +65,4 @@ pub async fn pipelined(
             Ok(sample)
         }
     }
-}
-
-/// Latency in nanoseconds of `n` sequential getData of `path` on one session.
-pub async fn sequential(
-    who: Contestant,
-    addr: SocketAddr,
-    path: &str,
-    n: usize,
-) -> Result<Vec<u64>, BenchError> {
-    let mut samples = Vec::with_capacity(n);
-    match who {
-        Contestant::Limit => {
-            let mut raw = RawSession::connect(addr).await?;
-            let frame = crate::wire::get_data_request(1, path);
-            for _ in 0..n {
-                let start = Instant::now();
-                raw.round_trip(&frame).await?;
-                samples.push(start.elapsed().as_nanos() as u64);
-            }
-            raw.close().await?;
-        }
-        Contestant::Ours => {
-            let client = ours::connect(addr).await?;
-            for _ in 0..n {
-                let start = Instant::now();
-                ours::get_data(&client, path).await?;
-                samples.push(start.elapsed().as_nanos() as u64);
-            }
-            ours::close(client).await;
-        }
-    }
-    Ok(samples)
 }

@@ -1,13 +1,16 @@
 //! Workload 2: latency of sequential getData, raw socket and our client, against the real
 //! server and against the instant server; the difference is the client's overhead.
+//! One session each, open side by side, taking turns.
 
 use std::net::SocketAddr;
+use std::time::Instant;
 
 use super::{ensure_node, NODE, NODE_DATA_LEN};
-use crate::contestant::{sequential, Contestant};
 use crate::instant_server::InstantServer;
+use crate::raw_socket::RawSession;
 use crate::report::{Report, Target};
 use crate::stats::{median, Percentiles};
+use crate::{ours, wire};
 use crate::{BenchError, Ctx};
 
 pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
@@ -26,8 +29,14 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
     .await
 }
 
-/// Rounds alternate raw and ours; each round's p50/p99 come from `n` samples, the figures are
-/// medians over rounds, and the overhead is the median of per-round differences.
+/// Samples per turn: the contestants take turns this often within a round, so that both see
+/// the same moments of a noisy machine.
+const TURN: usize = 500;
+
+/// Both sessions stay open for the whole measurement; in each round they take turns of
+/// `TURN` sequential getData until each has `n` samples. Each round gives a p50/p99 per
+/// contestant; the figures are medians over rounds, the overhead the median of per-round
+/// differences.
 async fn measure_against(
     name: &str,
     addr: SocketAddr,
@@ -36,31 +45,49 @@ async fn measure_against(
     p50_overhead_target: Option<Target>,
     report: &mut Report,
 ) -> Result<(), BenchError> {
-    sequential(Contestant::Limit, addr, NODE, n / 10).await?;
-    let mut ours_error = sequential(Contestant::Ours, addr, NODE, n / 10).await.err();
+    let mut raw_session = RawSession::connect(addr).await?;
+    let frame = wire::get_data_request(1, NODE);
+    let client = match ours::connect(addr).await {
+        Ok(c) => Some(c),
+        Err(e) => {
+            report.not_measured(&format!("{name}.ours.p50"), "µs", &e.to_string());
+            None
+        }
+    };
     let (mut raw, mut ours) = (Vec::new(), Vec::new());
-    for _ in 0..rounds {
-        raw.push(Percentiles::of(
-            &mut sequential(Contestant::Limit, addr, NODE, n).await?,
-        ));
-        if ours_error.is_none() {
-            match sequential(Contestant::Ours, addr, NODE, n).await {
-                Ok(mut s) => ours.push(Percentiles::of(&mut s)),
-                Err(e) => ours_error = Some(e),
+    // Round 0 is the warm-up.
+    for round in 0..=rounds {
+        let (mut raw_ns, mut ours_ns) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        while raw_ns.len() < n {
+            for _ in 0..TURN.min(n - raw_ns.len()) {
+                let start = Instant::now();
+                raw_session.round_trip(&frame).await?;
+                raw_ns.push(start.elapsed().as_nanos() as u64);
+            }
+            if let Some(client) = &client {
+                for _ in 0..TURN.min(n - ours_ns.len()) {
+                    let start = Instant::now();
+                    ours::get_data(client, NODE).await?;
+                    ours_ns.push(start.elapsed().as_nanos() as u64);
+                }
             }
         }
+        if round > 0 {
+            raw.push(Percentiles::of(&mut raw_ns));
+            ours.push(Percentiles::of(&mut ours_ns));
+        }
     }
+    raw_session.close().await?;
     let us = |v: u64| v as f64 / 1000.0;
     let med = |ps: &[Percentiles], f: fn(&Percentiles) -> u64| {
         median(&ps.iter().map(|p| us(f(p))).collect::<Vec<_>>())
     };
     report.figure(&format!("{name}.raw.p50"), med(&raw, |p| p.p50_ns), "µs");
     report.figure(&format!("{name}.raw.p99"), med(&raw, |p| p.p99_ns), "µs");
-    if let Some(e) = ours_error {
-        let why = format!("our client failed: {e}");
-        report.not_measured(&format!("{name}.ours.p50"), "µs", &why);
+    let Some(client) = client else {
         return Ok(());
-    }
+    };
+    ours::close(client).await;
     report.figure(&format!("{name}.ours.p50"), med(&ours, |p| p.p50_ns), "µs");
     report.figure(&format!("{name}.ours.p99"), med(&ours, |p| p.p99_ns), "µs");
     let overhead = |f: fn(&Percentiles) -> u64| {

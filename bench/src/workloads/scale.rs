@@ -15,35 +15,37 @@ use crate::report::Report;
 use crate::{BenchError, Ctx};
 
 const WAITER_SESSIONS: usize = 100;
+/// Waiters queued per step.
+const WAITER_BATCH: usize = 1_000;
+/// Client heap the waiters may take before the workload gives up (the machine is shared).
+const HEAP_BUDGET: u64 = 3 << 30;
 /// Watches set concurrently while building up the 100,000.
 const WATCH_WINDOW: usize = 1_000;
 
 pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
     let waiters = ctx.opts.count(10_000) as usize;
-    let (per_waiter, serve) = many_waiters(ctx, waiters).await?;
-    report.figure(
-        &format!("scale.waiters{waiters}.memory_per_waiter"),
-        per_waiter,
-        "bytes",
-    );
-    report.figure(
-        &format!("scale.waiters{waiters}.serve_all"),
-        serve.as_secs_f64(),
-        "s",
-    );
+    let name = format!("scale.waiters{waiters}");
+    match many_waiters(ctx, waiters).await {
+        Ok((per_waiter, serve)) => {
+            report.figure(&format!("{name}.memory_per_waiter"), per_waiter, "bytes");
+            report.figure(&format!("{name}.serve_all"), serve.as_secs_f64(), "s");
+        }
+        Err(e) => report.not_measured(&name, "", &e.to_string()),
+    }
 
     let watches = ctx.opts.count(100_000) as usize;
-    let (per_watch, reregister) = many_watches(ctx, watches).await?;
-    report.figure(
-        &format!("scale.watches{watches}.memory_per_watch"),
-        per_watch,
-        "bytes",
-    );
-    report.figure(
-        &format!("scale.watches{watches}.reregister"),
-        reregister.as_secs_f64() * 1000.0,
-        "ms",
-    );
+    let name = format!("scale.watches{watches}");
+    match many_watches(ctx, watches).await {
+        Ok((per_watch, reregister)) => {
+            report.figure(&format!("{name}.memory_per_watch"), per_watch, "bytes");
+            report.figure(
+                &format!("{name}.reregister"),
+                reregister.as_secs_f64() * 1000.0,
+                "ms",
+            );
+        }
+        Err(e) => report.not_measured(&name, "", &e.to_string()),
+    }
     Ok(())
 }
 
@@ -57,11 +59,33 @@ async fn many_waiters(ctx: &Ctx, waiters: usize) -> Result<(f64, Duration), Benc
     let holder = Mutex::new(&clients[0], &path)?.acquire().await?;
     let heap_before = live_bytes();
     let mut tasks = tokio::task::JoinSet::new();
-    for i in 0..waiters {
-        let mutex = Mutex::new(&clients[i % sessions], &path)?;
-        tasks.spawn(async move { mutex.acquire().await?.release().await });
+    // Queued in batches so that a recipe whose waiters grow with the queue is stopped before
+    // it takes the shared machine's memory.
+    for batch_start in (0..waiters).step_by(WAITER_BATCH) {
+        let batch_end = (batch_start + WAITER_BATCH).min(waiters);
+        for i in batch_start..batch_end {
+            let mutex = Mutex::new(&clients[i % sessions], &path)?;
+            tasks.spawn(async move { mutex.acquire().await?.release().await });
+        }
+        wait_queued(&clients[0], &path, batch_end + 1).await?;
+        let grown = live_bytes().saturating_sub(heap_before);
+        if grown > HEAP_BUDGET && batch_end < waiters {
+            // Dropping the tasks cancels their acquisitions, which deletes their nodes.
+            drop(tasks);
+            drop(holder);
+            for c in clients {
+                c.close().await;
+            }
+            return Err(format!(
+                "stopped at {batch_end} of {waiters} waiters: client heap grew {} MB \
+                 ({} bytes per waiter), over the {} MB budget",
+                grown >> 20,
+                grown / batch_end as u64,
+                HEAP_BUDGET >> 20
+            )
+            .into());
+        }
     }
-    wait_queued(&clients[0], &path, waiters + 1).await?;
     let per_waiter = live_bytes().saturating_sub(heap_before) as f64 / waiters as f64;
     let start = Instant::now();
     holder.release().await?;
