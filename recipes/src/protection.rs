@@ -3,7 +3,9 @@
 //!
 //! * A create whose reply was lost may have been applied. After reconnecting we list the
 //!   parent and adopt the child that carries this attempt's GUID, but only if its
-//!   `ephemeralOwner` is our session: a server may still list a node of an ended session.
+//!   `ephemeralOwner` is our session: a server may still list a node of an ended session, and
+//!   any session may create a node with the same name. Such a node is not ours and is left
+//!   alone: we create our own, and the queue treats the other like any contender.
 //! * Whatever way the acquiring code exits without the lock (error, timeout, or its future
 //!   being dropped at any await point), the node is deleted, including a node whose create
 //!   is still in flight: the create's future is kept here, so its late result is awaited and

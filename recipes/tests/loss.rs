@@ -1,6 +1,7 @@
 //! Losing a lock, and keeping it: session expiry through a black-holed proxy, our node
-//! deleted by someone else, a lost create reply (adopted by GUID), a disconnect healed at
-//! once, and a holder whose server dies in an ensemble.
+//! deleted by someone else, a lost create reply (adopted by GUID, but never a node of another
+//! session with the same GUID), a disconnect healed at once, and a holder whose server dies in
+//! an ensemble.
 
 mod common;
 
@@ -115,6 +116,113 @@ async fn lost_create_reply_is_adopted_not_duplicated() {
             .ephemeral_owner,
         c.session_id().0
     );
+    g.release().await.unwrap();
+    assert!(children(&direct, "/lock").await.is_empty());
+}
+
+/// A node named with our attempt's GUID but owned by another session is not ours. After a
+/// lost create reply the acquisition lists the lock and finds only such a node (someone
+/// deleted ours and made one with the same name prefix): it must not adopt it, but create its
+/// own and queue behind the foreign one like behind any contender, leaving it alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_node_bearing_our_guid_is_not_adopted() {
+    let chroot = zk_tests::chroot_for("loss_foreign_guid");
+    let proxy = Proxy::start(zk_tests::shared_server().addr())
+        .await
+        .unwrap();
+    let c = client(&format!("{}{}", proxy.connect_string(), chroot)).await;
+    let direct = client(&zk_tests::shared_server().connect_string_with_chroot(&chroot)).await;
+    direct
+        .create("/lock", b"", &zk_client::CreateOptions::persistent())
+        .await
+        .unwrap();
+
+    // The create is applied but its reply is lost, and the client cannot reconnect yet.
+    proxy.refuse(true);
+    let cut = proxy.cut_after_next(15);
+    let m = Mutex::new(&c, "/lock").unwrap();
+    let mut acquiring = tokio::spawn(async move { m.acquire().await });
+    assert!(bounded("cut fired", cut.wait()).await.is_some());
+
+    // Replace our node by a foreign one with the same GUID-bearing prefix.
+    let ours = children(&direct, "/lock").await;
+    assert_eq!(ours.len(), 1, "{ours:?}");
+    let ours = format!("/lock/{}", ours[0]);
+    let stat = direct.exists(&ours).await.unwrap().unwrap();
+    assert_eq!(stat.ephemeral_owner, c.session_id().0);
+    let prefix = ours.trim_end_matches(|ch: char| ch.is_ascii_digit());
+    assert!(prefix.ends_with("-lock-"), "{prefix}");
+    direct.delete(&ours, None).await.unwrap();
+    let (foreign, _) = direct
+        .create(
+            prefix,
+            b"",
+            &zk_client::CreateOptions::ephemeral_sequential(),
+        )
+        .await
+        .unwrap();
+    proxy.refuse(false);
+
+    // The acquisition makes a node of its own (same prefix, our session) instead of adopting.
+    let listing = bounded("a second node", async {
+        loop {
+            let (list, _, changed) = direct.get_children_and_watch("/lock").await.unwrap();
+            if list.len() >= 2 {
+                return list;
+            }
+            tokio::select! {
+                _ = changed => {}
+                done = &mut acquiring => panic!(
+                    "acquired without a node of its own: {:?}",
+                    done.unwrap().map(|g| g.path().to_owned())
+                ),
+            }
+        }
+    })
+    .await;
+    assert_eq!(listing.len(), 2, "{listing:?}");
+    let mut own = None;
+    for name in &listing {
+        let path = format!("/lock/{name}");
+        assert!(path.starts_with(prefix), "{path}");
+        let owner = direct.exists(&path).await.unwrap().unwrap().ephemeral_owner;
+        if path == foreign {
+            assert_eq!(
+                owner,
+                direct.session_id().0,
+                "the foreign node changed hands"
+            );
+        } else {
+            assert_eq!(owner, c.session_id().0);
+            own = Some(path);
+        }
+    }
+    let own = own.expect("a node of our own");
+
+    // It waits behind the foreign node (watching it), and gets the lock once that goes.
+    let watched = format!("{chroot}{foreign}");
+    bounded("the foreign node watched", async {
+        while !zk_tests::shared_server()
+            .wchc()
+            .await
+            .unwrap()
+            .values()
+            .flatten()
+            .any(|p| *p == watched)
+        {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    assert!(
+        !acquiring.is_finished(),
+        "acquired ahead of the foreign node"
+    );
+    direct.delete(&foreign, None).await.unwrap();
+    let g = bounded("acquire", acquiring).await.unwrap().unwrap();
+    assert_eq!(g.path(), own);
+    assert_eq!(g.stat().ephemeral_owner, c.session_id().0);
+    assert_eq!(g.wakeups(), 1);
     g.release().await.unwrap();
     assert!(children(&direct, "/lock").await.is_empty());
 }
