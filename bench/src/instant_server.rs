@@ -154,3 +154,54 @@ async fn serve_session(mut stream: TcpStream, session_id: i64, reply: &[u8]) -> 
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::raw_socket::RawSession;
+
+    /// The scripted server is only useful if a real client accepts its replies as getData
+    /// answers: our client must see exactly the scripted data, on one and on many requests.
+    /// Bound on each test: a miscount in the harness shows up as a wait that never ends.
+    const BOUND: std::time::Duration = std::time::Duration::from_secs(30);
+
+    #[tokio::test]
+    async fn our_client_reads_the_scripted_reply() {
+        tokio::time::timeout(BOUND, client_reads_scripted_reply())
+            .await
+            .expect("bounded");
+    }
+
+    async fn client_reads_scripted_reply() {
+        let server = InstantServer::start(100).unwrap();
+        let client = zk_client::Client::connect(&server.addr().to_string())
+            .await
+            .unwrap();
+        let (data, stat) = client.get_data("/any").await.unwrap();
+        assert_eq!(&data[..], &[b'x'; 100][..]);
+        assert_eq!(stat.data_length, 100);
+        crate::ours::pipelined_get_data(&client, "/any", 5_000, 100)
+            .await
+            .unwrap();
+        client.close().await;
+    }
+
+    /// The limit counts replies by length prefix only; a run must end with every reply
+    /// counted, including when the count is not a multiple of the window.
+    #[tokio::test]
+    async fn raw_socket_counts_every_reply() {
+        tokio::time::timeout(BOUND, raw_counts_every_reply())
+            .await
+            .expect("bounded");
+    }
+
+    async fn raw_counts_every_reply() {
+        let server = InstantServer::start(100).unwrap();
+        let mut raw = RawSession::connect(server.addr()).await.unwrap();
+        raw.pipelined_get_data("/any", 10_007, 1_000).await.unwrap();
+        raw.round_trip(&wire::get_data_request(1, "/any"))
+            .await
+            .unwrap();
+        raw.close().await.unwrap();
+    }
+}
