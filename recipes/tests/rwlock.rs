@@ -2,6 +2,7 @@
 
 mod common;
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use common::{bounded, children, chroot_connect, client, clients};
@@ -98,8 +99,9 @@ async fn later_writer_does_not_deadlock_a_waiting_reader() {
 /// woken once (by W3), never by W1's release.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reader_watches_the_nearest_lower_writer() {
-    let connect = chroot_connect("rw_nearest");
-    let cs = clients(&connect, 4).await;
+    let chroot = zk_tests::chroot_for("rw_nearest");
+    let server = zk_tests::shared_server();
+    let cs = clients(&server.connect_string_with_chroot(&chroot), 4).await;
     let w1 = ReadWriteLock::new(&cs[0], "/rw").unwrap();
     let g1 = bounded("w1", w1.write()).await.unwrap();
     let mut tasks = Vec::new();
@@ -119,6 +121,24 @@ async fn reader_watches_the_nearest_lower_writer() {
         }));
         wait_children(&cs[0], "/rw", i + 1).await;
     }
+    // Release only once W1, R2 and W3 are each watched: a contender whose blocker went before
+    // its watch was set would find its way clear without being woken.
+    let queued = format!("{chroot}/rw/");
+    bounded("three nodes watched", async {
+        loop {
+            let wchc = server.wchc().await.unwrap();
+            let watched: BTreeSet<&String> = wchc
+                .values()
+                .flatten()
+                .filter(|p| p.starts_with(&queued))
+                .collect();
+            if watched.len() == 3 {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
     g1.release().await.unwrap();
     let mut wakeups = Vec::new();
     for t in tasks {

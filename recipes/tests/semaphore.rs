@@ -4,13 +4,52 @@ mod common;
 
 use std::time::Duration;
 
-use common::{bounded, children, chroot_connect, clients};
+use common::{bounded, children, chroot_connect, client, clients};
 use zk_recipes::Semaphore;
+use zk_tests::{FrameEvent, Proxy};
+
+/// The opcode of every child listing the client sends (getChildren2), with or without a watch.
+const GET_CHILDREN2: i32 = 12;
+
+/// Waits until the client behind `proxy` has the reply to a lease listing that set a watch:
+/// from then on the server holds the watch, and any release wakes the waiter.
+///
+/// The frame log does not show a request's watch flag, but the waiter's order of requests
+/// does: the listing sent with our lease's create finds too many leases, and the watching
+/// listing goes out next, with the next xid. The gate's listing is followed by the lease's
+/// create instead, so two child listings with consecutive xids only occur here.
+async fn until_watching_the_leases(proxy: &Proxy) {
+    bounded(
+        "the waiter watching the leases",
+        proxy.wait_for_frames(|log| {
+            let listings: Vec<(u64, i32)> = log
+                .iter()
+                .filter_map(|e| match *e {
+                    FrameEvent::ClientToServer {
+                        conn,
+                        xid,
+                        opcode: GET_CHILDREN2,
+                    } => Some((conn, xid)),
+                    _ => None,
+                })
+                .collect();
+            listings.iter().any(|&(conn, xid)| {
+                listings.contains(&(conn, xid - 1))
+                    && log.contains(&FrameEvent::ServerToClient { conn, xid })
+            })
+        }),
+    )
+    .await;
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grants_at_most_n_leases_and_hands_one_over_per_release() {
-    let connect = chroot_connect("semaphore_n");
-    let cs = clients(&connect, 3).await;
+    let chroot = zk_tests::chroot_for("semaphore_n");
+    let server = zk_tests::shared_server();
+    let mut cs = clients(&server.connect_string_with_chroot(&chroot), 2).await;
+    // The waiter's client goes through a proxy, whose frame log shows when its watch is set.
+    let proxy = Proxy::start(server.addr()).await.unwrap();
+    cs.push(client(&format!("{}{}", proxy.connect_string(), chroot)).await);
     let s: Vec<Semaphore> = cs
         .iter()
         .map(|c| Semaphore::new(c, "/sem", 2).unwrap())
@@ -35,6 +74,7 @@ async fn grants_at_most_n_leases_and_hands_one_over_per_release() {
     );
 
     let c2 = cs[2].clone();
+    proxy.record_frames(true);
     let waiter = tokio::spawn(async move {
         let s = Semaphore::new(&c2, "/sem", 2).unwrap();
         let l = s.acquire().await.unwrap();
@@ -42,16 +82,11 @@ async fn grants_at_most_n_leases_and_hands_one_over_per_release() {
         l.release().await.unwrap();
         (token, wakeups)
     });
-    bounded("waiter queued", async {
-        loop {
-            let (list, _, w) = cs[0].get_children_and_watch("/sem/leases").await.unwrap();
-            if list.len() == 3 {
-                return;
-            }
-            w.await;
-        }
-    })
-    .await;
+    // Release only once the waiter watches: a release before that would let it find room on
+    // its next listing without being woken.
+    until_watching_the_leases(&proxy).await;
+    assert_eq!(children(&cs[0], "/sem/leases").await.len(), 3);
+    assert!(!waiter.is_finished(), "the waiter took a lease beyond 2");
     l0.release().await.unwrap();
     let (token, wakeups) = bounded("waiter", waiter).await.unwrap();
     assert!(token > l1.fencing_token());
