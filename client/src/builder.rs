@@ -85,7 +85,14 @@ impl ClientBuilder {
         self
     }
 
-    /// Accept read-only servers (default false).
+    /// Accept read-only servers (default false): a member that lost its quorum (run with
+    /// `readonlymode.enabled=true`) then serves reads, with the state
+    /// [`SessionState::ConnectedReadOnly`] and writes failing with
+    /// [`Error::NotReadOnly`]. Meanwhile the client asks the other members
+    /// (the `isro` four-letter word, every 100 ms doubling to 60 s) and moves to the first
+    /// read-write one. A session created on a read-only member is local to it; the client then
+    /// gets a new session of the ensemble when it moves, which is the only case where the
+    /// session id changes.
     pub fn read_only(mut self, allowed: bool) -> Self {
         self.read_only = allowed;
         self

@@ -7,6 +7,8 @@
 //! * The session survives connection loss: it reconnects across the ensemble, resumes with its
 //!   id, password and last zxid, replays authentication and restores every watch still wanted.
 //!   Expiry is terminal and reported to every watcher and to [`Client::state_watcher`].
+//! * With [`ClientBuilder::read_only`], a member without quorum serves reads while the client
+//!   looks for a read-write one.
 //! * Errors are one enum, [`Error`], with [`Error::is_retryable`] and
 //!   [`Error::is_session_terminal`]. Bad input (paths, sizes, TTLs) is refused before anything
 //!   is sent.

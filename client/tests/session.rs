@@ -218,3 +218,28 @@ async fn bad_connect_string() {
         Err(Error::InvalidConnectString { .. })
     ));
 }
+
+/// A request made while disconnected waits for the reconnect only within its deadline, and a
+/// request whose deadline passed before it was sent is never sent.
+#[tokio::test]
+async fn request_deadline_while_disconnected_and_never_sent_after() {
+    let (_server, proxy, c) = behind_proxy(Duration::from_secs(10)).await;
+    proxy.refuse(true);
+    proxy.drop_all();
+    wait_state(&c, |s| s == SessionState::Disconnected).await;
+    let quick = c.with_request_timeout(Some(Duration::from_millis(200)));
+    assert_eq!(
+        quick
+            .create("/ghost", b"", &CreateOptions::persistent())
+            .await,
+        Err(Error::Timeout)
+    );
+    proxy.refuse(false);
+    wait_state(&c, |s| s == SessionState::Connected).await;
+    c.sync("/").await.unwrap();
+    assert_eq!(
+        c.exists("/ghost").await,
+        Ok(None),
+        "timed-out request was sent"
+    );
+}
