@@ -9,13 +9,13 @@ use std::time::Duration;
 
 use bytes::{BufMut, BytesMut};
 use tokio::sync::{oneshot, watch};
-use zk_protocol::{OpCode, Request};
+use zk_protocol::{encode_request_frame, OpCode, Request};
 
 use crate::builder::ClientBuilder;
 use crate::error::{Error, Result};
 use crate::packet::{Packet, PacketKind, RawReply, ReplyRx, WatchRegistration};
 use crate::path::{validate_path, Chroot};
-use crate::queue::{Admission, Admit, RequestQueue};
+use crate::queue::{Admission, Admit, Request as QueuedRequest, RequestQueue};
 use crate::state::SessionInfo;
 use crate::state::{SessionId, SessionState, StateChanges, StatePublisher};
 
@@ -207,8 +207,15 @@ impl Client {
         kind: PacketKind,
         xid: i32,
     ) -> Result<Call> {
-        let (frame, opcode) = Packet::encode(&request, xid, self.inner.max_frame)?;
-        Ok(self.submit(frame, opcode, kind, watch))
+        let len = Packet::frame_len(&request, self.inner.max_frame)?;
+        let opcode = request.opcode();
+        Ok(self.submit(
+            len,
+            move |buf: &mut BytesMut| encode_request_frame(buf, xid, &request),
+            opcode,
+            kind,
+            watch,
+        ))
     }
 
     /// A request whose record is a path and a watch flag (getData, exists, getChildren2),
@@ -235,34 +242,44 @@ impl Client {
                 max: self.inner.max_frame,
             });
         }
-        let mut frame = BytesMut::with_capacity(4 + payload);
-        frame.put_i32(payload as i32);
-        frame.put_i32(0);
-        frame.put_i32(opcode.as_i32());
-        frame.put_i32(server_len as i32);
-        frame.put_slice(root.as_bytes());
-        frame.put_slice(tail.as_bytes());
-        frame.put_u8(u8::from(watch.is_some()));
+        let flag = u8::from(watch.is_some());
         let registration = watch.map(|make| make(self.inner.chroot.prefix(path)));
-        Ok(self.submit(frame, opcode, PacketKind::Request, registration))
+        let encode = move |frame: &mut BytesMut| {
+            frame.put_i32(payload as i32);
+            frame.put_i32(0);
+            frame.put_i32(opcode.as_i32());
+            frame.put_i32(server_len as i32);
+            frame.put_slice(root.as_bytes());
+            frame.put_slice(tail.as_bytes());
+            frame.put_u8(flag);
+        };
+        Ok(self.submit(
+            4 + payload,
+            encode,
+            opcode,
+            PacketKind::Request,
+            registration,
+        ))
     }
 
     fn submit(
         &self,
-        frame: BytesMut,
+        len: usize,
+        encode: impl FnOnce(&mut BytesMut),
         opcode: OpCode,
         kind: PacketKind,
         watch: Option<WatchRegistration>,
     ) -> Call {
         let (tx, rx) = oneshot::channel();
-        let packet = Packet {
-            frame: frame.freeze(),
+        let request = QueuedRequest {
+            len,
+            encode,
             opcode,
             kind,
             watch,
             reply: tx,
         };
-        let admit = match self.inner.queue.submit(packet) {
+        let admit = match self.inner.queue.submit_request(request) {
             Admission::Admitted => None,
             Admission::Wait(admit) => Some(Box::new(admit)),
         };
@@ -278,7 +295,7 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zk_protocol::{encode_request_frame, GetDataRequest};
+    use zk_protocol::GetDataRequest;
 
     fn offline_client(chroot: Option<&str>) -> (Client, Arc<RequestQueue>) {
         let (publisher, state_rx) = StatePublisher::new();
@@ -299,9 +316,9 @@ mod tests {
 
     fn queued_frame(queue: &RequestQueue) -> bytes::Bytes {
         let mut items = Vec::new();
-        queue.take_all(&mut items);
+        let staged = queue.take_all(&mut items);
         match items.pop() {
-            Some(crate::queue::Item::Packet(p)) => p.frame,
+            Some(crate::queue::Item::Staged(s)) => staged.slice(staged.len() - s.len..),
             other => panic!("{other:?}"),
         }
     }

@@ -1,8 +1,10 @@
 //! A request on its way from a `Client` handle to the server, and what comes back.
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
+#[cfg(test)]
+use bytes::BytesMut;
 use tokio::sync::{mpsc, oneshot};
-use zk_protocol::{encode_request_frame, Encode, OpCode, Request, WatcherType};
+use zk_protocol::{Encode, OpCode, Request, WatcherType};
 
 use crate::error::{Error, Result};
 use crate::watcher::WatchedEvent;
@@ -66,6 +68,7 @@ impl Packet {
     /// `auth` keeps −4). Fails with `DataTooLarge` when the frame payload would exceed
     /// `max_frame`, so that an oversized request never reaches the server (which would drop the
     /// connection without a reply).
+    #[cfg(test)]
     pub fn encode(request: &Request, xid: i32, max_frame: usize) -> Result<(BytesMut, OpCode)> {
         let opcode = request.opcode();
         let payload = 8 + request.encoded_len();
@@ -76,8 +79,20 @@ impl Packet {
             });
         }
         let mut buf = BytesMut::with_capacity(4 + payload);
-        encode_request_frame(&mut buf, xid, request);
+        zk_protocol::encode_request_frame(&mut buf, xid, request);
         Ok((buf, opcode))
+    }
+
+    /// The frame length of a request, length prefix included; `DataTooLarge` past `max_frame`.
+    pub fn frame_len(request: &Request, max_frame: usize) -> Result<usize> {
+        let payload = 8 + request.encoded_len();
+        if payload > max_frame {
+            return Err(Error::DataTooLarge {
+                size: payload,
+                max: max_frame,
+            });
+        }
+        Ok(4 + payload)
     }
 
     /// Fails the request.

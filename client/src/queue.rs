@@ -13,22 +13,64 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
+use bytes::{Bytes, BytesMut};
 use tokio::sync::{oneshot, Notify};
+use zk_protocol::OpCode;
 
 use crate::error::Error;
-use crate::packet::Packet;
+use crate::packet::{Packet, PacketKind, ReplyTx, WatchRegistration};
 
 /// What the session task takes from the queue.
 #[derive(Debug)]
 pub(crate) enum Item {
+    /// A request that waited for room, with its own frame.
     Packet(Packet),
+    /// A request admitted at call time: its frame is the next `len` bytes of the staging
+    /// buffer handed out by [`RequestQueue::take_all`].
+    Staged(Staged),
     /// Close the session; the sender (if any) is told when it is done.
     Close(Option<oneshot::Sender<()>>),
+}
+
+/// A request whose frame lives in the staging buffer.
+#[derive(Debug)]
+pub(crate) struct Staged {
+    pub len: usize,
+    pub opcode: OpCode,
+    pub kind: PacketKind,
+    pub watch: Option<WatchRegistration>,
+    pub reply: ReplyTx,
+}
+
+impl Staged {
+    pub fn into_packet(self, frame: Bytes) -> Packet {
+        Packet {
+            frame,
+            opcode: self.opcode,
+            kind: self.kind,
+            watch: self.watch,
+            reply: self.reply,
+        }
+    }
+}
+
+/// A request to queue: how to encode it, and what comes with it.
+pub(crate) struct Request<E> {
+    /// Exact frame length, length prefix included.
+    pub len: usize,
+    pub encode: E,
+    pub opcode: OpCode,
+    pub kind: PacketKind,
+    pub watch: Option<WatchRegistration>,
+    pub reply: ReplyTx,
 }
 
 #[derive(Debug)]
 struct Inner {
     items: Vec<Item>,
+    /// Frames of the `Staged` items, back to back: requests admitted at call time are encoded
+    /// here, so that they cost no allocation of their own.
+    staging: BytesMut,
     /// Admitted requests not yet completed (queued here or in flight).
     outstanding: usize,
     limit: usize,
@@ -61,6 +103,7 @@ impl RequestQueue {
         Arc::new(RequestQueue {
             inner: Mutex::new(Inner {
                 items: Vec::new(),
+                staging: BytesMut::with_capacity(64 * 1024),
                 outstanding: 0,
                 limit: limit.max(1),
                 next_ticket: 0,
@@ -79,7 +122,51 @@ impl RequestQueue {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Queues a request at call time, or hands back a ticket to wait with.
+    /// Queues a request at call time, encoding it into the staging buffer, or (when the queue
+    /// is full) encodes it on its own and hands back a ticket to wait with.
+    pub fn submit_request<E: FnOnce(&mut BytesMut)>(
+        self: &Arc<Self>,
+        request: Request<E>,
+    ) -> Admission {
+        let mut inner = self.lock();
+        if inner.closed.is_none()
+            && inner.next_ticket == inner.next_admit
+            && inner.outstanding < inner.limit
+        {
+            inner.next_ticket += 1;
+            inner.next_admit += 1;
+            inner.outstanding += 1;
+            let start = inner.staging.len();
+            inner.staging.reserve(request.len);
+            (request.encode)(&mut inner.staging);
+            let len = inner.staging.len() - start;
+            debug_assert_eq!(len, request.len);
+            let was_empty = inner.items.is_empty();
+            inner.items.push(Item::Staged(Staged {
+                len,
+                opcode: request.opcode,
+                kind: request.kind,
+                watch: request.watch,
+                reply: request.reply,
+            }));
+            if was_empty {
+                self.notify.notify_one();
+            }
+            return Admission::Admitted;
+        }
+        drop(inner);
+        let mut frame = BytesMut::with_capacity(request.len);
+        (request.encode)(&mut frame);
+        self.submit(Packet {
+            frame: frame.freeze(),
+            opcode: request.opcode,
+            kind: request.kind,
+            watch: request.watch,
+            reply: request.reply,
+        })
+    }
+
+    /// Queues an encoded request at call time, or hands back a ticket to wait with.
     pub fn submit(self: &Arc<Self>, packet: Packet) -> Admission {
         let mut inner = self.lock();
         if let Some(err) = &inner.closed {
@@ -127,14 +214,21 @@ impl RequestQueue {
         }
     }
 
-    /// Moves every queued item into `out` (session task).
-    pub fn take_all(&self, out: &mut Vec<Item>) {
+    /// Moves every queued item into `out` (session task), and returns the staged frames.
+    pub fn take_all(&self, out: &mut Vec<Item>) -> Bytes {
         let mut inner = self.lock();
         if out.is_empty() {
             std::mem::swap(&mut inner.items, out);
         } else {
             out.append(&mut inner.items);
         }
+        if inner.staging.is_empty() {
+            return Bytes::new();
+        }
+        let staged = inner.staging.split().freeze();
+        // Reclaims the buffer once the session task has dropped the previous batch.
+        inner.staging.reserve(64 * 1024);
+        staged
     }
 
     /// Returns capacity for `n` completed requests (session task).
@@ -152,11 +246,15 @@ impl RequestQueue {
         let mut inner = self.lock();
         inner.closed = Some(err.clone());
         let items = std::mem::take(&mut inner.items);
+        inner.staging.clear();
         let waiters = std::mem::take(&mut inner.waiters);
         drop(inner);
         for item in items {
             match item {
                 Item::Packet(p) => p.fail(err.clone()),
+                Item::Staged(s) => {
+                    let _ = s.reply.send(Err(err.clone()));
+                }
                 Item::Close(Some(done)) => {
                     let _ = done.send(());
                 }
@@ -237,10 +335,8 @@ impl Drop for Admit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::{PacketKind, ReplyRx};
-    use bytes::Bytes;
+    use crate::packet::ReplyRx;
     use std::task::Wake;
-    use zk_protocol::OpCode;
 
     fn packet(tag: u8) -> (Packet, ReplyRx) {
         let (tx, rx) = oneshot::channel();
@@ -271,6 +367,7 @@ mod tests {
             .into_iter()
             .map(|i| match i {
                 Item::Packet(p) => p.frame[0],
+                Item::Staged(_) => 255,
                 Item::Close(_) => 0,
             })
             .collect()
@@ -340,5 +437,42 @@ mod tests {
         let (p3, mut r3) = packet(3);
         assert!(matches!(q.submit(p3), Admission::Admitted));
         assert_eq!(r3.try_recv().unwrap().unwrap_err(), Error::SessionExpired);
+    }
+
+    #[test]
+    fn staged_requests_share_one_buffer_and_keep_order_with_waiting_ones() {
+        let q = RequestQueue::new(2);
+        let staged = |tag: u8| {
+            let (tx, rx) = oneshot::channel();
+            let request = Request {
+                len: 3,
+                encode: move |buf: &mut BytesMut| buf.extend_from_slice(&[tag; 3]),
+                opcode: OpCode::GetData,
+                kind: PacketKind::Request,
+                watch: None,
+                reply: tx,
+            };
+            (request, rx)
+        };
+        let (a, _ra) = staged(1);
+        let (b, _rb) = staged(2);
+        let (c, _rc) = staged(3);
+        assert!(matches!(q.submit_request(a), Admission::Admitted));
+        assert!(matches!(q.submit_request(b), Admission::Admitted));
+        let Admission::Wait(mut wait) = q.submit_request(c) else {
+            panic!("over the limit")
+        };
+        let mut items = Vec::new();
+        let frames = q.take_all(&mut items);
+        assert_eq!(&frames[..], &[1, 1, 1, 2, 2, 2]);
+        assert!(
+            matches!(&items[..], [Item::Staged(x), Item::Staged(y)] if x.len == 3 && y.len == 3)
+        );
+        q.release(1);
+        assert!(poll(&mut wait).is_ready());
+        items.clear();
+        let frames = q.take_all(&mut items);
+        assert!(frames.is_empty());
+        assert!(matches!(&items[..], [Item::Packet(p)] if p.frame[..] == [3, 3, 3]));
     }
 }
