@@ -18,7 +18,7 @@ usage: zk-bench [--quick] [--only W[,W..]] [--server HOST:PORT] [--rounds N] [--
   --quick          small counts and 2 rounds: checks that every workload runs
   --only W,..      run only these workloads: codec, client-bound, latency, pipeline, locks, scale
   --server ADDR    use a running ZooKeeper instead of starting one (it needs 4lw mntr)
-  --rounds N       rounds per workload (default 5, at most 3 for pipeline and locks;
+  --rounds N       rounds per workload (default 5, at most 3 for pipeline;
                    medians are over rounds)
   --threads N      client runtime: N worker threads (default: a single-threaded runtime)
 ";

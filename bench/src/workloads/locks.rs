@@ -36,9 +36,9 @@ struct Counts {
 
 pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
     let counts = Counts {
-        uncontended: ctx.opts.count(2_000),
-        contended: ctx.opts.count(2_000),
-        rw_millis: if ctx.opts.quick { 300 } else { 2_000 },
+        uncontended: ctx.opts.count(1_000),
+        contended: ctx.opts.count(1_000),
+        rw_millis: if ctx.opts.quick { 300 } else { 1_000 },
     };
     let connect = ctx.zk.to_string();
     let mut curator = match Curator::start(&connect).await {
@@ -49,37 +49,27 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
         }
     };
     // Warm-up: JIT on both sides of the JVM boundary, container parents, connections.
-    ours_round(
-        ctx,
-        "warm",
-        &Counts {
-            uncontended: 200,
-            contended: 200,
-            rw_millis: 200,
-        },
-    )
-    .await?;
-    if let Some(c) = curator.as_mut() {
-        curator_round(
-            ctx,
-            c,
-            "warm",
-            &Counts {
-                uncontended: 200,
-                contended: 200,
-                rw_millis: 200,
-            },
-        )
-        .await?;
-    }
+    let warm = Counts {
+        uncontended: 200,
+        contended: 200,
+        rw_millis: 200,
+    };
+    round(ctx, &mut curator, "warm", &warm).await?;
     let mut ours: Vec<Figures> = Vec::new();
     let mut theirs: Vec<Figures> = Vec::new();
-    for round in 0..ctx.opts.heavy_rounds() {
-        let tag = format!("r{round}");
-        ours.push(ours_round(ctx, &tag, &counts).await?);
-        if let Some(c) = curator.as_mut() {
-            theirs.push(curator_round(ctx, c, &tag, &counts).await?);
+    for r in 0..ctx.opts.rounds {
+        let (o, t) = round(ctx, &mut curator, &format!("r{r}"), &counts).await?;
+        if let Some(t) = &t {
+            println!(
+                "# locks round {r}: uncontended ours {:.0}/s curator {:.0}/s, contended ours {:.0}/s curator {:.0}/s",
+                o["uncontended.ops_per_s"],
+                t["uncontended.ops_per_s"],
+                o["contended8.acq_per_s"],
+                t["contended8.acq_per_s"]
+            );
         }
+        ours.push(o);
+        theirs.extend(t);
     }
     if let Some(c) = curator {
         c.quit().await;
@@ -139,40 +129,68 @@ async fn close_all(clients: Vec<Client>) {
     }
 }
 
-async fn ours_round(ctx: &Ctx, tag: &str, counts: &Counts) -> Result<Figures, BenchError> {
-    let base = format!("/zk-bench/locks/ours-{tag}");
-    let mut f = Figures::new();
+/// The parts of a round; each is run by both contestants back to back, so that the two
+/// figures of a part are taken minutes apart at most seconds.
+#[derive(Clone, Copy)]
+enum Part {
+    Uncontended,
+    Contended,
+    Waiters,
+    ReadWrite,
+}
 
-    let clients = sessions(ctx, 1).await?;
-    let mutex = Mutex::new(&clients[0], &format!("{base}/uncontended"))?;
-    let packets = packets_received(ctx.zk).await?;
-    let start = Instant::now();
-    for _ in 0..counts.uncontended {
-        mutex.acquire().await?.release().await?;
+const PARTS: [Part; 4] = [
+    Part::Uncontended,
+    Part::Contended,
+    Part::Waiters,
+    Part::ReadWrite,
+];
+
+async fn ours_part(
+    ctx: &Ctx,
+    part: Part,
+    base: &str,
+    counts: &Counts,
+    f: &mut Figures,
+) -> Result<(), BenchError> {
+    match part {
+        Part::Uncontended => {
+            let clients = sessions(ctx, 1).await?;
+            let mutex = Mutex::new(&clients[0], &format!("{base}/uncontended"))?;
+            let packets = packets_received(ctx.zk).await?;
+            let start = Instant::now();
+            for _ in 0..counts.uncontended {
+                mutex.acquire().await?.release().await?;
+            }
+            f.insert(
+                "uncontended.ops_per_s",
+                counts.uncontended as f64 / start.elapsed().as_secs_f64(),
+            );
+            f.insert(
+                "uncontended.requests_per_cycle",
+                requests_per_cycle(ctx, packets, counts.uncontended).await?,
+            );
+            close_all(clients).await;
+        }
+        Part::Contended => {
+            let (acq_per_s, handoff) =
+                ours_contended(ctx, &format!("{base}/contended"), counts).await?;
+            f.insert("contended8.acq_per_s", acq_per_s);
+            f.insert("handoff.p50", handoff.p50_ns as f64 / 1000.0);
+            f.insert("handoff.p99", handoff.p99_ns as f64 / 1000.0);
+        }
+        Part::Waiters => {
+            let (per_release, serve) = ours_waiters(ctx, &format!("{base}/waiters")).await?;
+            f.insert("waiters100.notifications_per_release", per_release);
+            f.insert("waiters100.serve_ms", serve.as_secs_f64() * 1000.0);
+        }
+        Part::ReadWrite => {
+            let (reads, writes) = ours_rw(ctx, &format!("{base}/rw"), counts.rw_millis).await?;
+            f.insert("rw.read_per_s", reads);
+            f.insert("rw.write_per_s", writes);
+        }
     }
-    f.insert(
-        "uncontended.ops_per_s",
-        counts.uncontended as f64 / start.elapsed().as_secs_f64(),
-    );
-    f.insert(
-        "uncontended.requests_per_cycle",
-        requests_per_cycle(ctx, packets, counts.uncontended).await?,
-    );
-    close_all(clients).await;
-
-    let (acq_per_s, handoff) = ours_contended(ctx, &format!("{base}/contended"), counts).await?;
-    f.insert("contended8.acq_per_s", acq_per_s);
-    f.insert("handoff.p50", handoff.p50_ns as f64 / 1000.0);
-    f.insert("handoff.p99", handoff.p99_ns as f64 / 1000.0);
-
-    let (per_release, serve) = ours_waiters(ctx, &format!("{base}/waiters")).await?;
-    f.insert("waiters100.notifications_per_release", per_release);
-    f.insert("waiters100.serve_ms", serve.as_secs_f64() * 1000.0);
-
-    let (reads, writes) = ours_rw(ctx, &format!("{base}/rw"), counts.rw_millis).await?;
-    f.insert("rw.read_per_s", reads);
-    f.insert("rw.write_per_s", writes);
-    Ok(f)
+    Ok(())
 }
 
 /// 8 sessions, one task each, acquire+release until `counts.contended` acquisitions in all.
@@ -299,54 +317,98 @@ async fn ours_rw(ctx: &Ctx, path: &str, millis: u64) -> Result<(f64, f64), Bench
     Ok((reads as f64 / secs, writes as f64 / secs))
 }
 
-async fn curator_round(
+async fn curator_part(
     ctx: &Ctx,
     curator: &mut Curator,
+    part: Part,
+    base: &str,
+    counts: &Counts,
+    f: &mut Figures,
+) -> Result<(), BenchError> {
+    match part {
+        Part::Uncontended => {
+            let packets = packets_received(ctx.zk).await?;
+            let r = curator
+                .run(&format!(
+                    "uncontended {base}/uncontended {}",
+                    counts.uncontended
+                ))
+                .await?;
+            f.insert("uncontended.ops_per_s", r["ops_per_s"]);
+            // Includes the handshake and close of the command's one session: noise over the
+            // cycles.
+            f.insert(
+                "uncontended.requests_per_cycle",
+                requests_per_cycle(ctx, packets, counts.uncontended).await?,
+            );
+        }
+        Part::Contended => {
+            let r = curator
+                .run(&format!(
+                    "contended {base}/contended {CONTENDERS} {}",
+                    counts.contended
+                ))
+                .await?;
+            f.insert("contended8.acq_per_s", r["acq_per_s"]);
+            f.insert("handoff.p50", r["handoff_p50_us"]);
+            f.insert("handoff.p99", r["handoff_p99_us"]);
+        }
+        Part::Waiters => {
+            let queued = curator
+                .waiters(&format!("{base}/waiters"), WAITERS, WAITER_SESSIONS)
+                .await?;
+            let before = notifications_sent(ctx.zk).await?;
+            let r = queued.release().await?;
+            let after = notifications_sent(ctx.zk).await?;
+            f.insert(
+                "waiters100.notifications_per_release",
+                (after - before) as f64 / WAITERS as f64,
+            );
+            f.insert("waiters100.serve_ms", r["serve_ms"]);
+        }
+        Part::ReadWrite => {
+            let r = curator
+                .run(&format!(
+                    "rw {base}/rw {READERS} {WRITERS} {}",
+                    counts.rw_millis
+                ))
+                .await?;
+            f.insert("rw.read_per_s", r["read_per_s"]);
+            f.insert("rw.write_per_s", r["write_per_s"]);
+        }
+    }
+    Ok(())
+}
+
+/// One round: every part, ours then Curator's.
+async fn round(
+    ctx: &Ctx,
+    curator: &mut Option<Curator>,
     tag: &str,
     counts: &Counts,
-) -> Result<Figures, BenchError> {
-    let base = format!("/zk-bench/locks/curator-{tag}");
-    let mut f = Figures::new();
-    let packets = packets_received(ctx.zk).await?;
-    let r = curator
-        .run(&format!(
-            "uncontended {base}/uncontended {}",
-            counts.uncontended
-        ))
+) -> Result<(Figures, Option<Figures>), BenchError> {
+    let mut ours = Figures::new();
+    let mut theirs = curator.as_ref().map(|_| Figures::new());
+    for part in PARTS {
+        ours_part(
+            ctx,
+            part,
+            &format!("/zk-bench/locks/ours-{tag}"),
+            counts,
+            &mut ours,
+        )
         .await?;
-    f.insert("uncontended.ops_per_s", r["ops_per_s"]);
-    // Includes the handshake and close of the command's one session: noise over the cycles.
-    f.insert(
-        "uncontended.requests_per_cycle",
-        requests_per_cycle(ctx, packets, counts.uncontended).await?,
-    );
-    let r = curator
-        .run(&format!(
-            "contended {base}/contended {CONTENDERS} {}",
-            counts.contended
-        ))
-        .await?;
-    f.insert("contended8.acq_per_s", r["acq_per_s"]);
-    f.insert("handoff.p50", r["handoff_p50_us"]);
-    f.insert("handoff.p99", r["handoff_p99_us"]);
-    let queued = curator
-        .waiters(&format!("{base}/waiters"), WAITERS, WAITER_SESSIONS)
-        .await?;
-    let before = notifications_sent(ctx.zk).await?;
-    let r = queued.release().await?;
-    let after = notifications_sent(ctx.zk).await?;
-    f.insert(
-        "waiters100.notifications_per_release",
-        (after - before) as f64 / WAITERS as f64,
-    );
-    f.insert("waiters100.serve_ms", r["serve_ms"]);
-    let r = curator
-        .run(&format!(
-            "rw {base}/rw {READERS} {WRITERS} {}",
-            counts.rw_millis
-        ))
-        .await?;
-    f.insert("rw.read_per_s", r["read_per_s"]);
-    f.insert("rw.write_per_s", r["write_per_s"]);
-    Ok(f)
+        if let (Some(c), Some(f)) = (curator.as_mut(), theirs.as_mut()) {
+            curator_part(
+                ctx,
+                c,
+                part,
+                &format!("/zk-bench/locks/curator-{tag}"),
+                counts,
+                f,
+            )
+            .await?;
+        }
+    }
+    Ok((ours, theirs))
 }
