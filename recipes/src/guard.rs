@@ -8,8 +8,9 @@ use tokio::sync::watch;
 use zk_client::{Client, Stat};
 
 use crate::error::Result;
-use crate::lock_changes::LockStateChanges;
-use crate::lost::{until_lost, until_not_held, LockState, LossMonitor, LossReason};
+use crate::lost::{
+    until_lost, until_not_held, LockState, LockStateChanges, LossMonitor, LossReason,
+};
 use crate::release::{delete_until_gone, spawn_delete};
 
 /// A number that grows with every grant of a lock: the lock node's creation zxid (`czxid`).

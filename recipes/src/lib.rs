@@ -35,7 +35,6 @@ mod ensure_path;
 mod error;
 mod guard;
 mod leader;
-mod lock_changes;
 mod lost;
 mod mutex;
 mod naming;
@@ -44,14 +43,14 @@ mod release;
 mod rwlock;
 mod semaphore;
 mod session;
+mod transitions;
 
 pub use error::{Error, Result};
 pub use guard::{FencingToken, LockGuard};
 pub use leader::{
     participants as leader_participants, LeaderLatch, Leadership, LeadershipChanges, Participant,
 };
-pub use lock_changes::LockStateChanges;
-pub use lost::{LockState, LossReason};
+pub use lost::{LockState, LockStateChanges, LossReason};
 pub use mutex::Mutex;
 pub use naming::Layout;
 pub use rwlock::ReadWriteLock;

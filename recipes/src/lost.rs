@@ -16,7 +16,7 @@ use tokio::sync::{oneshot, watch, Notify};
 use tokio::time::Instant;
 use zk_client::{Client, EventType, OneshotWatcher, SessionState, StateChanges};
 
-use crate::lock_changes::{LockStateChanges, Transitions};
+use crate::transitions::{changes_stream, Phase, Transitions};
 
 /// Whether a lock (or lease, or leadership) can be trusted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -52,9 +52,30 @@ impl LockState {
     }
 }
 
+impl Phase for LockState {
+    // A lock whose state is no longer published was released.
+    const ENDED: Self = LockState::Lost(LossReason::Released);
+
+    fn is_final(self) -> bool {
+        matches!(self, LockState::Lost(_))
+    }
+}
+
+changes_stream! {
+    /// Every state a lock goes through, in order: the current state first, then each
+    /// transition, ending after [`LockState::Lost`]. Unlike [`LockGuard::state_watcher`],
+    /// which keeps only the latest state, this sees a suspension even when the connection was
+    /// back before anyone looked. Also a [`futures_core::Stream`].
+    ///
+    /// A receiver that falls more than 32 transitions behind loses the oldest of them.
+    ///
+    /// [`LockGuard::state_watcher`]: crate::LockGuard::state_watcher
+    LockStateChanges of LockState
+}
+
 /// The handle on a node's monitor task.
 pub(crate) struct LossMonitor {
-    state: Arc<Transitions>,
+    state: Arc<Transitions<LockState>>,
     arm: Arc<Notify>,
     stop: StdMutex<Option<oneshot::Sender<()>>>,
 }
@@ -100,7 +121,7 @@ impl LossMonitor {
     /// Every state from now on, in order; also starts watching the node itself.
     pub(crate) fn changes(&self) -> LockStateChanges {
         self.arm.notify_one();
-        self.state.changes()
+        self.state.changes().into()
     }
 
     /// Stops the task and tells every receiver the lock was released.
@@ -151,7 +172,7 @@ struct Monitor {
     client: Client,
     path: String,
     owner: i64,
-    state: Arc<Transitions>,
+    state: Arc<Transitions<LockState>>,
 }
 
 /// What one look at the node found.
