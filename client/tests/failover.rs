@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use common::{next_state, wait_state, within};
+use common::{next_state, wait_state, within, SCHEDULING_SLACK};
 use tokio::sync::Mutex;
 use zk_client::{AddWatchMode, Client, CreateOptions, Error, EventType, SessionState};
 use zk_tests::{Ensemble, Proxy};
@@ -317,7 +317,7 @@ async fn black_hole_is_noticed_within_two_thirds_of_the_session_timeout() {
     .unwrap();
     let noticed = start.elapsed();
     assert!(
-        noticed <= negotiated * 2 / 3 + Duration::from_millis(300),
+        noticed <= negotiated * 2 / 3 + SCHEDULING_SLACK,
         "{noticed:?}"
     );
     // And the session carries on elsewhere.

@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{next_state, wait_state, within};
+use common::{next_state, wait_state, within, SCHEDULING_SLACK};
 use zk_client::{Client, CreateOptions, Error, EventType, SessionState};
 use zk_tests::{Proxy, ZkServer};
 
@@ -117,7 +117,7 @@ async fn black_hole_is_noticed_within_two_thirds_of_the_session_timeout() {
     let noticed = start.elapsed();
     // Read timeout is 2T/3 since the last frame, which came at most one ping interval ago.
     assert!(
-        noticed <= negotiated * 2 / 3 + Duration::from_millis(300),
+        noticed <= negotiated * 2 / 3 + SCHEDULING_SLACK,
         "{noticed:?}"
     );
     proxy.black_hole(false);

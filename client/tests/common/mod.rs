@@ -7,6 +7,10 @@ use std::time::Duration;
 
 use zk_client::{Client, SessionState};
 
+/// What a loaded test machine may add to a timer-driven reaction (the read timeout of a
+/// black-holed connection is asserted against 2/3 of the session timeout plus this).
+pub const SCHEDULING_SLACK: Duration = Duration::from_millis(500);
+
 /// The bound on any single wait in these tests.
 pub const WAIT: Duration = Duration::from_secs(10);
 
