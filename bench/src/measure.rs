@@ -11,6 +11,9 @@ use crate::stats::median;
 pub struct Sample {
     pub ops_per_s: f64,
     pub cpu_ns_per_op: f64,
+    /// CPU per operation of the excluded threads (the in-process server), to tell whether
+    /// the server rather than the client was the bottleneck.
+    pub server_cpu_ns_per_op: f64,
 }
 
 /// Runs `work` (which performs `ops` operations), charging CPU to everything in this process
@@ -26,7 +29,8 @@ where
     let cpu = cpu.stop();
     Ok(Sample {
         ops_per_s: ops as f64 / wall.as_secs_f64(),
-        cpu_ns_per_op: cpu.as_nanos() as f64 / ops as f64,
+        cpu_ns_per_op: cpu.ours.as_nanos() as f64 / ops as f64,
+        server_cpu_ns_per_op: cpu.excluded.as_nanos() as f64 / ops as f64,
     })
 }
 
@@ -40,6 +44,16 @@ pub struct Pair {
 impl Pair {
     pub fn median_ops(samples: &[Sample]) -> f64 {
         median(&samples.iter().map(|s| s.ops_per_s).collect::<Vec<_>>())
+    }
+
+    /// Median share of one core the excluded (server) threads used.
+    pub fn median_server_load(samples: &[Sample]) -> f64 {
+        median(
+            &samples
+                .iter()
+                .map(|s| s.server_cpu_ns_per_op * s.ops_per_s / 1e9)
+                .collect::<Vec<_>>(),
+        )
     }
 
     pub fn median_cpu(samples: &[Sample]) -> f64 {

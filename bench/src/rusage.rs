@@ -46,26 +46,42 @@ impl ThreadClock {
 }
 
 /// CPU time of the process minus the CPU time of the excluded threads (the in-process scripted
-/// server), sampled at the start and at the end of a measurement.
+/// server), and of those threads, sampled at the start and at the end of a measurement.
 pub struct CpuMeter {
     excluded: Vec<ThreadClock>,
-    start: Duration,
+    start_ours: Duration,
+    start_excluded: Duration,
+}
+
+/// CPU time spent during a measurement.
+pub struct CpuSpent {
+    /// Everything in the process but the excluded threads.
+    pub ours: Duration,
+    /// The excluded threads.
+    pub excluded: Duration,
 }
 
 impl CpuMeter {
     pub fn start(excluded: &[ThreadClock]) -> CpuMeter {
         let excluded = excluded.to_vec();
-        let start = Self::sample(&excluded);
-        CpuMeter { excluded, start }
+        let (start_ours, start_excluded) = Self::sample(&excluded);
+        CpuMeter {
+            excluded,
+            start_ours,
+            start_excluded,
+        }
     }
 
-    fn sample(excluded: &[ThreadClock]) -> Duration {
+    fn sample(excluded: &[ThreadClock]) -> (Duration, Duration) {
         let others: Duration = excluded.iter().map(|c| c.elapsed()).sum();
-        process_cpu().saturating_sub(others)
+        (process_cpu().saturating_sub(others), others)
     }
 
-    /// CPU time charged to the measured side since `start`.
-    pub fn stop(self) -> Duration {
-        Self::sample(&self.excluded).saturating_sub(self.start)
+    pub fn stop(self) -> CpuSpent {
+        let (ours, excluded) = Self::sample(&self.excluded);
+        CpuSpent {
+            ours: ours.saturating_sub(self.start_ours),
+            excluded: excluded.saturating_sub(self.start_excluded),
+        }
     }
 }

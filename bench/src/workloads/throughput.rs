@@ -59,6 +59,13 @@ pub async fn compare(s: Setup<'_>, report: &mut Report) -> Result<(), BenchError
         report.not_measured(&format!("{name}.ours.ops_per_s"), "ops/s", &why);
         return Ok(());
     }
+    if !s.excluded.is_empty() {
+        report.figure(
+            &format!("{name}.ours.server_load"),
+            Pair::median_server_load(&pair.ours),
+            "cores",
+        );
+    }
     let ours_ops = Pair::median_ops(&pair.ours);
     match s.ours_ops {
         Some(t) => {
