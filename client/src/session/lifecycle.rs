@@ -1,0 +1,231 @@
+//! Connection life cycle: attempts and backoff, the handshake and what follows it (auth
+//! replay, watch restoration, held requests), read-only probing, loss and termination.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tracing::{debug, info, warn};
+use zk_protocol::encode_request_frame;
+
+use super::handshake;
+use super::pending::{Pending, PendingAuth};
+use super::{Action, Phase, Probe, Session, PROBE_MIN};
+use crate::connect_string::HostPort;
+use crate::error::Error;
+use crate::state::SessionState;
+
+impl Session {
+    pub(super) fn start_attempt(&mut self, now: Instant) {
+        let (_, host) = self.hosts.next_host();
+        self.start_attempt_to(host, now);
+    }
+
+    pub(super) fn start_attempt_to(&mut self, host: HostPort, now: Instant) {
+        debug!(host = %host.to_addr_string(), "connecting");
+        self.epoch += 1;
+        self.out.clear();
+        self.current_host = Some(host.clone());
+        self.actions.push_back(Action::Connect(host));
+        self.phase = Phase::Connecting {
+            deadline: now + self.attempt_timeout(),
+        };
+    }
+
+    pub(super) fn drop_connection(&mut self) {
+        self.probe = None;
+        self.epoch += 1;
+        self.out.clear();
+        self.actions.push_back(Action::Disconnect);
+    }
+
+    pub(super) fn attempt_failed(&mut self, now: Instant) {
+        self.drop_connection();
+        let delay = self.hosts.failed(&mut self.rng);
+        if delay.is_zero() {
+            self.start_attempt(now);
+        } else {
+            self.phase = Phase::Backoff { until: now + delay };
+        }
+    }
+
+    pub(super) fn connection_lost(&mut self, now: Instant, reason: &str) {
+        self.connection_lost_to(now, reason, None)
+    }
+
+    /// Drops the connection, fails what was in flight, and reconnects at once: to `to`, or to
+    /// the next server.
+    pub(super) fn connection_lost_to(&mut self, now: Instant, reason: &str, to: Option<HostPort>) {
+        warn!(reason, "connection lost");
+        self.drop_connection();
+        self.ping_outstanding = false;
+        self.completed += self.pending.fail_all(&Error::ConnectionLoss);
+        self.set_state(SessionState::Disconnected);
+        if self.cfg.fail_fast {
+            for packet in self.unsent.drain(..) {
+                self.completed += 1;
+                packet.fail(Error::ConnectionLoss);
+            }
+        }
+        // The next server at once; backoff starts only when a whole round fails.
+        match to {
+            Some(host) => self.start_attempt_to(host, now),
+            None => self.start_attempt(now),
+        }
+    }
+
+    pub(super) fn protocol_error(&mut self, now: Instant, reason: &str) {
+        warn!(reason, "protocol error");
+        match self.phase {
+            Phase::Connected => self.connection_lost(now, reason),
+            Phase::Closing { .. } => self.terminate(SessionState::Closed),
+            Phase::Connecting { .. } | Phase::Handshaking { .. } => self.attempt_failed(now),
+            _ => {}
+        }
+    }
+
+    pub(super) fn terminate(&mut self, state: SessionState) {
+        if self.phase == Phase::Terminated {
+            return;
+        }
+        self.set_state(state);
+        self.phase = Phase::Terminated;
+        self.drop_connection();
+        let err = self.terminal_error();
+        self.completed += self.pending.fail_all(&err);
+        for packet in self.unsent.drain(..) {
+            self.completed += 1;
+            packet.fail(err.clone());
+        }
+        self.watches.terminate(state, &self.cfg.chroot);
+        self.notify_close_waiters();
+    }
+
+    pub(super) fn notify_close_waiters(&mut self) {
+        for done in self.close_waiters.drain(..) {
+            let _ = done.send(());
+        }
+    }
+
+    pub(super) fn on_connect_response(&mut self, mut frame: Bytes, now: Instant) {
+        let response = match handshake::read_connect_response(&mut frame) {
+            Ok(r) => r,
+            Err(e) => return self.protocol_error(now, &e.to_string()),
+        };
+        if response.timeout <= 0 && response.read_only == Some(true) && self.sent_session_id != 0 {
+            // A read-only member only knows its own local sessions: its "expired" for a session
+            // of the ensemble is not authoritative (3.8 answers so for any global session it
+            // has not seen). Try another server; local expiry still bounds the search.
+            debug!("read-only server does not know the session: trying another");
+            return self.attempt_failed(now);
+        }
+        if response.timeout <= 0 {
+            warn!(session_id = %crate::state::SessionId(self.session_id), "server reports the session expired");
+            return self.terminate(SessionState::Expired);
+        }
+        if self.sent_session_id != 0 && response.session_id != self.sent_session_id {
+            return self.protocol_error(now, "server answered with another session id");
+        }
+        if self.session_id != 0 && response.session_id != self.session_id {
+            info!(
+                old = %crate::state::SessionId(self.session_id),
+                new = %crate::state::SessionId(response.session_id),
+                "the read-only session is replaced by a session of the ensemble"
+            );
+        }
+        self.session_id = response.session_id;
+        self.passwd = response.passwd;
+        self.negotiated = Some(Duration::from_millis(response.timeout as u64));
+        self.read_only_conn = response.read_only == Some(true);
+        if self.read_only_conn {
+            if self.hosts.len() > 1 {
+                self.probe = Some(Probe {
+                    at: now + PROBE_MIN,
+                    interval: PROBE_MIN,
+                    in_flight: false,
+                });
+            }
+        } else {
+            self.seen_rw = true;
+        }
+        self.last_heard = Some(now);
+        self.hosts.connected();
+        self.state_tx.info.record(
+            self.session_id,
+            Duration::from_millis(response.timeout as u64),
+            &self.passwd,
+        );
+        self.phase = Phase::Connected;
+        self.ping_outstanding = false;
+        info!(
+            session_id = %crate::state::SessionId(self.session_id),
+            timeout_ms = response.timeout,
+            read_only = self.read_only_conn,
+            "session established"
+        );
+        self.prime(now);
+        if self.auth_replays == 0 {
+            self.set_connected_state();
+        }
+    }
+
+    /// While on a read-only server, asks the next other server whether it is read-write.
+    pub(super) fn maybe_probe(&mut self, now: Instant) {
+        let Some(probe) = self.probe else { return };
+        if probe.in_flight || now < probe.at {
+            return;
+        }
+        let mut host = self.hosts.next_host().1;
+        if Some(&host) == self.current_host.as_ref() {
+            host = self.hosts.next_host().1;
+        }
+        debug!(host = %host.to_addr_string(), "probing for a read-write server");
+        self.probe = Some(Probe {
+            in_flight: true,
+            ..probe
+        });
+        self.actions.push_back(Action::Probe(host));
+    }
+
+    pub(super) fn set_connected_state(&mut self) {
+        self.set_state(if self.read_only_conn {
+            SessionState::ConnectedReadOnly
+        } else {
+            SessionState::Connected
+        });
+    }
+
+    /// After a handshake: identities first, then watches, then the requests that waited.
+    pub(super) fn prime(&mut self, now: Instant) {
+        self.auth_replays = self.auths.len();
+        for (scheme, auth) in self.auths.clone() {
+            handshake::write_auth(&mut self.out, &scheme, &auth);
+            self.pending.auths.push_back(PendingAuth {
+                scheme,
+                auth,
+                reply: None,
+            });
+        }
+        let wanted = self.watches.wanted();
+        if !wanted.is_empty() {
+            let batches = handshake::set_watches_batches(
+                wanted,
+                self.last_zxid,
+                self.cfg.set_watches_max_bytes,
+            );
+            debug!(frames = batches.len(), "re-registering watches");
+            for request in batches {
+                let xid = self.next_xid();
+                encode_request_frame(&mut self.out, xid, &request);
+                self.pending.requests.push_back(Pending::SetWatches { xid });
+            }
+        }
+        self.last_send = now;
+        while let Some(packet) = self.unsent.pop_front() {
+            if packet.reply.is_closed() {
+                self.completed += 1;
+                continue;
+            }
+            self.send_packet(packet, now);
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! Step-by-step tests of the session machine: no sockets, no clock, time is an argument.
+
+mod read_only;
+mod reconnect;
+mod replies;
+mod timing;
+
+use std::time::{Duration, Instant};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use tokio::sync::{mpsc, oneshot, watch};
+use zk_protocol::{
+    ConnectRequest, ConnectResponse, Decode, Encode, ErrorCode, EventType, GetDataRequest,
+    KeeperState, OpCode, ReplyHeader, Request, RequestHeader, SetWatches, SetWatches2,
+    WatcherEvent, WatcherType,
+};
+
+use super::*;
+use crate::packet::{Packet, PacketKind, ReplyRx, WatchRegistration};
+use crate::watcher::WatchedEvent;
+
+const T: Duration = Duration::from_millis(3000);
+
+fn hosts(n: u16) -> Vec<HostPort> {
+    (0..n)
+        .map(|i| HostPort {
+            host: "127.0.0.1".into(),
+            port: 2000 + i,
+        })
+        .collect()
+}
+
+fn config(n: u16) -> SessionConfig {
+    SessionConfig {
+        hosts: hosts(n),
+        chroot: Chroot::new(None),
+        session_timeout: T,
+        attempt_timeout: None,
+        read_only: false,
+        fail_fast: false,
+        max_incoming_frame: 1 << 20,
+        set_watches_max_bytes: SET_WATCHES_MAX_BYTES,
+        auth: Vec::new(),
+        seed: 1,
+        resume: None,
+    }
+}
+
+/// A frame the client wrote, decoded.
+#[derive(Debug)]
+enum Sent {
+    Connect(ConnectRequest),
+    Request {
+        xid: i32,
+        opcode: OpCode,
+        body: Bytes,
+    },
+}
+
+struct Harness {
+    s: Session,
+    state: watch::Receiver<SessionState>,
+    now: Instant,
+    handshaken: bool,
+}
+
+impl Harness {
+    fn new(cfg: SessionConfig) -> Harness {
+        let (tx, rx) = crate::state::StatePublisher::new();
+        let now = Instant::now();
+        Harness {
+            s: Session::new(cfg, tx, now),
+            state: rx,
+            now,
+            handshaken: false,
+        }
+    }
+
+    fn state(&self) -> SessionState {
+        *self.state.borrow()
+    }
+
+    fn advance(&mut self, by: Duration) {
+        self.now += by;
+        self.s.on_timeout(self.now);
+    }
+
+    fn actions(&mut self) -> Vec<Action> {
+        std::iter::from_fn(|| self.s.poll_action()).collect()
+    }
+
+    /// Every frame written since the last call.
+    fn sent(&mut self) -> Vec<Sent> {
+        let mut out = self.s.output().split().freeze();
+        let mut frames = Vec::new();
+        while !out.is_empty() {
+            let len = i32::from_be_bytes(out[..4].try_into().unwrap()) as usize;
+            let mut frame = out.slice(4..4 + len);
+            out = out.slice(4 + len..);
+            if !self.handshaken {
+                self.handshaken = true;
+                frames.push(Sent::Connect(ConnectRequest::decode(&mut frame).unwrap()));
+            } else {
+                let header = RequestHeader::decode(&mut frame).unwrap();
+                frames.push(Sent::Request {
+                    xid: header.xid,
+                    opcode: header.opcode,
+                    body: frame,
+                });
+            }
+        }
+        frames
+    }
+
+    fn feed(&mut self, payload: BytesMut) {
+        let mut buf = BytesMut::new();
+        buf.put_i32(payload.len() as i32);
+        buf.extend_from_slice(&payload);
+        self.s.on_bytes(&mut buf, self.now);
+    }
+
+    /// TCP up + handshake answered; returns the connect request the machine sent.
+    fn establish(&mut self, session_id: i64, timeout_ms: i32) -> ConnectRequest {
+        self.establish_with(session_id, timeout_ms, false)
+    }
+
+    fn establish_with(
+        &mut self,
+        session_id: i64,
+        timeout_ms: i32,
+        read_only: bool,
+    ) -> ConnectRequest {
+        self.handshake(session_id, timeout_ms, read_only)
+    }
+
+    fn handshake(&mut self, session_id: i64, timeout_ms: i32, read_only: bool) -> ConnectRequest {
+        let actions = self.actions();
+        assert!(
+            matches!(actions.last(), Some(Action::Connect(_))),
+            "{actions:?}"
+        );
+        self.s.on_connected(self.now);
+        self.handshaken = false;
+        let request = match self.sent().remove(0) {
+            Sent::Connect(c) => c,
+            other => panic!("{other:?}"),
+        };
+        let mut payload = BytesMut::new();
+        ConnectResponse {
+            protocol_version: 0,
+            timeout: timeout_ms,
+            session_id,
+            passwd: Bytes::from_static(&[7; 16]),
+            read_only: Some(read_only),
+        }
+        .encode(&mut payload);
+        self.feed(payload);
+        request
+    }
+
+    fn reply(&mut self, xid: i32, zxid: i64, err: ErrorCode, body: &[u8]) {
+        let mut payload = BytesMut::new();
+        ReplyHeader { xid, zxid, err }.encode(&mut payload);
+        payload.extend_from_slice(body);
+        self.feed(payload);
+    }
+
+    fn notify(&mut self, event_type: EventType, path: &str) {
+        let mut payload = BytesMut::new();
+        ReplyHeader {
+            xid: -1,
+            zxid: -1,
+            err: ErrorCode::Ok,
+        }
+        .encode(&mut payload);
+        WatcherEvent {
+            event_type,
+            state: KeeperState::SyncConnected,
+            path: path.into(),
+        }
+        .encode(&mut payload);
+        self.feed(payload);
+    }
+
+    fn submit(&mut self, request: Request, watch: Option<WatchRegistration>) -> ReplyRx {
+        let (frame, opcode) = Packet::encode(&request, 0, 1 << 20).unwrap();
+        let (tx, rx) = oneshot::channel();
+        self.s.submit(
+            Packet {
+                frame: frame.freeze(),
+                opcode,
+                kind: PacketKind::Request,
+                watch,
+                reply: tx,
+            },
+            self.now,
+        );
+        rx
+    }
+
+    fn get_data(&mut self, path: &str) -> ReplyRx {
+        self.submit(
+            Request::GetData(GetDataRequest {
+                path: path.into(),
+                watch: false,
+            }),
+            None,
+        )
+    }
+
+    fn xids(&mut self) -> Vec<(i32, OpCode)> {
+        self.sent()
+            .into_iter()
+            .map(|f| match f {
+                Sent::Request { xid, opcode, .. } => (xid, opcode),
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    }
+}
+
+fn connected() -> Harness {
+    let mut h = Harness::new(config(1));
+    h.establish(0x42, 3000);
+    assert_eq!(h.state(), SessionState::Connected);
+    h
+}
+
+fn result(rx: &mut ReplyRx) -> Option<Result<(), Error>> {
+    rx.try_recv().ok().map(|r| r.map(|_| ()))
+}
+
+fn read_only_config(n: u16) -> SessionConfig {
+    let mut cfg = config(n);
+    cfg.read_only = true;
+    cfg
+}

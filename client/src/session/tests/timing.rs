@@ -1,0 +1,149 @@
+//! Timers: pings, read timeout, attempt timeout, backoff between rounds, local expiry.
+
+use super::*;
+
+#[test]
+fn ping_after_a_third_of_the_timeout_and_one_at_a_time() {
+    let mut h = connected();
+    h.advance(Duration::from_millis(999));
+    assert!(h.xids().is_empty(), "no ping before T/3");
+    assert_eq!(h.s.next_deadline(), Some(h.now + Duration::from_millis(1)));
+    h.advance(Duration::from_millis(1));
+    assert_eq!(h.xids(), vec![(-2, OpCode::Ping)]);
+    h.advance(Duration::from_millis(900));
+    assert!(h.xids().is_empty(), "at most one ping in flight");
+    h.reply(-2, 5, ErrorCode::Ok, &[]);
+    assert_eq!(h.s.last_zxid(), 0, "ping replies do not move the last zxid");
+    h.advance(Duration::from_millis(99));
+    assert!(h.xids().is_empty());
+    h.advance(Duration::from_millis(1));
+    assert_eq!(
+        h.xids(),
+        vec![(-2, OpCode::Ping)],
+        "next ping T/3 after the last send"
+    );
+}
+
+#[test]
+fn requests_postpone_pings() {
+    let mut h = connected();
+    h.advance(Duration::from_millis(800));
+    let _rx = h.get_data("/a");
+    h.xids();
+    h.advance(Duration::from_millis(800));
+    assert!(h.xids().is_empty(), "sent 800 ms ago: no ping yet");
+}
+
+#[test]
+fn read_timeout_drops_the_connection_and_fails_pending() {
+    let mut h = connected();
+    let mut rx = h.get_data("/a");
+    h.xids();
+    h.actions();
+    h.advance(Duration::from_millis(1999));
+    assert_eq!(h.state(), SessionState::Connected);
+    assert_eq!(result(&mut rx), None);
+    h.advance(Duration::from_millis(1));
+    assert_eq!(h.state(), SessionState::Disconnected);
+    assert_eq!(result(&mut rx), Some(Err(Error::ConnectionLoss)));
+    let actions = h.actions();
+    assert_eq!(actions[0], Action::Disconnect);
+    assert!(
+        matches!(actions[1], Action::Connect(_)),
+        "reconnects at once"
+    );
+    assert_eq!(h.s.take_completed(), 1);
+}
+
+#[test]
+fn close_without_reply_ends_at_the_deadline() {
+    let mut h = connected();
+    h.s.close(None, h.now);
+    h.advance(Duration::from_millis(2000));
+    assert_eq!(h.state(), SessionState::Closed);
+}
+
+#[test]
+fn local_expiry_after_the_session_timeout_without_any_server() {
+    let mut h = Harness::new(config(3));
+    h.establish(5, 3000);
+    h.s.on_disconnected(h.now, "eof");
+    // Every attempt fails at once; the machine keeps trying, with pauses between rounds.
+    let mut elapsed = Duration::ZERO;
+    while h.state() != SessionState::Expired {
+        for action in h.actions() {
+            if let Action::Connect(_) = action {
+                h.s.on_disconnected(h.now, "refused");
+            }
+        }
+        let deadline = h.s.next_deadline().expect("a deadline while reconnecting");
+        assert!(
+            deadline > h.now || h.s.poll_action().is_some(),
+            "never a busy loop"
+        );
+        let step = deadline.saturating_duration_since(h.now);
+        elapsed += step;
+        h.advance(step);
+        assert!(elapsed <= T, "expired late: {elapsed:?}");
+    }
+    assert_eq!(elapsed, T, "expired exactly at the session timeout");
+}
+
+#[test]
+fn before_the_first_session_there_is_no_local_expiry() {
+    let mut h = Harness::new(config(1));
+    for _ in 0..100 {
+        for action in h.actions() {
+            if let Action::Connect(_) = action {
+                h.s.on_disconnected(h.now, "refused");
+            }
+        }
+        let deadline = h.s.next_deadline().unwrap();
+        h.advance(deadline - h.now);
+    }
+    assert_eq!(h.state(), SessionState::Connecting);
+}
+
+#[test]
+fn host_rotation_tries_every_host_before_pausing() {
+    let mut h = Harness::new(config(3));
+    let mut tried = Vec::new();
+    let Some(Action::Connect(first)) = h.actions().pop() else {
+        panic!()
+    };
+    tried.push(first.port);
+    h.s.on_disconnected(h.now, "refused");
+    for _ in 0..2 {
+        let actions = h.actions();
+        let Some(Action::Connect(next)) = actions.last().cloned() else {
+            panic!("{actions:?}")
+        };
+        tried.push(next.port);
+        h.s.on_disconnected(h.now, "refused");
+    }
+    tried.sort();
+    assert_eq!(tried, vec![2000, 2001, 2002]);
+    let actions = h.actions();
+    assert_eq!(
+        actions,
+        vec![Action::Disconnect],
+        "a full round failed: pause"
+    );
+    let pause = h.s.next_deadline().unwrap() - h.now;
+    assert!(
+        pause >= hosts::BACKOFF_MIN / 2 && pause <= hosts::BACKOFF_MIN,
+        "{pause:?}"
+    );
+    h.advance(pause);
+    assert!(matches!(h.actions().last(), Some(Action::Connect(_))));
+}
+
+#[test]
+fn connect_attempt_times_out_at_timeout_over_hosts() {
+    let mut h = Harness::new(config(3));
+    h.actions();
+    h.advance(Duration::from_millis(999));
+    assert!(h.actions().is_empty());
+    h.advance(Duration::from_millis(1));
+    assert!(matches!(h.actions().last(), Some(Action::Connect(_))));
+}
