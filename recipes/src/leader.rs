@@ -7,17 +7,12 @@
 //! same signals as a lock: session expired or closed, disconnected longer than the session
 //! timeout, or our node deleted by someone else.
 
-use std::pin::Pin;
 use std::sync::{Arc, Mutex as StdMutex};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures_core::Stream;
-use tokio_util::sync::ReusableBoxFuture;
-
-use tokio::sync::{oneshot, watch};
+use tokio::sync::oneshot;
 use tokio::time::Instant;
-use zk_client::{Client, EventType, SessionState};
+use zk_client::{Client, EventType, SessionState, StateChanges};
 
 use crate::contend::ordered_queue;
 use crate::ensure_path::validate;
@@ -27,6 +22,7 @@ use crate::lost::LossReason;
 use crate::naming::{attempt_prefix, child_name, join, Layout, CURATOR_LATCH};
 use crate::protection::{list_children, PendingNode};
 use crate::release::{delete_until_gone, spawn_delete};
+use crate::transitions::{changes_stream, Phase, Transitions};
 
 /// Where a participant stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -64,67 +60,23 @@ pub struct Participant {
     pub is_leader: bool,
 }
 
-/// A stream of leadership changes: the current state first, then every change, ending after
-/// a final state ([`Leadership::Lost`] or [`Leadership::Closed`]). Also a
-/// [`futures_core::Stream`].
-pub struct LeadershipChanges {
-    next: ReusableBoxFuture<'static, (Leadership, watch::Receiver<Leadership>)>,
-    done: bool,
-}
+impl Phase for Leadership {
+    // A latch whose state is no longer published is gone.
+    const ENDED: Self = Leadership::Closed;
 
-impl std::fmt::Debug for LeadershipChanges {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LeadershipChanges")
-            .field("done", &self.done)
-            .finish()
+    fn is_final(self) -> bool {
+        Leadership::is_final(self)
     }
 }
 
-/// Waits for the next value the receiver has not seen.
-async fn next_change(
-    mut rx: watch::Receiver<Leadership>,
-) -> (Leadership, watch::Receiver<Leadership>) {
-    let state = match rx.changed().await {
-        Ok(()) => *rx.borrow_and_update(),
-        // The latch is gone: report its final state (or Closed if it never set one).
-        Err(_) => match *rx.borrow() {
-            s if s.is_final() => s,
-            _ => Leadership::Closed,
-        },
-    };
-    (state, rx)
-}
-
-impl LeadershipChanges {
-    fn new(mut rx: watch::Receiver<Leadership>) -> LeadershipChanges {
-        rx.mark_changed();
-        LeadershipChanges {
-            next: ReusableBoxFuture::new(next_change(rx)),
-            done: false,
-        }
-    }
-
-    /// The next state different from the last one returned (the first call returns the
-    /// current state); `None` after a final state was returned.
-    pub async fn next(&mut self) -> Option<Leadership> {
-        std::future::poll_fn(|cx| Pin::new(&mut *self).poll_next(cx)).await
-    }
-}
-
-impl Stream for LeadershipChanges {
-    type Item = Leadership;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Leadership>> {
-        if self.done {
-            return Poll::Ready(None);
-        }
-        let (state, rx) = std::task::ready!(self.next.poll(cx));
-        self.next.set(next_change(rx));
-        if state.is_final() {
-            self.done = true;
-        }
-        Poll::Ready(Some(state))
-    }
+changes_stream! {
+    /// Every [`Leadership`] a latch goes through, in order: the current state first, then each
+    /// change (a `Suspended` and the `Leader` after it, however quickly the connection came
+    /// back), ending after a final state ([`Leadership::Lost`] or [`Leadership::Closed`]).
+    /// Also a [`futures_core::Stream`].
+    ///
+    /// A receiver that falls more than 32 changes behind loses the oldest of them.
+    LeadershipChanges of Leadership
 }
 
 /// A participant in a leader election on a path.
@@ -145,7 +97,7 @@ pub struct LeaderLatch {
     id: String,
     node: String,
     token: FencingToken,
-    state: Arc<watch::Sender<Leadership>>,
+    state: Arc<Transitions<Leadership>>,
     stop: StdMutex<Option<oneshot::Sender<()>>>,
 }
 
@@ -169,8 +121,11 @@ impl LeaderLatch {
         pending.send_create();
         pending.created().await?;
         let (node, stat) = pending.keep();
-        let (tx, _) = watch::channel(Leadership::Starting);
-        let state = Arc::new(tx);
+        // Subscribe before reading the state: a transition in between is seen twice at worst
+        // (harmless), never missed.
+        let session_changes = client.state_changes();
+        let session = client.state();
+        let state = Arc::new(Transitions::new(Leadership::Starting));
         let (stop_tx, stop_rx) = oneshot::channel();
         let task = Follow {
             client: client.clone(),
@@ -179,7 +134,7 @@ impl LeaderLatch {
             owner: stat.ephemeral_owner,
             state: state.clone(),
         };
-        tokio::spawn(task.run(stop_rx));
+        tokio::spawn(task.run(session, session_changes, stop_rx));
         Ok(LeaderLatch {
             client: client.clone(),
             path: path.to_owned(),
@@ -193,7 +148,7 @@ impl LeaderLatch {
 
     /// Where we stand now.
     pub fn state(&self) -> Leadership {
-        *self.state.borrow()
+        self.state.current()
     }
 
     /// True while we lead (not while suspended).
@@ -217,14 +172,15 @@ impl LeaderLatch {
         self.token
     }
 
-    /// Every change of [`Leadership`], starting with the current state.
+    /// Every change of [`Leadership`] from now on, in order, starting with the current state.
+    /// Does not borrow the latch.
     pub fn changes(&self) -> LeadershipChanges {
-        LeadershipChanges::new(self.state.subscribe())
+        self.state.changes().into()
     }
 
     /// Waits until we lead. Fails with [`Error::LatchClosed`] if the latch ends first.
     pub async fn await_leadership(&self) -> Result<()> {
-        let mut rx = self.state.subscribe();
+        let mut rx = self.state.watch();
         loop {
             let s = *rx.borrow_and_update();
             if s == Leadership::Leader {
@@ -239,7 +195,7 @@ impl LeaderLatch {
     /// Resolves when leadership (or participation) ends for a reason other than
     /// [`resign`](Self::resign); returns the final state. Use it like a lock's `lost()`.
     pub fn lost(&self) -> impl std::future::Future<Output = Leadership> + Send + 'static {
-        let mut rx = self.state.subscribe();
+        let mut rx = self.state.watch();
         async move {
             loop {
                 let s = *rx.borrow_and_update();
@@ -269,14 +225,7 @@ impl LeaderLatch {
         if let Some(stop) = self.stop.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = stop.send(());
         }
-        self.state.send_if_modified(|s| {
-            if s.is_final() {
-                false
-            } else {
-                *s = final_state;
-                true
-            }
-        });
+        self.state.set(final_state);
     }
 }
 
@@ -326,7 +275,7 @@ struct Follow {
     path: String,
     ours: String,
     owner: i64,
-    state: Arc<watch::Sender<Leadership>>,
+    state: Arc<Transitions<Leadership>>,
 }
 
 /// What one look at the queue concluded.
@@ -341,14 +290,7 @@ enum Step {
 
 impl Follow {
     fn set(&self, s: Leadership) {
-        self.state.send_if_modified(|cur| {
-            if *cur == s || cur.is_final() {
-                false
-            } else {
-                *cur = s;
-                true
-            }
-        });
+        self.state.set(s);
     }
 
     async fn look(&self) -> Step {
@@ -404,12 +346,17 @@ impl Follow {
         }
     }
 
-    async fn run(self, mut stop: oneshot::Receiver<()>) {
-        let mut states = self.client.state_watcher();
+    /// Follows the queue, and the session from `session` on through every transition
+    /// `changes` reports: a disconnect healed before this task looks still suspends us.
+    async fn run(
+        self,
+        mut session: SessionState,
+        mut changes: StateChanges,
+        mut stop: oneshot::Receiver<()>,
+    ) {
         let session_timeout = self.client.session_timeout().max(Duration::from_millis(1));
         let mut suspended_since: Option<Instant> = None;
         loop {
-            let session = *states.borrow_and_update();
             if session.is_terminal() {
                 self.set(Leadership::Lost(match session {
                     SessionState::Expired => LossReason::SessionExpired,
@@ -422,10 +369,8 @@ impl Follow {
                 self.set(Leadership::Suspended);
                 tokio::select! {
                     _ = &mut stop => return,
-                    changed = states.changed() => if changed.is_err() {
-                        self.set(Leadership::Lost(LossReason::SessionClosed));
-                        return;
-                    },
+                    // No more transitions: the client is gone, as if closed.
+                    next = changes.next() => session = next.unwrap_or(SessionState::Closed),
                     _ = tokio::time::sleep_until(since + session_timeout) => {
                         self.set(Leadership::Lost(LossReason::DisconnectedTooLong));
                         return;
@@ -438,16 +383,18 @@ impl Follow {
                 _ = &mut stop => return,
                 step = self.look() => step,
             };
+            // Transitions during the look wait in `changes`: the next one is taken below, and
+            // the loop judges each in turn.
             match step {
                 Step::End(reason) => {
                     self.set(Leadership::Lost(reason));
                     return;
                 }
                 Step::Again => {
-                    // Backoff, not synchronisation: a failed look is retried shortly, and
-                    // a disconnect is picked up by the state check first.
                     tokio::select! {
                         _ = &mut stop => return,
+                        next = changes.next() => session = next.unwrap_or(SessionState::Closed),
+                        // Backoff, not synchronisation: a failed look is retried shortly.
                         _ = tokio::time::sleep(Duration::from_millis(20)) => {}
                     }
                 }
@@ -460,9 +407,8 @@ impl Follow {
                                 return;
                             }
                         }
-                        // A session change: loop to re-evaluate (a new watch is set once
-                        // connected again).
-                        _ = states.changed() => {}
+                        // A new watch is set once connected again.
+                        next = changes.next() => session = next.unwrap_or(SessionState::Closed),
                     }
                 }
             }

@@ -2,8 +2,10 @@
 
 mod common;
 
-use common::{bounded, chroot_connect, clients};
+use common::{bounded, chroot_connect, client, clients};
+use zk_client::SessionState;
 use zk_recipes::{LeaderLatch, Leadership, LossReason};
+use zk_tests::Proxy;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_leader_in_order_and_resign_hands_over() {
@@ -61,4 +63,81 @@ async fn leadership_is_lost_when_our_node_is_deleted() {
         Leadership::Lost(LossReason::NodeDeleted)
     );
     assert!(!latch.has_leadership());
+}
+
+/// A disconnect the client heals at once (same proxy, same session) still shows in the
+/// latch's changes as `Suspended`, then `Leader` again: a leader must hear that it may have
+/// been cut off, however briefly. The latch lives on a runtime that is not driven while the
+/// connection drops and comes back, so its task cannot look in between, as with a leader
+/// whose runtime is busy during the blip: only an ordered record of the session's transitions
+/// tells it a disconnect happened.
+#[test]
+fn a_disconnect_healed_at_once_is_still_a_suspension() {
+    let net = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let leader = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let chroot = zk_tests::chroot_for("leader_brief_disconnect");
+    let (proxy, c) = net.block_on(async {
+        let proxy = Proxy::start(zk_tests::shared_server().addr())
+            .await
+            .unwrap();
+        let c = client(&format!("{}{}", proxy.connect_string(), chroot)).await;
+        (proxy, c)
+    });
+
+    let (latch, mut changes) = leader.block_on(async {
+        let latch = bounded("start", LeaderLatch::start(&c, "/election", "a"))
+            .await
+            .unwrap();
+        bounded("leads", latch.await_leadership()).await.unwrap();
+        let mut changes = latch.changes();
+        assert_eq!(
+            bounded("state", changes.next()).await,
+            Some(Leadership::Leader)
+        );
+        (latch, changes)
+    });
+
+    // The latch's runtime stands still from here until the session is back.
+    let session = c.session_id();
+    net.block_on(async {
+        let mut states = c.state_changes();
+        proxy.drop_all();
+        bounded(
+            "disconnected",
+            states.wait_for(|s| s == SessionState::Disconnected),
+        )
+        .await
+        .expect("session alive");
+        bounded(
+            "reconnected",
+            states.wait_for(|s| s == SessionState::Connected),
+        )
+        .await
+        .expect("session alive");
+    });
+    assert_eq!(c.session_id(), session, "same session");
+
+    leader.block_on(async {
+        assert_eq!(
+            bounded("suspension", changes.next()).await,
+            Some(Leadership::Suspended)
+        );
+        assert_eq!(
+            bounded("leading again", changes.next()).await,
+            Some(Leadership::Leader)
+        );
+        assert!(latch.has_leadership());
+        latch.resign().await.unwrap();
+        assert_eq!(
+            bounded("closed", changes.next()).await,
+            Some(Leadership::Closed)
+        );
+    });
 }
