@@ -131,13 +131,13 @@ async fn killing_the_follower_then_the_leader_keeps_the_session_and_every_acknow
     let mut changes = c.state_changes();
     cluster.ensemble.kill(leader).unwrap();
     next_state(&mut changes, |s| s == SessionState::Disconnected).await;
-    tokio::time::timeout(
+    let state = tokio::time::timeout(
         SLOW,
         changes.wait_for(|s| s.is_connected() || s.is_terminal()),
     )
     .await
     .expect("reconnect after the leader died");
-    assert_eq!(c.state(), SessionState::Connected);
+    assert_eq!(state, Some(SessionState::Connected));
     assert_eq!(c.session_id(), id, "same session");
     assert_ne!(cluster.member_of_client(), Some(leader));
 
@@ -394,15 +394,20 @@ async fn all_servers_down_then_up_within_the_timeout_keeps_the_session() {
     a.unwrap();
     b.unwrap();
     d.unwrap();
-    tokio::time::timeout(
+    let state = tokio::time::timeout(
         SLOW,
         changes.wait_for(|s| s.is_connected() || s.is_terminal()),
     )
     .await
     .expect("reconnected");
-    assert_eq!(c.state(), SessionState::Connected);
+    // Compare what was reached, not the state now: a member can still drop its clients while
+    // the restarted ensemble settles, and the client then simply reconnects.
+    assert_eq!(state, Some(SessionState::Connected));
     assert_eq!(c.session_id(), id);
-    let stat = c.exists("/eph").await.unwrap().expect("ephemeral kept");
+    let stat = within("read after restart", c.exists("/eph"))
+        .await
+        .unwrap()
+        .expect("ephemeral kept");
     assert_eq!(stat.ephemeral_owner, id.0);
 }
 
