@@ -14,7 +14,11 @@ impl Client {
     /// Sets a persistent watch on `path` (servers 3.6+): [`AddWatchMode::Persistent`] sees data,
     /// create, delete and child-list events of the node; [`AddWatchMode::PersistentRecursive`]
     /// sees data, create and delete events of the node and every descendant (no child-list
-    /// events). The watch works whether or not the node exists, and survives reconnects.
+    /// events). The watch works whether or not the node exists, and survives reconnects: it is
+    /// re-registered on the new connection. Servers replay no missed events for persistent
+    /// watches (unlike one-shot ones), so changes made while the client was disconnected are
+    /// not reported; re-read the state after a `Disconnected` → `Connected` transition if that
+    /// matters.
     pub fn add_watch(
         &self,
         path: &str,
