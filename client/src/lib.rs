@@ -75,3 +75,29 @@ pub use watcher::{OneshotWatcher, PersistentWatcher, WatchedEvent};
 pub use zk_protocol::{
     perms, Acl, AddWatchMode, ClientInfo, CreateMode, ErrorCode, EventType, Id, Stat, WatcherType,
 };
+
+#[cfg(test)]
+mod contract {
+    //! The shapes other crates rely on, checked at compile time.
+
+    fn send_sync<T: Send + Sync + Clone>() {}
+    fn watcher<T: std::future::Future<Output = crate::WatchedEvent> + Send + Unpin>() {}
+    fn stream<T: futures_core::Stream<Item = crate::WatchedEvent> + Send + Unpin>() {}
+    fn static_future<F: std::future::Future + Send + 'static>(_: F) {}
+
+    #[test]
+    fn handles_and_watchers_have_the_promised_traits() {
+        send_sync::<crate::Client>();
+        watcher::<crate::OneshotWatcher>();
+        stream::<crate::PersistentWatcher>();
+    }
+
+    #[allow(dead_code)]
+    fn operation_futures_are_send_and_static(c: &crate::Client) {
+        static_future(c.get_data("/"));
+        static_future(c.create("/", b"", &crate::CreateOptions::persistent()));
+        static_future(c.multi(vec![]));
+        static_future(c.add_watch("/", crate::AddWatchMode::Persistent));
+        static_future(c.close());
+    }
+}
