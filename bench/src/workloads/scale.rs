@@ -36,8 +36,13 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
     let watches = ctx.opts.count(100_000) as usize;
     let name = format!("scale.watches{watches}");
     match many_watches(ctx, watches).await {
-        Ok((per_watch, reregister)) => {
+        Ok((per_watch, reconnected, reregister)) => {
             report.figure(&format!("{name}.memory_per_watch"), per_watch, "bytes");
+            report.figure(
+                &format!("{name}.reconnected"),
+                reconnected.as_secs_f64() * 1000.0,
+                "ms",
+            );
             report.figure(
                 &format!("{name}.reregister"),
                 reregister.as_secs_f64() * 1000.0,
@@ -99,10 +104,11 @@ async fn many_waiters(ctx: &Ctx, waiters: usize) -> Result<(f64, Duration), Benc
     Ok((per_waiter, serve))
 }
 
-/// Client heap per watch (the watcher handle the application holds included), and the time
-/// from dropping the connection until a request sent after the reconnect has its reply, which
-/// the server sends only after it has processed the re-registration.
-async fn many_watches(ctx: &Ctx, watches: usize) -> Result<(f64, Duration), BenchError> {
+/// Client heap per watch (the watcher handle the application holds included), the time from
+/// dropping the connection until the client reports itself connected again, and until a
+/// request sent after the reconnect has its reply, which the server sends only after it has
+/// processed the re-registration.
+async fn many_watches(ctx: &Ctx, watches: usize) -> Result<(f64, Duration, Duration), BenchError> {
     let proxy = Proxy::start(ctx.zk).await?;
     let client = Client::connect(&proxy.connect_string()).await?;
     let base = format!("/zk-bench/watches-{}", std::process::id());
@@ -142,6 +148,7 @@ async fn many_watches(ctx: &Ctx, watches: usize) -> Result<(f64, Duration), Benc
     tokio::time::timeout(bound, changes.wait_for(|s| s == SessionState::Connected))
         .await
         .map_err(|_| "the client did not reconnect")?;
+    let reconnected = start.elapsed();
     client.exists("/").await?;
     let reregister = start.elapsed();
     let restored = zk_tests::mntr(ctx.zk).await?.watch_count().unwrap_or(0) - server_before;
@@ -150,5 +157,5 @@ async fn many_watches(ctx: &Ctx, watches: usize) -> Result<(f64, Duration), Benc
     }
     drop(held);
     client.close().await;
-    Ok((per_watch, reregister))
+    Ok((per_watch, reconnected, reregister))
 }
