@@ -2,8 +2,7 @@
 
 mod common;
 
-use common::{bounded, chroot_connect, client, clients};
-use zk_client::SessionState;
+use common::{bounce_connection, bounded, chroot_connect, client, clients};
 use zk_recipes::{LeaderLatch, Leadership, LossReason};
 use zk_tests::Proxy;
 
@@ -107,20 +106,7 @@ fn a_disconnect_healed_at_once_is_still_a_suspension() {
     // The latch's runtime stands still from here until the session is back.
     let session = c.session_id();
     net.block_on(async {
-        let mut states = c.state_changes();
-        proxy.drop_all();
-        bounded(
-            "disconnected",
-            states.wait_for(|s| s == SessionState::Disconnected),
-        )
-        .await
-        .expect("session alive");
-        bounded(
-            "reconnected",
-            states.wait_for(|s| s == SessionState::Connected),
-        )
-        .await
-        .expect("session alive");
+        bounce_connection(&c, &proxy).await;
     });
     assert_eq!(c.session_id(), session, "same session");
 

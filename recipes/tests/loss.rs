@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{bounded, children, client};
+use common::{bounce_connection, bounded, children, client};
 use zk_client::{Client, SessionState};
 use zk_recipes::{LockState, LossReason, Mutex};
 use zk_tests::{Ensemble, Proxy, ZkServer};
@@ -389,20 +389,7 @@ fn a_disconnect_healed_at_once_is_still_a_suspension() {
     // The holder's runtime stands still from here until the session is back.
     let session = c.session_id();
     net.block_on(async {
-        let mut states = c.state_changes();
-        proxy.drop_all();
-        bounded(
-            "disconnected",
-            states.wait_for(|s| s == SessionState::Disconnected),
-        )
-        .await
-        .expect("session alive");
-        bounded(
-            "reconnected",
-            states.wait_for(|s| s == SessionState::Connected),
-        )
-        .await
-        .expect("session alive");
+        bounce_connection(&c, &proxy).await;
     });
     assert_eq!(c.session_id(), session, "same session");
 

@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use zk_client::Client;
+use zk_client::{Client, SessionState};
 use zk_tests::{chroot_for, shared_server};
 
 /// The bound on any single wait in these tests: generous, so that a slow CI machine does not
@@ -73,5 +73,24 @@ pub async fn wait_empty(client: &Client, path: &str) -> Vec<String> {
         }
     }
 }
+/// Drops the client's connection at the proxy and waits, bounded, until the client has seen
+/// the disconnect and is connected again (the same session, since it comes back at once).
+pub async fn bounce_connection(client: &Client, proxy: &zk_tests::Proxy) {
+    let mut states = client.state_changes();
+    proxy.drop_all();
+    bounded(
+        "disconnected",
+        states.wait_for(|s| s == SessionState::Disconnected),
+    )
+    .await
+    .expect("session alive");
+    bounded(
+        "reconnected",
+        states.wait_for(|s| s == SessionState::Connected),
+    )
+    .await
+    .expect("session alive");
+}
+
 pub mod peers;
 pub mod resource;
