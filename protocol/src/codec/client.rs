@@ -1,13 +1,10 @@
-//! The client side of the connection: writes [`ClientFrame`]s, reads [`ServerFrame`]s.
+//! The frames a client writes ([`ClientFrame`]) and reads ([`ServerFrame`]).
 
 use bytes::{Bytes, BytesMut};
-use tokio_util::codec::{Decoder, Encoder};
 
 use super::frame::{
-    decode_frame, encode_notification_frame, encode_raw_reply_frame, encode_record_frame,
-    encode_request_frame, DEFAULT_MAX_FRAME,
+    encode_notification_frame, encode_raw_reply_frame, encode_record_frame, encode_request_frame,
 };
-use super::CodecError;
 use crate::consts::xid;
 use crate::jute::Decode;
 use crate::records::{ConnectRequest, ConnectResponse, ReplyHeader, WatcherEvent};
@@ -88,86 +85,5 @@ impl ClientFrame {
             ClientFrame::Connect(request) => encode_record_frame(buf, request),
             ClientFrame::Request { xid, request } => encode_request_frame(buf, *xid, request),
         }
-    }
-}
-
-/// The codec of a client connection: the first frame read is the `ConnectResponse`, every
-/// later one a reply or a notification. Use a new codec for every connection.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ClientCodec {
-    max_frame: usize,
-    handshake_done: bool,
-}
-
-impl ClientCodec {
-    /// A codec for a fresh connection, accepting frames up to `max_frame` payload bytes
-    /// ([`DEFAULT_MAX_FRAME`] matches the server default).
-    pub fn new(max_frame: usize) -> ClientCodec {
-        ClientCodec {
-            max_frame,
-            handshake_done: false,
-        }
-    }
-
-    /// The largest accepted payload.
-    pub fn max_frame(&self) -> usize {
-        self.max_frame
-    }
-
-    /// True once the `ConnectResponse` has been decoded.
-    pub fn handshake_done(&self) -> bool {
-        self.handshake_done
-    }
-}
-
-impl Default for ClientCodec {
-    fn default() -> Self {
-        ClientCodec::new(DEFAULT_MAX_FRAME)
-    }
-}
-
-impl Decoder for ClientCodec {
-    type Item = ServerFrame;
-    type Error = CodecError;
-
-    fn decode(
-        &mut self,
-        src: &mut BytesMut,
-    ) -> std::result::Result<Option<ServerFrame>, CodecError> {
-        let Some(mut payload) = decode_frame(src, self.max_frame)? else {
-            return Ok(None);
-        };
-        if !self.handshake_done {
-            let response = ConnectResponse::decode(&mut payload)?;
-            self.handshake_done = true;
-            return Ok(Some(ServerFrame::Connect(response)));
-        }
-        Ok(Some(ServerFrame::decode_after_handshake(payload)?))
-    }
-}
-
-impl Encoder<ClientFrame> for ClientCodec {
-    type Error = CodecError;
-
-    fn encode(
-        &mut self,
-        item: ClientFrame,
-        dst: &mut BytesMut,
-    ) -> std::result::Result<(), CodecError> {
-        item.encode_frame(dst);
-        Ok(())
-    }
-}
-
-impl Encoder<&ClientFrame> for ClientCodec {
-    type Error = CodecError;
-
-    fn encode(
-        &mut self,
-        item: &ClientFrame,
-        dst: &mut BytesMut,
-    ) -> std::result::Result<(), CodecError> {
-        item.encode_frame(dst);
-        Ok(())
     }
 }

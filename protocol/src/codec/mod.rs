@@ -38,14 +38,15 @@
 //! ```
 
 mod client;
+mod connection;
 mod error;
 mod frame;
 mod server;
 
-pub use client::{ClientCodec, ClientFrame, ServerFrame};
+pub use client::{ClientFrame, ServerFrame};
+pub use connection::{ClientCodec, ClientSide, ConnectionCodec, ServerCodec, ServerSide, Side};
 pub use error::CodecError;
 pub use frame::{
     decode_frame, encode_notification_frame, encode_raw_reply_frame, encode_record_frame,
     encode_reply_frame, encode_request_frame, FrameDecoder, DEFAULT_MAX_FRAME,
 };
-pub use server::ServerCodec;
