@@ -42,7 +42,8 @@ pub(crate) struct Won {
 }
 
 /// One acquisition: our node is named `prefix` + sequence under `dir`; `markers` says which
-/// children take part in the queue; `decide` judges our place in it.
+/// children take part in the queue; `decide` judges our place in it, looking only at the
+/// contenders ahead of us (the handoff without a listing relies on that).
 pub(crate) async fn contend(
     client: &Client,
     dir: &str,
@@ -63,26 +64,25 @@ pub(crate) async fn contend(
             Some(listing) => listing.await.ok().map(|(children, _)| children),
             None => None,
         };
-        // The first listing is only useful if it was answered after our (last) create.
-        let children = match piggybacked {
-            Some(children) if children.contains(&ours) => children,
-            _ => list_children(client, dir).await?.unwrap_or_default(),
-        };
-        let queue = ordered_queue(client, dir, &children, markers).await?;
-        let Some(index) = queue.iter().position(|c| c.name == ours) else {
-            return Err(Error::NodeDeleted { path });
-        };
-        let blocker = match decide(&queue, index) {
-            Verdict::Acquired => {
-                let (path, stat) = pending.keep();
-                debug!(path, wakeups, "acquired");
-                return Ok(Some(Won {
-                    path,
-                    stat,
-                    wakeups,
-                }));
+        // The listing and the queue live in this block only: a waiter keeps nothing of them
+        // while it waits, so the memory of N waiters grows with N, not with N squared.
+        let (blocker, ours_once_gone) = {
+            // The first listing is only useful if it was answered after our (last) create.
+            let children = match piggybacked {
+                Some(children) if children.contains(&ours) => children,
+                _ => list_children(client, dir).await?.unwrap_or_default(),
+            };
+            let mut queue = ordered_queue(client, dir, &children, markers).await?;
+            let Some(index) = queue.iter().position(|c| c.name == ours) else {
+                return Err(Error::NodeDeleted { path });
+            };
+            match decide(&queue, index) {
+                Verdict::Acquired => return Ok(Some(won(pending, wakeups))),
+                Verdict::WaitFor(blocker) => {
+                    let ours_once_gone = granted_once_gone(&mut queue, index, &blocker, &decide);
+                    (blocker, ours_once_gone)
+                }
             }
-            Verdict::WaitFor(blocker) => blocker,
         };
         if let Patience::NoWait = patience {
             pending.abandon().await?;
@@ -113,7 +113,40 @@ pub(crate) async fn contend(
         if event.event_type == zk_client::EventType::None && event.state.is_terminal() {
             return Err(terminal_error(event.state));
         }
+        // Nobody can queue in front of us (a later node sorts after ours), so if the blocker
+        // was all that stood in our way, its deletion is the grant: no listing needed, which
+        // saves the next holder a round trip and a listing of the whole queue.
+        if ours_once_gone && event.event_type == zk_client::EventType::NodeDeleted {
+            return Ok(Some(won(pending, wakeups)));
+        }
     }
+}
+
+/// Keeps our node: the acquisition is granted.
+fn won(pending: PendingNode, wakeups: u32) -> Won {
+    let (path, stat) = pending.keep();
+    debug!(path, wakeups, "acquired");
+    Won {
+        path,
+        stat,
+        wakeups,
+    }
+}
+
+/// Whether `decide` grants us (at `ours`) once `blocker` is gone from `queue`. Verdicts depend
+/// only on the contenders ahead of us, and none can be added there, so this is the verdict of
+/// the listing that would follow the blocker's deletion.
+fn granted_once_gone(
+    queue: &mut Vec<Contender>,
+    ours: usize,
+    blocker: &str,
+    decide: impl Fn(&[Contender], usize) -> Verdict,
+) -> bool {
+    let Some(at) = queue[..ours].iter().position(|c| c.name == blocker) else {
+        return false;
+    };
+    queue.remove(at);
+    matches!(decide(queue, ours - 1), Verdict::Acquired)
 }
 
 /// Orders a listing, falling back to creation order (`czxid`) when the sequences alone cannot

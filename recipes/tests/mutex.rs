@@ -331,3 +331,70 @@ async fn uncontended_acquire_takes_one_round_trip() {
         "a request waited for a reply: {log:?}"
     );
 }
+
+/// A handoff costs the next holder no listing: the waiter watched the holder, the holder was
+/// all that stood before it, so the deletion event is the grant. Checked on the waiter's wire:
+/// after its watch is set, the only frames are the event and nothing it asks the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handoff_needs_no_listing() {
+    const GET_DATA: i32 = 4;
+    const LIST: [i32; 2] = [8, 12];
+    let chroot = zk_tests::chroot_for("mutex_handoff_no_listing");
+    let holder = client(&format!(
+        "{}{}",
+        zk_tests::shared_server().connect_string(),
+        chroot
+    ))
+    .await;
+    let proxy = Proxy::start(zk_tests::shared_server().addr())
+        .await
+        .unwrap();
+    let waiter = client(&format!("{}{}", proxy.connect_string(), chroot)).await;
+    let held = bounded(
+        "holder acquires",
+        Mutex::new(&holder, "/lock").unwrap().acquire(),
+    )
+    .await
+    .unwrap();
+
+    proxy.record_frames(true);
+    let m = Mutex::new(&waiter, "/lock").unwrap();
+    let acquiring = tokio::spawn(async move { m.acquire().await });
+    bounded(
+        "the waiter's watch is set",
+        proxy.wait_for_frames(|log| {
+            log.iter().any(|e| match *e {
+                FrameEvent::ClientToServer { xid, opcode, .. } if opcode == GET_DATA => log
+                    .iter()
+                    .any(|r| matches!(*r, FrameEvent::ServerToClient { xid: x, .. } if x == xid)),
+                _ => false,
+            })
+        }),
+    )
+    .await;
+    proxy.take_frame_log();
+
+    held.release().await.unwrap();
+    let g = bounded("waiter acquires", acquiring)
+        .await
+        .unwrap()
+        .unwrap();
+    let log = proxy.take_frame_log();
+    assert_eq!(g.wakeups(), 1);
+    let asked: Vec<i32> = log
+        .iter()
+        .filter_map(|e| match *e {
+            FrameEvent::ClientToServer { xid, opcode, .. } if xid >= 0 => Some(opcode),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !asked.iter().any(|op| LIST.contains(op)),
+        "the waiter listed the queue after the handoff: {log:?}"
+    );
+    assert!(
+        asked.is_empty(),
+        "the handoff cost requests {asked:?}: {log:?}"
+    );
+    g.release().await.unwrap();
+}
