@@ -16,6 +16,10 @@
 //! Defaults: `tickTime` 200 ms, session timeouts clamped to 400 ms..60 s, every four-letter
 //! word enabled, no AdminServer, no fsync.
 //!
+//! Start-up waits, proxy latency and black-hole durations run on tokio's clock, so do not use
+//! these helpers under `#[tokio::test(start_paused = true)]`: a paused clock jumps ahead
+//! whenever the runtime idles and would fire those timeouts while a real JVM is still starting.
+//!
 //! ```no_run
 //! use std::time::Duration;
 //! use zk_tests::{chroot_for, shared_server, Ensemble, Proxy, ZkServer};
