@@ -208,6 +208,19 @@ impl Harness {
         )
     }
 
+    /// A `getData` that sets a data watch: the reply and the watcher's receiver.
+    fn get_data_watched(&mut self, path: &str) -> (ReplyRx, oneshot::Receiver<WatchedEvent>) {
+        let (tx, watcher) = oneshot::channel();
+        let reply = self.submit(
+            Request::GetData(GetDataRequest {
+                path: path.into(),
+                watch: true,
+            }),
+            Some(WatchRegistration::Data(path.into(), tx)),
+        );
+        (reply, watcher)
+    }
+
     fn xids(&mut self) -> Vec<(i32, OpCode)> {
         self.sent()
             .into_iter()

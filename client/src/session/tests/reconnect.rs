@@ -67,14 +67,7 @@ fn resume_handshake_replays_auth_then_watches_then_waiting_requests() {
     h.reply(-4, 0, ErrorCode::Ok, &[]);
     assert_eq!(h.state(), SessionState::Connected);
 
-    let (wtx, mut wrx) = oneshot::channel();
-    let _r = h.submit(
-        Request::GetData(GetDataRequest {
-            path: "/w".into(),
-            watch: true,
-        }),
-        Some(WatchRegistration::Data("/w".into(), wtx)),
-    );
+    let (_r, mut wrx) = h.get_data_watched("/w");
     let (ptx, mut prx) = mpsc::unbounded_channel();
     let _p = h.submit(
         Request::AddWatch(zk_protocol::AddWatchRequest {
@@ -184,14 +177,7 @@ fn many_watches_are_restored_in_several_frames() {
 #[test]
 fn dropped_watchers_are_not_restored() {
     let mut h = connected();
-    let (tx, rx) = oneshot::channel();
-    let _r = h.submit(
-        Request::GetData(GetDataRequest {
-            path: "/w".into(),
-            watch: true,
-        }),
-        Some(WatchRegistration::Data("/w".into(), tx)),
-    );
+    let (_r, rx) = h.get_data_watched("/w");
     h.reply(1, 2, ErrorCode::Ok, &[]);
     drop(rx);
     h.s.on_disconnected(h.now, "eof");
@@ -202,14 +188,7 @@ fn dropped_watchers_are_not_restored() {
 #[test]
 fn expired_on_reconnect_ends_everything() {
     let mut h = connected();
-    let (tx, mut wrx) = oneshot::channel();
-    let _r = h.submit(
-        Request::GetData(GetDataRequest {
-            path: "/w".into(),
-            watch: true,
-        }),
-        Some(WatchRegistration::Data("/w".into(), tx)),
-    );
+    let (_r, mut wrx) = h.get_data_watched("/w");
     h.reply(1, 2, ErrorCode::Ok, &[]);
     h.s.on_disconnected(h.now, "eof");
     let mut waiting = h.get_data("/x");

@@ -55,14 +55,7 @@ fn replies_complete_in_order_and_errors_are_typed() {
 #[test]
 fn event_is_delivered_before_the_reply_that_follows_it() {
     let mut h = connected();
-    let (wtx, mut wrx) = oneshot::channel();
-    let _g = h.submit(
-        Request::GetData(GetDataRequest {
-            path: "/w".into(),
-            watch: true,
-        }),
-        Some(WatchRegistration::Data("/w".into(), wtx)),
-    );
+    let (_g, mut wrx) = h.get_data_watched("/w");
     h.reply(1, 5, ErrorCode::Ok, &[]);
     let mut set = h.get_data("/w");
     // Server order: the notification, then the reply of the write that caused it.
@@ -122,14 +115,7 @@ fn exists_on_missing_node_leaves_an_exist_watch_but_get_data_does_not() {
         }),
         Some(WatchRegistration::Exists("/x".into(), etx)),
     );
-    let (dtx, mut drx) = oneshot::channel();
-    let _d = h.submit(
-        Request::GetData(GetDataRequest {
-            path: "/x".into(),
-            watch: true,
-        }),
-        Some(WatchRegistration::Data("/x".into(), dtx)),
-    );
+    let (_d, mut drx) = h.get_data_watched("/x");
     h.reply(1, 1, ErrorCode::NoNode, &[]);
     h.reply(2, 1, ErrorCode::NoNode, &[]);
     assert!(matches!(
@@ -182,14 +168,7 @@ fn auth_reply_may_overtake_earlier_replies() {
 #[test]
 fn remove_watches_resolves_local_watchers() {
     let mut h = connected();
-    let (tx, mut wrx) = oneshot::channel();
-    let _r = h.submit(
-        Request::GetData(GetDataRequest {
-            path: "/w".into(),
-            watch: true,
-        }),
-        Some(WatchRegistration::Data("/w".into(), tx)),
-    );
+    let (_r, mut wrx) = h.get_data_watched("/w");
     h.reply(1, 2, ErrorCode::Ok, &[]);
     let _rm = h.submit(
         Request::RemoveWatches(zk_protocol::RemoveWatchesRequest {
