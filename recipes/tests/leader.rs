@@ -2,9 +2,8 @@
 
 mod common;
 
-use common::{bounce_connection, bounded, chroot_connect, client, clients};
+use common::{blip_rig, bounce_connection, bounded, chroot_connect, clients, BlipRig};
 use zk_recipes::{LeaderLatch, Leadership, LossReason};
-use zk_tests::Proxy;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_leader_in_order_and_resign_hands_over() {
@@ -72,23 +71,12 @@ async fn leadership_is_lost_when_our_node_is_deleted() {
 /// tells it a disconnect happened.
 #[test]
 fn a_disconnect_healed_at_once_is_still_a_suspension() {
-    let net = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let leader = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let chroot = zk_tests::chroot_for("leader_brief_disconnect");
-    let (proxy, c) = net.block_on(async {
-        let proxy = Proxy::start(zk_tests::shared_server().addr())
-            .await
-            .unwrap();
-        let c = client(&format!("{}{}", proxy.connect_string(), chroot)).await;
-        (proxy, c)
-    });
+    let BlipRig {
+        net,
+        app: leader,
+        proxy,
+        client: c,
+    } = blip_rig("leader_brief_disconnect");
 
     let (latch, mut changes) = leader.block_on(async {
         let latch = bounded("start", LeaderLatch::start(&c, "/election", "a"))

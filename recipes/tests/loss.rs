@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{bounce_connection, bounded, children, client};
+use common::{blip_rig, bounce_connection, bounded, children, client, BlipRig};
 use zk_client::{Client, SessionState};
 use zk_recipes::{LockState, LossReason, Mutex};
 use zk_tests::{Ensemble, Proxy, ZkServer};
@@ -360,23 +360,12 @@ async fn release_during_connection_loss_completes_in_the_background() {
 /// the session's transitions tells it a disconnect happened.
 #[test]
 fn a_disconnect_healed_at_once_is_still_a_suspension() {
-    let net = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let holder = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let chroot = zk_tests::chroot_for("loss_brief_disconnect");
-    let (proxy, c) = net.block_on(async {
-        let proxy = Proxy::start(zk_tests::shared_server().addr())
-            .await
-            .unwrap();
-        let c = client(&format!("{}{}", proxy.connect_string(), chroot)).await;
-        (proxy, c)
-    });
+    let BlipRig {
+        net,
+        app: holder,
+        proxy,
+        client: c,
+    } = blip_rig("loss_brief_disconnect");
 
     let (g, mut changes, suspended) = holder.block_on(async {
         let m = Mutex::new(&c, "/lock").unwrap();

@@ -92,5 +92,42 @@ pub async fn bounce_connection(client: &Client, proxy: &zk_tests::Proxy) {
     .expect("session alive");
 }
 
+/// The rig of the healed-disconnect tests: a client behind a proxy on the shared server, driven
+/// by a multi-thread runtime (`net`), and a current-thread runtime (`app`) for the recipe under
+/// test, which stands still whenever the test is not blocked on it: like an application whose
+/// runtime is busy while the connection drops and comes back.
+pub struct BlipRig {
+    pub net: tokio::runtime::Runtime,
+    pub app: tokio::runtime::Runtime,
+    pub proxy: zk_tests::Proxy,
+    pub client: Client,
+}
+
+pub fn blip_rig(test: &str) -> BlipRig {
+    let net = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let app = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let chroot = chroot_for(test);
+    let (proxy, client) = net.block_on(async {
+        let proxy = zk_tests::Proxy::start(shared_server().addr())
+            .await
+            .unwrap();
+        let c = client(&format!("{}{}", proxy.connect_string(), chroot)).await;
+        (proxy, c)
+    });
+    BlipRig {
+        net,
+        app,
+        proxy,
+        client,
+    }
+}
+
 pub mod peers;
 pub mod resource;
