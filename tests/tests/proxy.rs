@@ -49,6 +49,19 @@ async fn echo_upstream() -> (SocketAddr, mpsc::UnboundedReceiver<Vec<u8>>) {
     (addr, rx)
 }
 
+/// A proxy in front of an echo upstream, and a client whose `first` bytes have made the round
+/// trip (so the connection is known to be up end to end).
+async fn connected_through_proxy(
+    first: &[u8],
+) -> (Proxy, TcpStream, mpsc::UnboundedReceiver<Vec<u8>>) {
+    let (upstream, mut seen) = echo_upstream().await;
+    let proxy = Proxy::start(upstream).await.unwrap();
+    let mut client = TcpStream::connect(proxy.addr()).await.unwrap();
+    round_trip(&mut client, first).await;
+    assert_eq!(seen.recv().await.unwrap(), first);
+    (proxy, client, seen)
+}
+
 async fn read_exactly(stream: &mut TcpStream, n: usize) -> Vec<u8> {
     let mut buf = vec![0; n];
     timeout(SOON, stream.read_exact(&mut buf))
@@ -92,11 +105,7 @@ fn request(xid: i32, opcode: i32, payload: &[u8]) -> Vec<u8> {
 
 #[tokio::test]
 async fn forwards_both_ways() {
-    let (upstream, mut seen) = echo_upstream().await;
-    let proxy = Proxy::start(upstream).await.unwrap();
-    let mut client = TcpStream::connect(proxy.addr()).await.unwrap();
-    round_trip(&mut client, b"hello").await;
-    assert_eq!(seen.recv().await.unwrap(), b"hello");
+    let (proxy, _client, _seen) = connected_through_proxy(b"hello").await;
     assert_eq!(proxy.accepted(), 1);
     assert_eq!(proxy.open_connections(), 1);
 }
@@ -146,11 +155,7 @@ async fn refuse_resets_new_connections_but_keeps_open_ones() {
 
 #[tokio::test]
 async fn a_black_hole_holds_traffic_without_closing_and_then_lets_it_through() {
-    let (upstream, mut seen) = echo_upstream().await;
-    let proxy = Proxy::start(upstream).await.unwrap();
-    let mut client = TcpStream::connect(proxy.addr()).await.unwrap();
-    round_trip(&mut client, b"xxxx").await;
-    assert_eq!(seen.recv().await.unwrap(), b"xxxx");
+    let (proxy, mut client, mut seen) = connected_through_proxy(b"xxxx").await;
 
     proxy.black_hole(true);
     client.write_all(b"ping").await.unwrap();
@@ -175,11 +180,7 @@ async fn a_black_hole_holds_traffic_without_closing_and_then_lets_it_through() {
 
 #[tokio::test]
 async fn bytes_of_a_connection_closed_in_a_black_hole_never_arrive() {
-    let (upstream, mut seen) = echo_upstream().await;
-    let proxy = Proxy::start(upstream).await.unwrap();
-    let mut client = TcpStream::connect(proxy.addr()).await.unwrap();
-    round_trip(&mut client, b"xxxx").await;
-    assert_eq!(seen.recv().await.unwrap(), b"xxxx");
+    let (proxy, mut client, mut seen) = connected_through_proxy(b"xxxx").await;
 
     proxy.black_hole(true);
     client.write_all(b"stale handshake").await.unwrap();
