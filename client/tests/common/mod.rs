@@ -72,3 +72,29 @@ pub async fn next_state(
         .await
         .expect("session ended first")
 }
+
+/// Black-holes the client's server with `hole` and checks that the client notices within two
+/// thirds of the negotiated session timeout (the read timeout, counted from the last frame,
+/// which came at most one ping interval ago). Returns the state stream taken before the fault.
+pub async fn assert_black_hole_noticed(
+    client: &Client,
+    hole: impl FnOnce(),
+) -> zk_client::StateChanges {
+    let negotiated = client.session_timeout();
+    let mut changes = client.state_changes();
+    hole();
+    let start = tokio::time::Instant::now();
+    tokio::time::timeout(
+        negotiated,
+        changes.wait_for(|s| s == SessionState::Disconnected),
+    )
+    .await
+    .expect("disconnection noticed within the session timeout")
+    .unwrap();
+    let noticed = start.elapsed();
+    assert!(
+        noticed <= negotiated * 2 / 3 + SCHEDULING_SLACK,
+        "{noticed:?}"
+    );
+    changes
+}
