@@ -9,7 +9,7 @@ use zk_protocol::{
 };
 
 use super::node::create_request;
-use crate::client::Client;
+use crate::client::{Call, Client};
 use crate::error::{Error, Result};
 use crate::options::CreateOptions;
 use crate::path::Chroot;
@@ -161,6 +161,21 @@ impl ReadOp {
     pub fn get_children(path: &str) -> ReadOp {
         ReadOp::GetChildren(path.to_owned())
     }
+
+    fn to_wire(&self, chroot: &Chroot) -> Result<zk_protocol::MultiOp> {
+        use zk_protocol::MultiOp as W;
+        // Watches are ignored inside a multiRead; send false as the reference client does.
+        Ok(match self {
+            ReadOp::GetData(p) => W::GetData(GetDataRequest {
+                path: chroot.to_server(p)?,
+                watch: false,
+            }),
+            ReadOp::GetChildren(p) => W::GetChildren(GetChildrenRequest {
+                path: chroot.to_server(p)?,
+                watch: false,
+            }),
+        })
+    }
 }
 
 /// The result of one read of a [`Client::multi_read`]; each read succeeds or fails alone.
@@ -192,16 +207,7 @@ impl Client {
         ops: Vec<MultiOp>,
     ) -> impl Future<Output = Result<Vec<MultiResult>>> + Send + 'static {
         let chroot = self.chroot_ref().clone();
-        let call = if ops.is_empty() {
-            None
-        } else {
-            Some(
-                ops.iter()
-                    .map(|op| op.to_wire(&chroot))
-                    .collect::<Result<Vec<_>>>()
-                    .and_then(|ops| self.call(Request::Multi(MultiRequest { ops }), None)),
-            )
-        };
+        let call = self.transaction(&ops, |op| op.to_wire(&chroot), Request::Multi);
         async move {
             let Some(call) = call else {
                 return Ok(Vec::new());
@@ -241,29 +247,7 @@ impl Client {
         ops: Vec<ReadOp>,
     ) -> impl Future<Output = Result<Vec<ReadResult>>> + Send + 'static {
         let chroot = self.chroot_ref().clone();
-        let call = if ops.is_empty() {
-            None
-        } else {
-            Some(
-                ops.iter()
-                    .map(|op| {
-                        Ok(match op {
-                            ReadOp::GetData(p) => zk_protocol::MultiOp::GetData(GetDataRequest {
-                                path: chroot.to_server(p)?,
-                                watch: false,
-                            }),
-                            ReadOp::GetChildren(p) => {
-                                zk_protocol::MultiOp::GetChildren(GetChildrenRequest {
-                                    path: chroot.to_server(p)?,
-                                    watch: false,
-                                })
-                            }
-                        })
-                    })
-                    .collect::<Result<Vec<_>>>()
-                    .and_then(|ops| self.call(Request::MultiRead(MultiRequest { ops }), None)),
-            )
-        };
+        let call = self.transaction(&ops, |op| op.to_wire(&chroot), Request::MultiRead);
         async move {
             let Some(call) = call else {
                 return Ok(Vec::new());
@@ -288,6 +272,27 @@ impl Client {
                 })
                 .collect()
         }
+    }
+}
+
+impl Client {
+    /// Queues a multi or multiRead of `ops` now; `None` for an empty list, which needs no round
+    /// trip (the reference client does not send one either).
+    fn transaction<T>(
+        &self,
+        ops: &[T],
+        to_wire: impl Fn(&T) -> Result<zk_protocol::MultiOp>,
+        request: fn(MultiRequest) -> Request,
+    ) -> Option<Result<Call>> {
+        if ops.is_empty() {
+            return None;
+        }
+        Some(
+            ops.iter()
+                .map(to_wire)
+                .collect::<Result<Vec<_>>>()
+                .and_then(|ops| self.call(request(MultiRequest { ops }), None)),
+        )
     }
 }
 
