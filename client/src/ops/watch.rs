@@ -15,10 +15,17 @@ impl Client {
     /// create, delete and child-list events of the node; [`AddWatchMode::PersistentRecursive`]
     /// sees data, create and delete events of the node and every descendant (no child-list
     /// events). The watch works whether or not the node exists, and survives reconnects: it is
-    /// re-registered on the new connection. Servers replay no missed events for persistent
-    /// watches (unlike one-shot ones), so changes made while the client was disconnected are
-    /// not reported; re-read the state after a `Disconnected` → `Connected` transition if that
-    /// matters.
+    /// re-registered on the new connection.
+    ///
+    /// Servers replay no missed events for persistent watches, so the client does: it reads
+    /// the watched node (or lists the whole subtree, one `getChildren2` per node) when the
+    /// watch is set, keeps what it read up to date from the events, and reads again after
+    /// every reconnect. Changes made while it was cut off are then reported once per node and
+    /// kind of change (two missed data changes give one `NodeDataChanged`; a node created while
+    /// cut off gives `NodeCreated` only), and a change whose event did arrive is never
+    /// reported again. The call returns once that first read is done, so from then on no
+    /// change goes unreported. A recursive watch therefore costs a listing of its subtree on
+    /// every reconnect and the subtree's paths in memory.
     pub fn add_watch(
         &self,
         path: &str,

@@ -59,6 +59,7 @@ impl Session {
         self.drop_connection();
         self.ping_outstanding = false;
         self.completed += self.pending.fail_all(&Error::ConnectionLoss);
+        self.watches.abandon_reads();
         self.set_state(SessionState::Disconnected);
         if self.cfg.fail_fast {
             for packet in self.unsent.drain(..) {
@@ -206,6 +207,7 @@ impl Session {
             });
         }
         let wanted = self.watches.wanted();
+        let relearn = (wanted.persistent.clone(), wanted.recursive.clone());
         if !wanted.is_empty() {
             let batches = handshake::set_watches_batches(
                 wanted,
@@ -219,6 +221,7 @@ impl Session {
                 self.pending.requests.push_back(Pending::SetWatches { xid });
             }
         }
+        self.relearn(relearn.0, relearn.1);
         self.last_send = now;
         while let Some(packet) = self.unsent.pop_front() {
             if packet.reply.is_closed() {

@@ -14,9 +14,11 @@
 
 mod handshake;
 pub(crate) mod hosts;
+mod learn;
 mod lifecycle;
 mod pending;
 mod replies;
+mod watch_memo;
 pub(crate) mod watches;
 
 #[cfg(test)]

@@ -22,14 +22,26 @@ pub(crate) enum Pending {
     SetWatches { xid: i32 },
     /// `closeSession`.
     Close { xid: i32 },
+    /// One of the session's own reads behind a persistent watch.
+    Learn { xid: i32, read: LearnRead },
+}
+
+/// What a session's own read is for.
+#[derive(Debug)]
+pub(crate) enum LearnRead {
+    /// `exists` on the node of a persistent watch.
+    Node(String),
+    /// `getChildren2` on `path`, in a walk of the recursive watch on `root`.
+    Listing { root: String, path: String },
 }
 
 impl Pending {
     pub fn xid(&self) -> i32 {
         match self {
-            Pending::User { xid, .. } | Pending::SetWatches { xid } | Pending::Close { xid } => {
-                *xid
-            }
+            Pending::User { xid, .. }
+            | Pending::SetWatches { xid }
+            | Pending::Close { xid }
+            | Pending::Learn { xid, .. } => *xid,
         }
     }
 }

@@ -95,13 +95,18 @@ impl Session {
                 self.completed += 1;
                 debug!(xid, err = ?header.err, "request completed");
                 if header.err == ErrorCode::Ok {
-                    if let Some(watch) = watch {
-                        self.register_watch(watch, true);
-                    }
-                    let _ = reply.send(Ok(RawReply {
+                    let raw = RawReply {
                         zxid: header.zxid,
                         body,
-                    }));
+                    };
+                    match watch.and_then(|watch| self.register_watch(watch, true)) {
+                        Some((path, recursive)) => {
+                            self.watches.hold_reply(&path, recursive, (reply, raw))
+                        }
+                        None => {
+                            let _ = reply.send(Ok(raw));
+                        }
+                    }
                 } else {
                     if header.err == ErrorCode::NoNode {
                         if let Some(watch) = watch {
@@ -120,12 +125,18 @@ impl Session {
                 }
             }
             Pending::Close { .. } => self.terminate(SessionState::Closed),
+            Pending::Learn { read, .. } => self.on_learn_reply(read, header, body),
         }
     }
 
     /// Records a watch the server set: `ok` says the reply succeeded, else it was `NONODE`
-    /// (where only `exists` leaves a watch behind).
-    pub(super) fn register_watch(&mut self, watch: WatchRegistration, ok: bool) {
+    /// (where only `exists` leaves a watch behind). Returns the persistent watch whose reply
+    /// must wait until its node or subtree is read.
+    pub(super) fn register_watch(
+        &mut self,
+        watch: WatchRegistration,
+        ok: bool,
+    ) -> Option<(String, bool)> {
         match (watch, ok) {
             (WatchRegistration::Data(path, tx), true) => self.watches.add_data(path, tx),
             (WatchRegistration::Exists(path, tx), true) => self.watches.add_data(path, tx),
@@ -138,11 +149,17 @@ impl Session {
                     tx,
                 },
                 true,
-            ) => self.watches.add_persistent(path, recursive, tx),
+            ) => {
+                let learn = self.watches.add_persistent(path.clone(), recursive, tx);
+                if self.learn(path.clone(), learn) {
+                    return Some((path, recursive));
+                }
+            }
             (WatchRegistration::Remove(path, watcher_type), true) => {
                 self.watches.remove(&path, watcher_type, &self.cfg.chroot)
             }
             _ => {}
         }
+        None
     }
 }

@@ -7,8 +7,10 @@
 use std::collections::HashMap;
 
 use tokio::sync::{mpsc, oneshot};
-use zk_protocol::{EventType, WatcherType};
+use zk_protocol::{EventType, Stat, WatcherType};
 
+use super::watch_memo::{Missed, NodeState, SubtreeCache};
+use crate::packet::{RawReply, ReplyTx};
 use crate::path::Chroot;
 use crate::state::SessionState;
 use crate::watcher::WatchedEvent;
@@ -16,14 +18,47 @@ use crate::watcher::WatchedEvent;
 type OneshotTx = oneshot::Sender<WatchedEvent>;
 type StreamTx = mpsc::UnboundedSender<WatchedEvent>;
 
+/// An `addWatch` reply held until the watched node or subtree is known, so that once the call
+/// returns no change can go unreported, even across a reconnect.
+pub(crate) type HeldReply = (ReplyTx, RawReply);
+
 /// Every watch the client holds, by kind.
 #[derive(Debug, Default)]
 pub(crate) struct WatchRegistry {
     data: HashMap<String, Vec<OneshotTx>>,
     exist: HashMap<String, Vec<OneshotTx>>,
     child: HashMap<String, Vec<OneshotTx>>,
-    persistent: HashMap<String, Vec<StreamTx>>,
-    recursive: HashMap<String, Vec<StreamTx>>,
+    persistent: HashMap<String, Persistent>,
+    recursive: HashMap<String, Recursive>,
+}
+
+/// The watchers of one persistent watch and what is known of its node.
+#[derive(Debug, Default)]
+struct Persistent {
+    txs: Vec<StreamTx>,
+    node: NodeState,
+    held: Vec<HeldReply>,
+}
+
+/// The watchers of one persistent-recursive watch and what is known of its subtree.
+#[derive(Debug)]
+struct Recursive {
+    txs: Vec<StreamTx>,
+    cache: SubtreeCache,
+    held: Vec<HeldReply>,
+}
+
+/// What a new persistent watch needs before its node or subtree is known.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Learn {
+    /// Already known.
+    Nothing,
+    /// A read of the node of a persistent watch.
+    Node,
+    /// A walk of the subtree of a persistent-recursive watch.
+    Subtree,
+    /// The walk under way.
+    Walk,
 }
 
 /// The paths to re-register after a reconnect, in `setWatches2` order.
@@ -59,13 +94,48 @@ impl WatchRegistry {
         self.child.entry(path).or_default().push(tx);
     }
 
-    pub fn add_persistent(&mut self, path: String, recursive: bool, tx: StreamTx) {
-        let map = if recursive {
-            &mut self.recursive
+    /// Adds a persistent watcher; says what must be read to learn the watched node or subtree.
+    pub fn add_persistent(&mut self, path: String, recursive: bool, tx: StreamTx) -> Learn {
+        if recursive {
+            let entry = self
+                .recursive
+                .entry(path)
+                .or_insert_with_key(|root| Recursive {
+                    txs: vec![],
+                    cache: SubtreeCache::new(root.clone()),
+                    held: vec![],
+                });
+            entry.txs.push(tx);
+            if entry.cache.needs_walk() {
+                Learn::Subtree
+            } else if entry.cache.is_walking() {
+                Learn::Walk
+            } else {
+                Learn::Nothing
+            }
         } else {
-            &mut self.persistent
+            let entry = self.persistent.entry(path).or_default();
+            entry.txs.push(tx);
+            if entry.node.is_unknown() {
+                Learn::Node
+            } else {
+                Learn::Nothing
+            }
+        }
+    }
+
+    /// Holds the reply of the `addWatch` that set the watch on `path` until what it watches is
+    /// known.
+    pub fn hold_reply(&mut self, path: &str, recursive: bool, reply: HeldReply) {
+        let held = if recursive {
+            self.recursive.get_mut(path).map(|e| &mut e.held)
+        } else {
+            self.persistent.get_mut(path).map(|e| &mut e.held)
         };
-        map.entry(path).or_default().push(tx);
+        match held {
+            Some(held) => held.push(reply),
+            None => release(vec![reply]),
+        }
     }
 
     /// Delivers a server notification to every watcher it concerns (§4.7 of the protocol notes:
@@ -93,11 +163,26 @@ impl WatchRegistry {
         if child {
             fire_oneshots(&mut self.child, server_path, &event);
         }
-        send_stream(&mut self.persistent, server_path, &event);
+        if let Some(entry) = self.persistent.get_mut(server_path) {
+            if let Some(missed) = entry.node.on_event(event_type) {
+                send_all(&mut entry.txs, &with_type(&event, missed));
+            }
+            send_all(&mut entry.txs, &event);
+            if entry.txs.is_empty() {
+                self.persistent.remove(server_path);
+            }
+        }
         if event_type != EventType::NodeChildrenChanged && !self.recursive.is_empty() {
             let mut path = server_path;
             loop {
-                send_stream(&mut self.recursive, path, &event);
+                if let Some(entry) = self.recursive.get_mut(path) {
+                    let missed = entry.cache.on_event(event_type, server_path);
+                    send_missed(&mut entry.txs, missed, chroot);
+                    send_all(&mut entry.txs, &event);
+                    if entry.txs.is_empty() {
+                        self.recursive.remove(path);
+                    }
+                }
                 if path == "/" {
                     break;
                 }
@@ -107,6 +192,70 @@ impl WatchRegistry {
                     None => break,
                 };
             }
+        }
+    }
+
+    /// Takes a read of a persistent watch's node (`None`: no such node) and reports the
+    /// changes it shows were missed.
+    pub fn learn_node(&mut self, server_path: &str, stat: Option<&Stat>, chroot: &Chroot) {
+        if let Some(entry) = self.persistent.get_mut(server_path) {
+            let missed = entry.node.on_read(stat);
+            let missed = missed.into_iter().map(|t| (t, server_path.to_string()));
+            send_missed(&mut entry.txs, missed.collect(), chroot);
+            release(std::mem::take(&mut entry.held));
+        }
+    }
+
+    /// Starts a walk of a recursive watch's subtree; false when the watch is gone.
+    pub fn start_walk(&mut self, root: &str) -> bool {
+        match self.recursive.get_mut(root) {
+            Some(entry) => {
+                entry.cache.walk_started();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Takes one listing of a walk (`None`: no such node), reports the changes it shows were
+    /// missed, and returns the paths to list next.
+    pub fn learn_listing(
+        &mut self,
+        root: &str,
+        path: &str,
+        listing: Option<(&[String], &Stat)>,
+        chroot: &Chroot,
+    ) -> Vec<String> {
+        let Some(entry) = self.recursive.get_mut(root) else {
+            return vec![];
+        };
+        let (missed, visit) = entry.cache.on_listing(path, listing);
+        send_missed(&mut entry.txs, missed, chroot);
+        if !entry.cache.is_walking() {
+            release(std::mem::take(&mut entry.held));
+        }
+        visit
+    }
+
+    /// A listing of a walk could not be read: the walk goes on without it.
+    pub fn skip_listing(&mut self, root: &str) {
+        if let Some(entry) = self.recursive.get_mut(root) {
+            entry.cache.listing_skipped();
+            if !entry.cache.is_walking() {
+                release(std::mem::take(&mut entry.held));
+            }
+        }
+    }
+
+    /// The connection was lost: reads under way will get no answer. The watches stay set, so
+    /// the calls that set them succeed.
+    pub fn abandon_reads(&mut self) {
+        for entry in self.recursive.values_mut() {
+            entry.cache.walk_abandoned();
+            release(std::mem::take(&mut entry.held));
+        }
+        for entry in self.persistent.values_mut() {
+            release(std::mem::take(&mut entry.held));
         }
     }
 
@@ -147,13 +296,15 @@ impl WatchRegistry {
         }
         let removed = event(EventType::PersistentWatchRemoved);
         if persistent {
-            for tx in self.persistent.remove(server_path).unwrap_or_default() {
-                let _ = tx.send(removed.clone());
+            if let Some(mut entry) = self.persistent.remove(server_path) {
+                release(entry.held);
+                send_all(&mut entry.txs, &removed);
             }
         }
         if recursive {
-            for tx in self.recursive.remove(server_path).unwrap_or_default() {
-                let _ = tx.send(removed.clone());
+            if let Some(mut entry) = self.recursive.remove(server_path) {
+                release(entry.held);
+                send_all(&mut entry.txs, &removed);
             }
         }
     }
@@ -168,24 +319,28 @@ impl WatchRegistry {
                 }
             }
         }
-        for map in [&mut self.persistent, &mut self.recursive] {
-            for (path, txs) in map.drain() {
-                let event = WatchedEvent::session(state, &chroot.strip(&path));
-                for tx in txs {
-                    let _ = tx.send(event.clone());
-                }
-            }
+        for (path, mut entry) in self.persistent.drain() {
+            send_all(
+                &mut entry.txs,
+                &WatchedEvent::session(state, &chroot.strip(&path)),
+            );
+        }
+        for (path, mut entry) in self.recursive.drain() {
+            send_all(
+                &mut entry.txs,
+                &WatchedEvent::session(state, &chroot.strip(&path)),
+            );
         }
     }
 
     /// The paths still wanted by someone, dropping watchers whose receiver is gone.
     pub fn wanted(&mut self) -> WatchSet {
         WatchSet {
-            data: live_paths(&mut self.data, |tx| tx.is_closed()),
-            exist: live_paths(&mut self.exist, |tx| tx.is_closed()),
-            child: live_paths(&mut self.child, |tx| tx.is_closed()),
-            persistent: live_paths(&mut self.persistent, |tx| tx.is_closed()),
-            recursive: live_paths(&mut self.recursive, |tx| tx.is_closed()),
+            data: live_paths(&mut self.data, prune_oneshots),
+            exist: live_paths(&mut self.exist, prune_oneshots),
+            child: live_paths(&mut self.child, prune_oneshots),
+            persistent: live_paths(&mut self.persistent, |e| prune_streams(&mut e.txs)),
+            recursive: live_paths(&mut self.recursive, |e| prune_streams(&mut e.txs)),
         }
     }
 
@@ -207,20 +362,49 @@ fn fire_oneshots(map: &mut HashMap<String, Vec<OneshotTx>>, path: &str, event: &
     }
 }
 
-fn send_stream(map: &mut HashMap<String, Vec<StreamTx>>, path: &str, event: &WatchedEvent) {
-    if let Some(txs) = map.get_mut(path) {
-        txs.retain(|tx| tx.send(event.clone()).is_ok());
-        if txs.is_empty() {
-            map.remove(path);
-        }
+fn release(held: Vec<HeldReply>) {
+    for (reply, raw) in held {
+        let _ = reply.send(Ok(raw));
     }
 }
 
-fn live_paths<T>(map: &mut HashMap<String, Vec<T>>, closed: impl Fn(&T) -> bool) -> Vec<String> {
-    map.retain(|_, txs| {
-        txs.retain(|tx| !closed(tx));
-        !txs.is_empty()
-    });
+fn with_type(event: &WatchedEvent, event_type: EventType) -> WatchedEvent {
+    WatchedEvent {
+        event_type,
+        ..event.clone()
+    }
+}
+
+/// Sends to every stream, dropping those whose receiver is gone.
+fn send_all(txs: &mut Vec<StreamTx>, event: &WatchedEvent) {
+    txs.retain(|tx| tx.send(event.clone()).is_ok());
+}
+
+fn send_missed(txs: &mut Vec<StreamTx>, missed: Vec<Missed>, chroot: &Chroot) {
+    for (event_type, server_path) in missed {
+        let event = WatchedEvent {
+            event_type,
+            state: SessionState::Connected,
+            path: chroot.strip(&server_path),
+        };
+        send_all(txs, &event);
+    }
+}
+
+/// Drops closed watchers; true while any is left.
+fn prune_oneshots(txs: &mut Vec<OneshotTx>) -> bool {
+    txs.retain(|tx| !tx.is_closed());
+    !txs.is_empty()
+}
+
+fn prune_streams(txs: &mut Vec<StreamTx>) -> bool {
+    txs.retain(|tx| !tx.is_closed());
+    !txs.is_empty()
+}
+
+fn live_paths<V>(map: &mut HashMap<String, V>, alive: impl FnMut(&mut V) -> bool) -> Vec<String> {
+    let mut alive = alive;
+    map.retain(|_, v| alive(v));
     let mut paths: Vec<String> = map.keys().cloned().collect();
     paths.sort();
     paths

@@ -51,7 +51,8 @@ fn close_while_disconnected_ends_at_once_and_fails_waiting_requests() {
 }
 
 /// Reconnect after a loss: same session id and password, the last zxid from replies (not from
-/// notifications or pings), auth replayed first, then the watches, then the held requests.
+/// notifications or pings), auth replayed first, then the watches, then the reads behind
+/// persistent watches, then the held requests.
 #[test]
 fn resume_handshake_replays_auth_then_watches_then_waiting_requests() {
     let mut cfg = config(2);
@@ -104,7 +105,12 @@ fn resume_handshake_replays_auth_then_watches_then_waiting_requests() {
         .collect();
     assert_eq!(
         kinds,
-        vec![OpCode::Auth, OpCode::SetWatches2, OpCode::GetData]
+        vec![
+            OpCode::Auth,
+            OpCode::SetWatches2,
+            OpCode::GetChildren2,
+            OpCode::GetData
+        ]
     );
     let Sent::Request {
         xid: sw_xid, body, ..
@@ -116,7 +122,10 @@ fn resume_handshake_replays_auth_then_watches_then_waiting_requests() {
     assert_eq!(sw.relative_zxid, 0x31);
     assert_eq!(sw.data_watches, vec!["/w".to_string()]);
     assert_eq!(sw.persistent_recursive_watches, vec!["/p".to_string()]);
-    let Sent::Request { xid: get_xid, .. } = &sent[2] else {
+    let Sent::Request { xid: walk_xid, .. } = &sent[2] else {
+        unreachable!()
+    };
+    let Sent::Request { xid: get_xid, .. } = &sent[3] else {
         unreachable!()
     };
 
@@ -124,7 +133,19 @@ fn resume_handshake_replays_auth_then_watches_then_waiting_requests() {
     h.reply(-4, 0, ErrorCode::Ok, &[]);
     h.notify(EventType::NodeDataChanged, "/w");
     h.reply(*sw_xid, 0x35, ErrorCode::Ok, &[]);
+    // The recursive watch's subtree is gone: what was known below it is reported deleted.
+    h.reply(*walk_xid, 0x35, ErrorCode::NoNode, &[]);
     h.reply(*get_xid, 0x35, ErrorCode::Ok, &[]);
+    let deleted: Vec<(EventType, String)> = std::iter::from_fn(|| prx.try_recv().ok())
+        .map(|e| (e.event_type, e.path))
+        .collect();
+    assert_eq!(
+        deleted,
+        vec![
+            (EventType::NodeDeleted, "/p/x".to_string()),
+            (EventType::NodeDeleted, "/p".to_string())
+        ]
+    );
     assert_eq!(
         wrx.try_recv().unwrap().event_type,
         EventType::NodeDataChanged

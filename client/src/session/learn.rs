@@ -1,0 +1,122 @@
+//! The session's own reads behind persistent watches: the watched node or subtree is read when
+//! the watch is set, to learn it, and again after every reconnect, to report what changed
+//! while the client was cut off (see `watch_memo`).
+//!
+//! The reads go out after the `setWatches` batches, so the server has already re-registered the
+//! watches when it answers them: a change after a read arrives as a live event, a change before
+//! it shows in the read.
+
+use bytes::Bytes;
+use tracing::{debug, warn};
+use zk_protocol::{
+    encode_request_frame, Decode, ErrorCode, ExistsRequest, ExistsResponse, GetChildren2Request,
+    GetChildren2Response, ReplyHeader, Request,
+};
+
+use super::pending::{LearnRead, Pending};
+use super::watches::Learn;
+use super::{Phase, Session};
+
+impl Session {
+    /// Reads what must be read for a persistent watch just set on `path`; true when the
+    /// `addWatch` reply must wait for the answer.
+    pub(super) fn learn(&mut self, path: String, what: Learn) -> bool {
+        if self.phase != Phase::Connected {
+            return false;
+        }
+        match what {
+            Learn::Nothing => false,
+            Learn::Walk => true,
+            Learn::Node => {
+                self.send_learn_read(LearnRead::Node(path));
+                true
+            }
+            Learn::Subtree => {
+                self.start_walk(path);
+                true
+            }
+        }
+    }
+
+    /// After a reconnect: reads every persistent watch's node and walks every recursive
+    /// watch's subtree.
+    pub(super) fn relearn(&mut self, persistent: Vec<String>, recursive: Vec<String>) {
+        for path in persistent {
+            self.send_learn_read(LearnRead::Node(path));
+        }
+        for root in recursive {
+            self.start_walk(root);
+        }
+    }
+
+    fn start_walk(&mut self, root: String) {
+        if self.watches.start_walk(&root) {
+            let path = root.clone();
+            self.send_learn_read(LearnRead::Listing { root, path });
+        }
+    }
+
+    fn send_learn_read(&mut self, read: LearnRead) {
+        let xid = self.next_xid();
+        let request = match &read {
+            LearnRead::Node(path) => Request::Exists(ExistsRequest {
+                path: path.clone(),
+                watch: false,
+            }),
+            LearnRead::Listing { path, .. } => Request::GetChildren2(GetChildren2Request {
+                path: path.clone(),
+                watch: false,
+            }),
+        };
+        encode_request_frame(&mut self.out, xid, &request);
+        self.pending
+            .requests
+            .push_back(Pending::Learn { xid, read });
+    }
+
+    /// The reply to one of the session's own reads.
+    pub(super) fn on_learn_reply(&mut self, read: LearnRead, header: ReplyHeader, mut body: Bytes) {
+        let chroot = &self.cfg.chroot;
+        match (read, header.err) {
+            (LearnRead::Node(path), ErrorCode::NoNode) => {
+                self.watches.learn_node(&path, None, chroot)
+            }
+            (LearnRead::Node(path), ErrorCode::Ok) => match ExistsResponse::decode(&mut body) {
+                Ok(r) => self.watches.learn_node(&path, Some(&r.stat), chroot),
+                Err(e) => warn!(%e, path, "undecodable exists reply: nothing learned"),
+            },
+            (LearnRead::Listing { root, path }, ErrorCode::NoNode) => {
+                let visit = self.watches.learn_listing(&root, &path, None, chroot);
+                debug_assert!(visit.is_empty());
+            }
+            (LearnRead::Listing { root, path }, ErrorCode::Ok) => {
+                let listing = match GetChildren2Response::decode(&mut body) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        warn!(%e, path, "undecodable getChildren2 reply: nothing learned");
+                        return self.watches.skip_listing(&root);
+                    }
+                };
+                let visit = self.watches.learn_listing(
+                    &root,
+                    &path,
+                    Some((listing.children.as_slice(), &listing.stat)),
+                    chroot,
+                );
+                for path in visit {
+                    self.send_learn_read(LearnRead::Listing {
+                        root: root.clone(),
+                        path,
+                    });
+                }
+            }
+            (read, err) => {
+                // Unreadable (an ACL, say): nothing is learned, and nothing reported.
+                debug!(?err, ?read, "cannot read a persistently watched node");
+                if let LearnRead::Listing { root, .. } = read {
+                    self.watches.skip_listing(&root);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! Persistent watches across a reconnect: the session reads what they watch when they are set
+//! and again after every reconnect, and reports exactly the changes whose events were missed.
+
+use zk_protocol::{
+    AddWatchRequest, ExistsRequest, ExistsResponse, GetChildren2Request, GetChildren2Response,
+    Stat,
+};
+
+use super::*;
+
+fn stat(czxid: i64, version: i32, cversion: i32) -> Stat {
+    Stat {
+        czxid,
+        version,
+        cversion,
+        ..Stat::default()
+    }
+}
+
+fn exists_body(s: Stat) -> Vec<u8> {
+    let mut b = BytesMut::new();
+    ExistsResponse { stat: s }.encode(&mut b);
+    b.to_vec()
+}
+
+fn listing_body(children: &[&str], s: Stat) -> Vec<u8> {
+    let mut b = BytesMut::new();
+    GetChildren2Response {
+        children: children.iter().map(|c| c.to_string()).collect(),
+        stat: s,
+    }
+    .encode(&mut b);
+    b.to_vec()
+}
+
+fn add_watch(
+    h: &mut Harness,
+    path: &str,
+    recursive: bool,
+) -> (ReplyRx, mpsc::UnboundedReceiver<WatchedEvent>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let reply = h.submit(
+        Request::AddWatch(AddWatchRequest {
+            path: path.into(),
+            mode: if recursive { 1 } else { 0 },
+        }),
+        Some(WatchRegistration::Persistent {
+            path: path.into(),
+            recursive,
+            tx,
+        }),
+    );
+    (reply, rx)
+}
+
+/// The one read the machine sent: its xid, checked to be `expected`.
+fn one_read(h: &mut Harness, expected: Request) -> i32 {
+    let sent = h.sent();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    let Sent::Request { xid, opcode, body } = &sent[0] else {
+        panic!("{sent:?}")
+    };
+    assert_eq!(*opcode, expected.opcode());
+    let decoded = Request::decode(*opcode, &mut body.clone()).unwrap();
+    assert_eq!(decoded, expected);
+    *xid
+}
+
+fn exists(path: &str) -> Request {
+    Request::Exists(ExistsRequest {
+        path: path.into(),
+        watch: false,
+    })
+}
+
+fn list(path: &str) -> Request {
+    Request::GetChildren2(GetChildren2Request {
+        path: path.into(),
+        watch: false,
+    })
+}
+
+fn events(rx: &mut mpsc::UnboundedReceiver<WatchedEvent>) -> Vec<(EventType, String)> {
+    std::iter::from_fn(|| rx.try_recv().ok())
+        .map(|e| (e.event_type, e.path))
+        .collect()
+}
+
+fn ev(t: EventType, p: &str) -> (EventType, String) {
+    (t, p.to_string())
+}
+
+/// Drops the connection and reconnects; returns the `setWatches2` xid.
+fn bounce(h: &mut Harness) -> i32 {
+    h.s.on_disconnected(h.now, "eof");
+    h.establish(0x42, 3000);
+    let sent = h.sent();
+    let Some(Sent::Request { xid, opcode, .. }) = sent.first() else {
+        panic!("{sent:?}")
+    };
+    assert_eq!(*opcode, OpCode::SetWatches2);
+    // What follows the setWatches2 batch is checked by the caller: put it back.
+    for frame in &sent[1..] {
+        let Sent::Request { xid, opcode, body } = frame else {
+            unreachable!()
+        };
+        encode_raw(h, *xid, *opcode, body);
+    }
+    *xid
+}
+
+fn encode_raw(h: &mut Harness, xid: i32, opcode: OpCode, body: &Bytes) {
+    let out = h.s.output();
+    out.put_i32(8 + body.len() as i32);
+    out.put_i32(xid);
+    out.put_i32(i32::from(opcode));
+    out.extend_from_slice(body);
+}
+
+#[test]
+fn a_persistent_watch_reports_after_a_reconnect_only_the_changes_it_missed() {
+    let mut h = connected();
+    let (mut reply, mut rx) = add_watch(&mut h, "/p", false);
+    assert_eq!(h.xids(), vec![(1, OpCode::AddWatch)]);
+    h.reply(1, 0x10, ErrorCode::Ok, &[]);
+    assert_eq!(result(&mut reply), None, "held until the node is read");
+    let read = one_read(&mut h, exists("/p"));
+    h.reply(read, 0x10, ErrorCode::Ok, &exists_body(stat(5, 1, 0)));
+    assert_eq!(result(&mut reply), Some(Ok(())));
+
+    // Seen live, after the last reply: the zxid sent on reconnect predates it.
+    h.notify(EventType::NodeDataChanged, "/p");
+    assert_eq!(events(&mut rx), vec![ev(EventType::NodeDataChanged, "/p")]);
+
+    let sw = bounce(&mut h);
+    h.reply(sw, 0x20, ErrorCode::Ok, &[]);
+    let read = one_read(&mut h, exists("/p"));
+    // Now version 2 (the change seen live) and one child added while cut off.
+    h.reply(read, 0x20, ErrorCode::Ok, &exists_body(stat(5, 2, 1)));
+    assert_eq!(
+        events(&mut rx),
+        vec![ev(EventType::NodeChildrenChanged, "/p")]
+    );
+
+    // Deleted while cut off, then created again live before the read: both reported once.
+    let sw = bounce(&mut h);
+    h.reply(sw, 0x30, ErrorCode::Ok, &[]);
+    let read = one_read(&mut h, exists("/p"));
+    h.notify(EventType::NodeCreated, "/p");
+    h.reply(read, 0x31, ErrorCode::Ok, &exists_body(stat(0x31, 0, 0)));
+    assert_eq!(
+        events(&mut rx),
+        vec![
+            ev(EventType::NodeDeleted, "/p"),
+            ev(EventType::NodeCreated, "/p")
+        ]
+    );
+}
+
+#[test]
+fn a_recursive_watch_walks_its_subtree_and_reports_missed_creations_and_deletions() {
+    let mut h = connected();
+    let (mut reply, mut rx) = add_watch(&mut h, "/r", true);
+    h.xids();
+    h.reply(1, 0x10, ErrorCode::Ok, &[]);
+    let read = one_read(&mut h, list("/r"));
+    h.reply(read, 0x10, ErrorCode::Ok, &listing_body(&["a"], stat(1, 0, 1)));
+    assert_eq!(result(&mut reply), None, "held until the whole subtree is read");
+    let read = one_read(&mut h, list("/r/a"));
+    h.reply(read, 0x10, ErrorCode::Ok, &listing_body(&[], stat(2, 0, 0)));
+    assert_eq!(result(&mut reply), Some(Ok(())));
+    assert_eq!(events(&mut rx), vec![]);
+
+    // While cut off: /r/a deleted, /r/b created, /r changed.
+    let sw = bounce(&mut h);
+    h.reply(sw, 0x20, ErrorCode::Ok, &[]);
+    let read = one_read(&mut h, list("/r"));
+    h.reply(read, 0x20, ErrorCode::Ok, &listing_body(&["b"], stat(1, 1, 3)));
+    assert_eq!(
+        events(&mut rx),
+        vec![
+            ev(EventType::NodeDataChanged, "/r"),
+            ev(EventType::NodeDeleted, "/r/a"),
+            ev(EventType::NodeCreated, "/r/b"),
+        ]
+    );
+    let read = one_read(&mut h, list("/r/b"));
+    h.reply(read, 0x20, ErrorCode::Ok, &listing_body(&[], stat(0x18, 0, 0)));
+    assert_eq!(events(&mut rx), vec![]);
+
+    // Nothing changed: the next reconnect reports nothing.
+    let sw = bounce(&mut h);
+    h.reply(sw, 0x21, ErrorCode::Ok, &[]);
+    let read = one_read(&mut h, list("/r"));
+    h.reply(read, 0x21, ErrorCode::Ok, &listing_body(&["b"], stat(1, 1, 3)));
+    let read = one_read(&mut h, list("/r/b"));
+    h.reply(read, 0x21, ErrorCode::Ok, &listing_body(&[], stat(0x18, 0, 0)));
+    assert_eq!(events(&mut rx), vec![]);
+}
+
+#[test]
+fn a_connection_lost_during_the_first_walk_still_completes_the_call() {
+    let mut h = connected();
+    let (mut reply, _rx) = add_watch(&mut h, "/r", true);
+    h.xids();
+    h.reply(1, 0x10, ErrorCode::Ok, &[]);
+    assert_eq!(result(&mut reply), None);
+    h.s.on_disconnected(h.now, "eof");
+    assert_eq!(result(&mut reply), Some(Ok(())), "the watch is set");
+}

@@ -1,0 +1,570 @@
+//! What the client knows of the nodes under its persistent watches, so that changes made while
+//! it was cut off can be reported after a reconnect.
+//!
+//! ZooKeeper re-registers persistent and persistent-recursive watches on `setWatches2` but sends
+//! no catch-up events for them, and notifications carry no zxid before 3.9. So the client keeps,
+//! per watched node, the stat of its last read *plus every event received since*: each
+//! `setData` raises `version` by one and fires one `NodeDataChanged`, each child create or
+//! delete raises `cversion` by one and fires one `NodeChildrenChanged`. Because replies and
+//! events arrive in one ordered stream, a read after the reconnect differs from what is
+//! remembered by exactly the changes whose events were missed; a change whose event did arrive
+//! is never reported twice, however old the last reply's zxid.
+//!
+//! Missed changes are reported coalesced: one event per node and kind of change, and a node
+//! created while cut off as `NodeCreated` only.
+
+use std::collections::{BTreeSet, HashMap};
+
+use zk_protocol::{EventType, Stat};
+
+/// One node's identity and change counters, each `None` when not known.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct NodeMemo {
+    czxid: Option<i64>,
+    version: Option<i32>,
+    cversion: Option<i32>,
+}
+
+impl NodeMemo {
+    pub fn from_stat(stat: &Stat) -> NodeMemo {
+        NodeMemo {
+            czxid: Some(stat.czxid),
+            version: Some(stat.version),
+            cversion: Some(stat.cversion),
+        }
+    }
+
+    /// A node just reported created: no data or child change yet, creation zxid unknown.
+    fn created() -> NodeMemo {
+        NodeMemo {
+            czxid: None,
+            version: Some(0),
+            cversion: Some(0),
+        }
+    }
+
+    fn bump_version(&mut self) {
+        self.version = self.version.map(|v| v.wrapping_add(1));
+    }
+
+    fn bump_cversion(&mut self) {
+        self.cversion = self.cversion.map(|v| v.wrapping_add(1));
+    }
+
+    /// `stat` is of another node at the same path: deleted and created again. Counters only
+    /// grow (wrapping, as the server's do), so one that went back also means a new node.
+    fn replaced_by(&self, stat: &Stat) -> bool {
+        self.czxid.is_some_and(|c| c != stat.czxid)
+            || self
+                .version
+                .is_some_and(|v| stat.version.wrapping_sub(v) < 0)
+            || self
+                .cversion
+                .is_some_and(|v| stat.cversion.wrapping_sub(v) < 0)
+    }
+
+    fn data_changed(&self, stat: &Stat) -> bool {
+        self.version
+            .is_some_and(|v| stat.version.wrapping_sub(v) > 0)
+    }
+
+    fn children_changed(&self, stat: &Stat) -> bool {
+        self.cversion
+            .is_some_and(|v| stat.cversion.wrapping_sub(v) > 0)
+    }
+}
+
+/// The node under a persistent (non-recursive) watch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum NodeState {
+    /// Not read yet since the watch was set.
+    #[default]
+    Unknown,
+    Absent,
+    Present(NodeMemo),
+}
+
+impl NodeState {
+    pub fn is_unknown(&self) -> bool {
+        matches!(self, NodeState::Unknown)
+    }
+
+    /// Accounts for a live event on the node; returns an event that was missed before it (a
+    /// creation of a node thought present means its deletion went unseen).
+    pub fn on_event(&mut self, event_type: EventType) -> Option<EventType> {
+        match event_type {
+            EventType::NodeCreated => {
+                let missed =
+                    matches!(self, NodeState::Present(_)).then_some(EventType::NodeDeleted);
+                *self = NodeState::Present(NodeMemo::created());
+                missed
+            }
+            EventType::NodeDeleted => {
+                *self = NodeState::Absent;
+                None
+            }
+            EventType::NodeDataChanged => {
+                if let NodeState::Present(m) = self {
+                    m.bump_version();
+                }
+                None
+            }
+            EventType::NodeChildrenChanged => {
+                if let NodeState::Present(m) = self {
+                    m.bump_cversion();
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// Takes a fresh read (`None`: no such node) and returns the events it shows were missed.
+    pub fn on_read(&mut self, stat: Option<&Stat>) -> Vec<EventType> {
+        let missed = match (*self, stat) {
+            (NodeState::Unknown, _) | (NodeState::Absent, None) => vec![],
+            (NodeState::Absent, Some(_)) => vec![EventType::NodeCreated],
+            (NodeState::Present(_), None) => vec![EventType::NodeDeleted],
+            (NodeState::Present(m), Some(s)) if m.replaced_by(s) => {
+                vec![EventType::NodeDeleted, EventType::NodeCreated]
+            }
+            (NodeState::Present(m), Some(s)) => {
+                let mut missed = vec![];
+                if m.data_changed(s) {
+                    missed.push(EventType::NodeDataChanged);
+                }
+                if m.children_changed(s) {
+                    missed.push(EventType::NodeChildrenChanged);
+                }
+                missed
+            }
+        };
+        *self = match stat {
+            Some(s) => NodeState::Present(NodeMemo::from_stat(s)),
+            None => NodeState::Absent,
+        };
+        missed
+    }
+}
+
+/// One cached node of a subtree.
+#[derive(Debug, Default)]
+struct CachedNode {
+    memo: NodeMemo,
+    /// Child names, sorted so that reported events come in a stable order.
+    children: BTreeSet<String>,
+}
+
+/// The paths of a persistent-recursive watch's subtree with their change counters: deletions
+/// below the watched path can only be seen by comparing listings with what was there.
+#[derive(Debug)]
+pub(crate) struct SubtreeCache {
+    root: String,
+    nodes: HashMap<String, CachedNode>,
+    /// A walk has listed the whole subtree once. Before that, a node missing from the cache
+    /// may simply not have been listed yet, so it is not reported as created.
+    complete: bool,
+    /// Listings of the current walk still unanswered.
+    walking: usize,
+}
+
+/// An event the cache found missed: its type and server path.
+pub(crate) type Missed = (EventType, String);
+
+impl SubtreeCache {
+    pub fn new(root: String) -> SubtreeCache {
+        SubtreeCache {
+            root,
+            nodes: HashMap::new(),
+            complete: false,
+            walking: 0,
+        }
+    }
+
+    /// Whether a walk is needed to learn the subtree (none done and none under way).
+    pub fn needs_walk(&self) -> bool {
+        !self.complete && self.walking == 0
+    }
+
+    /// Whether listings of a walk are still unanswered.
+    pub fn is_walking(&self) -> bool {
+        self.walking > 0
+    }
+
+    /// The listing of the root that starts a walk was sent.
+    pub fn walk_started(&mut self) {
+        self.walking += 1;
+    }
+
+    /// A listing of the walk could not be read; what is below it stays as it was known.
+    pub fn listing_skipped(&mut self) {
+        self.walking = self.walking.saturating_sub(1);
+        self.finish_walk_step();
+    }
+
+    /// The connection carrying the walk was lost: its listings will never be answered.
+    pub fn walk_abandoned(&mut self) {
+        self.walking = 0;
+    }
+
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Accounts for a live event at `path` (the root or below); returns events missed before
+    /// it, in the order they would have come.
+    pub fn on_event(&mut self, event_type: EventType, path: &str) -> Vec<Missed> {
+        let mut missed = vec![];
+        match event_type {
+            EventType::NodeCreated => {
+                // A node created again while thought present: its deletion, and that of what
+                // was below it, went unseen.
+                self.remove_subtree(path, &mut missed);
+                self.insert(path, NodeMemo::created());
+            }
+            EventType::NodeDeleted => {
+                // Children are deleted before their parent, so anything still cached below
+                // was deleted unseen.
+                self.remove_subtree(path, &mut missed);
+                missed.pop();
+            }
+            EventType::NodeDataChanged => match self.nodes.get_mut(path) {
+                Some(node) => node.memo.bump_version(),
+                None => self.insert(path, NodeMemo::default()),
+            },
+            _ => {}
+        }
+        missed
+    }
+
+    /// Takes a listing of `path` (`None`: no such node) and returns the events it shows were
+    /// missed, and the children the walk must list next (counted as sent).
+    pub fn on_listing(
+        &mut self,
+        path: &str,
+        listing: Option<(&[String], &Stat)>,
+    ) -> (Vec<Missed>, Vec<String>) {
+        self.walking = self.walking.saturating_sub(1);
+        let mut missed = vec![];
+        let Some((children, stat)) = listing else {
+            self.remove_subtree(path, &mut missed);
+            self.finish_walk_step();
+            return (missed, vec![]);
+        };
+        match self.nodes.get(path).map(|n| n.memo) {
+            Some(memo) if memo.replaced_by(stat) => {
+                self.remove_subtree(path, &mut missed);
+                missed.push((EventType::NodeCreated, path.to_string()));
+                self.insert(path, NodeMemo::from_stat(stat));
+            }
+            Some(memo) => {
+                if memo.data_changed(stat) {
+                    missed.push((EventType::NodeDataChanged, path.to_string()));
+                }
+                self.node_mut(path).memo = NodeMemo::from_stat(stat);
+            }
+            None => {
+                if self.complete {
+                    missed.push((EventType::NodeCreated, path.to_string()));
+                }
+                self.insert(path, NodeMemo::from_stat(stat));
+            }
+        }
+
+        let listed: BTreeSet<&str> = children.iter().map(String::as_str).collect();
+        let gone: Vec<String> = self.nodes[path]
+            .children
+            .iter()
+            .filter(|name| !listed.contains(name.as_str()))
+            .cloned()
+            .collect();
+        for name in gone {
+            self.remove_subtree(&child_path(path, &name), &mut missed);
+        }
+        let mut visit = Vec::with_capacity(children.len());
+        for name in listed {
+            let child = child_path(path, name);
+            if !self.nodes.contains_key(&child) {
+                if self.complete {
+                    missed.push((EventType::NodeCreated, child.clone()));
+                }
+                self.insert(&child, NodeMemo::default());
+            }
+            visit.push(child);
+        }
+        self.walking += visit.len();
+        self.finish_walk_step();
+        (missed, visit)
+    }
+
+    fn finish_walk_step(&mut self) {
+        if self.walking == 0 {
+            self.complete = true;
+        }
+    }
+
+    fn node_mut(&mut self, path: &str) -> &mut CachedNode {
+        self.nodes.get_mut(path).expect("caller checked the node")
+    }
+
+    /// Caches `path` with `memo`, linking it (and any ancestor not cached yet, as a node of
+    /// unknown state) below the root.
+    fn insert(&mut self, path: &str, memo: NodeMemo) {
+        self.nodes.entry(path.to_string()).or_default().memo = memo;
+        let mut path = path.to_string();
+        while path != self.root {
+            let Some((parent, name)) = split_parent(&path) else {
+                return;
+            };
+            let linked = self.nodes.contains_key(parent);
+            self.nodes
+                .entry(parent.to_string())
+                .or_default()
+                .children
+                .insert(name.to_string());
+            if linked {
+                return;
+            }
+            path = parent.to_string();
+        }
+    }
+
+    /// Forgets `path` and everything below it, reporting each as deleted, children first.
+    fn remove_subtree(&mut self, path: &str, missed: &mut Vec<Missed>) {
+        let Some(node) = self.nodes.remove(path) else {
+            return;
+        };
+        for name in &node.children {
+            self.remove_subtree(&child_path(path, name), missed);
+        }
+        missed.push((EventType::NodeDeleted, path.to_string()));
+        if let Some((parent, name)) = split_parent(path) {
+            if let Some(parent) = self.nodes.get_mut(parent) {
+                parent.children.remove(name);
+            }
+        }
+    }
+}
+
+fn child_path(parent: &str, name: &str) -> String {
+    if parent == "/" {
+        format!("/{name}")
+    } else {
+        format!("{parent}/{name}")
+    }
+}
+
+fn split_parent(path: &str) -> Option<(&str, &str)> {
+    match path.rfind('/') {
+        Some(0) if path.len() > 1 => Some(("/", &path[1..])),
+        Some(i) if i > 0 => Some((&path[..i], &path[i + 1..])),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use EventType::{NodeChildrenChanged, NodeCreated, NodeDataChanged, NodeDeleted};
+
+    fn stat(czxid: i64, version: i32, cversion: i32) -> Stat {
+        Stat {
+            czxid,
+            version,
+            cversion,
+            ..Stat::default()
+        }
+    }
+
+    fn present(czxid: i64, version: i32, cversion: i32) -> NodeState {
+        let mut node = NodeState::Absent;
+        node.on_read(Some(&stat(czxid, version, cversion)));
+        node
+    }
+
+    #[test]
+    fn a_read_reports_only_the_changes_whose_events_were_not_counted() {
+        let mut node = present(5, 2, 0);
+        // Two data changes seen live, one more missed; one child change missed.
+        node.on_event(NodeDataChanged);
+        node.on_event(NodeDataChanged);
+        assert_eq!(
+            node.on_read(Some(&stat(5, 5, 1))),
+            vec![NodeDataChanged, NodeChildrenChanged]
+        );
+        // Everything seen live: nothing to report, however old the reply zxids are.
+        node.on_event(NodeDataChanged);
+        node.on_event(NodeChildrenChanged);
+        assert_eq!(node.on_read(Some(&stat(5, 6, 2))), vec![]);
+    }
+
+    #[test]
+    fn creation_deletion_and_replacement_are_told_apart() {
+        let mut node = NodeState::Absent;
+        assert_eq!(node.on_read(Some(&stat(7, 3, 0))), vec![NodeCreated]);
+        assert_eq!(node.on_read(None), vec![NodeDeleted]);
+        assert_eq!(node.on_read(None), vec![]);
+        let mut node = present(7, 3, 0);
+        assert_eq!(
+            node.on_read(Some(&stat(9, 3, 0))),
+            vec![NodeDeleted, NodeCreated]
+        );
+        // Created live (creation zxid unknown), then replaced unseen: the version went back.
+        node.on_event(NodeDeleted);
+        node.on_event(NodeCreated);
+        node.on_event(NodeDataChanged);
+        assert_eq!(
+            node.on_read(Some(&stat(11, 0, 0))),
+            vec![NodeDeleted, NodeCreated]
+        );
+    }
+
+    #[test]
+    fn an_unread_node_reports_nothing_and_a_creation_over_a_present_node_reports_its_deletion() {
+        let mut node = NodeState::Unknown;
+        node.on_event(NodeDataChanged);
+        assert_eq!(node.on_read(Some(&stat(1, 4, 0))), vec![]);
+        assert_eq!(node.on_event(NodeCreated), Some(NodeDeleted));
+        assert_eq!(node.on_event(NodeDeleted), None);
+        assert_eq!(node.on_event(NodeCreated), None);
+    }
+
+    #[test]
+    fn versions_compare_across_the_wrap() {
+        let mut node = present(1, i32::MAX, 0);
+        assert_eq!(
+            node.on_read(Some(&stat(1, i32::MIN, 0))),
+            vec![NodeDataChanged]
+        );
+    }
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// Walks the tree given as (path, children, stat) the way the session does: root first,
+    /// then every returned child; returns every missed event.
+    fn walk(cache: &mut SubtreeCache, tree: &[(&str, &[&str], Stat)]) -> Vec<Missed> {
+        let mut missed = vec![];
+        let mut queue = vec![cache.root.clone()];
+        cache.walk_started();
+        while let Some(path) = queue.pop() {
+            let entry = tree.iter().find(|(p, _, _)| *p == path);
+            let children = entry.map(|(_, c, _)| names(c));
+            let listing = entry.map(|(_, _, s)| s);
+            let (m, visit) = cache.on_listing(&path, children.as_deref().zip(listing));
+            missed.extend(m);
+            queue.extend(visit);
+        }
+        missed
+    }
+
+    fn ev(t: EventType, p: &str) -> Missed {
+        (t, p.to_string())
+    }
+
+    #[test]
+    fn the_first_walk_learns_silently_and_later_walks_report_the_differences() {
+        let mut cache = SubtreeCache::new("/r".into());
+        assert!(cache.needs_walk());
+        let before: &[(&str, &[&str], Stat)] = &[
+            ("/r", &["a", "b"], stat(1, 0, 2)),
+            ("/r/a", &["x"], stat(2, 0, 1)),
+            ("/r/a/x", &[], stat(3, 0, 0)),
+            ("/r/b", &[], stat(4, 1, 0)),
+        ];
+        assert_eq!(walk(&mut cache, before), vec![]);
+        assert!(!cache.needs_walk());
+        assert_eq!(cache.len(), 4);
+
+        // While cut off: /r/a and /r/a/x deleted, /r/c/d created, /r/b changed twice.
+        let after: &[(&str, &[&str], Stat)] = &[
+            ("/r", &["b", "c"], stat(1, 0, 4)),
+            ("/r/b", &[], stat(4, 3, 0)),
+            ("/r/c", &["d"], stat(8, 0, 1)),
+            ("/r/c/d", &[], stat(9, 2, 0)),
+        ];
+        let mut missed = walk(&mut cache, after);
+        missed.sort_by_key(|(t, p)| (p.clone(), i32::from(*t)));
+        let mut expected = vec![
+            ev(NodeDeleted, "/r/a/x"),
+            ev(NodeDeleted, "/r/a"),
+            ev(NodeCreated, "/r/c"),
+            ev(NodeCreated, "/r/c/d"),
+            ev(NodeDataChanged, "/r/b"),
+        ];
+        expected.sort_by_key(|(t, p)| (p.clone(), i32::from(*t)));
+        assert_eq!(missed, expected);
+        assert_eq!(walk(&mut cache, after), vec![], "nothing is reported twice");
+    }
+
+    #[test]
+    fn live_events_keep_the_cache_exact_so_a_walk_reports_nothing_seen() {
+        let mut cache = SubtreeCache::new("/".into());
+        walk(
+            &mut cache,
+            &[("/", &["a"], stat(0, 0, 1)), ("/a", &[], stat(2, 0, 0))],
+        );
+        assert_eq!(cache.on_event(NodeCreated, "/a/n"), vec![]);
+        assert_eq!(cache.on_event(NodeDataChanged, "/a/n"), vec![]);
+        assert_eq!(cache.on_event(NodeDataChanged, "/a"), vec![]);
+        let now: &[(&str, &[&str], Stat)] = &[
+            ("/", &["a"], stat(0, 0, 1)),
+            ("/a", &["n"], stat(2, 1, 1)),
+            ("/a/n", &[], stat(5, 1, 0)),
+        ];
+        assert_eq!(walk(&mut cache, now), vec![]);
+        // A deletion whose children's deletions were not seen reports those first.
+        assert_eq!(
+            cache.on_event(NodeDeleted, "/a"),
+            vec![ev(NodeDeleted, "/a/n")]
+        );
+        assert_eq!(cache.len(), 1);
+        // Created again while cached: its unseen deletion comes first.
+        cache.on_event(NodeCreated, "/b");
+        assert_eq!(
+            cache.on_event(NodeCreated, "/b"),
+            vec![ev(NodeDeleted, "/b")]
+        );
+    }
+
+    #[test]
+    fn a_root_deleted_or_replaced_while_cut_off_is_reported() {
+        let mut cache = SubtreeCache::new("/r".into());
+        walk(
+            &mut cache,
+            &[("/r", &["a"], stat(1, 0, 1)), ("/r/a", &[], stat(2, 0, 0))],
+        );
+        assert_eq!(
+            walk(&mut cache, &[]),
+            vec![ev(NodeDeleted, "/r/a"), ev(NodeDeleted, "/r")]
+        );
+        assert_eq!(
+            walk(&mut cache, &[("/r", &[], stat(6, 0, 0))]),
+            vec![ev(NodeCreated, "/r")]
+        );
+        assert_eq!(
+            walk(&mut cache, &[("/r", &[], stat(7, 0, 0))]),
+            vec![ev(NodeDeleted, "/r"), ev(NodeCreated, "/r")]
+        );
+    }
+
+    #[test]
+    fn an_abandoned_first_walk_is_redone_silently() {
+        let mut cache = SubtreeCache::new("/r".into());
+        cache.walk_started();
+        let kids = names(&["a"]);
+        let (missed, visit) = cache.on_listing("/r", Some((&kids, &stat(1, 0, 1))));
+        assert_eq!((missed, visit), (vec![], vec!["/r/a".to_string()]));
+        cache.walk_abandoned();
+        assert!(cache.needs_walk());
+        let tree: &[(&str, &[&str], Stat)] = &[
+            ("/r", &["a", "b"], stat(1, 0, 2)),
+            ("/r/a", &[], stat(2, 0, 0)),
+            ("/r/b", &[], stat(3, 0, 0)),
+        ];
+        assert_eq!(walk(&mut cache, tree), vec![]);
+        assert!(!cache.needs_walk());
+    }
+}
