@@ -161,16 +161,16 @@ async fn killing_the_follower_then_the_leader_keeps_the_session_and_every_acknow
     }
 }
 
-/// Changes made while the client is cut off fire its one-shot watches after the reconnect
-/// (the server reports them against the last zxid the client saw), each exactly once. The
-/// server sends no catch-up events for persistent watches; those are re-registered and fire
-/// exactly once for the next change.
+/// Changes made while the client is cut off fire its data, child and exist watches (the server
+/// reports those against the last zxid the client saw) and its persistent and
+/// persistent-recursive watches (the client reads their nodes and subtrees again and reports
+/// what differs from what it knew), each exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn watches_survive_a_reconnect_and_fire_exactly_once() {
+async fn changes_made_while_cut_off_fire_every_kind_of_watch_exactly_once() {
     let _serial = ONE_AT_A_TIME.lock().await;
     let cluster = Cluster::start().await;
     let c = cluster.client(Duration::from_secs(10), None).await;
-    for p in ["/d", "/c", "/p", "/r"] {
+    for p in ["/d", "/c", "/p", "/r", "/r/old", "/r/old/kid", "/r/keep"] {
         c.create(p, b"", &CreateOptions::persistent())
             .await
             .unwrap();
@@ -199,6 +199,19 @@ async fn watches_survive_a_reconnect_and_fire_exactly_once() {
         .create("/new", b"", &CreateOptions::persistent())
         .await
         .unwrap();
+    other.set_data("/p", b"1", None).await.unwrap();
+    other.set_data("/p", b"2", None).await.unwrap();
+    other
+        .create("/p/kid", b"", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    other.delete("/r/old/kid", None).await.unwrap();
+    other.delete("/r/old", None).await.unwrap();
+    other
+        .create("/r/fresh", b"", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    other.set_data("/r/keep", b"changed", None).await.unwrap();
     for p in &cluster.proxies {
         p.refuse(false);
     }
@@ -216,25 +229,37 @@ async fn watches_survive_a_reconnect_and_fire_exactly_once() {
         within("exist", created).await.event_type,
         EventType::NodeCreated
     );
+    let mut seen = vec![];
+    for _ in 0..2 {
+        let e = within("persistent", persistent.next()).await.unwrap();
+        seen.push((e.event_type, e.path));
+    }
+    assert_eq!(
+        seen,
+        vec![
+            (EventType::NodeDataChanged, "/p".to_string()),
+            (EventType::NodeChildrenChanged, "/p".to_string()),
+        ],
+        "two data changes are reported as one, with the child change"
+    );
+    let mut seen = vec![];
+    for _ in 0..4 {
+        let e = within("recursive", recursive.next()).await.unwrap();
+        seen.push((e.event_type, e.path));
+    }
+    assert_eq!(
+        seen,
+        vec![
+            (EventType::NodeDeleted, "/r/old/kid".to_string()),
+            (EventType::NodeDeleted, "/r/old".to_string()),
+            (EventType::NodeCreated, "/r/fresh".to_string()),
+            (EventType::NodeDataChanged, "/r/keep".to_string()),
+        ]
+    );
 
-    other.set_data("/p", b"x", None).await.unwrap();
-    other
-        .create("/r/a", b"", &CreateOptions::persistent())
-        .await
-        .unwrap();
-    let e = within("persistent", persistent.next()).await.unwrap();
-    assert_eq!(
-        (e.event_type, e.path.as_str()),
-        (EventType::NodeDataChanged, "/p")
-    );
-    let e = within("recursive", recursive.next()).await.unwrap();
-    assert_eq!(
-        (e.event_type, e.path.as_str()),
-        (EventType::NodeCreated, "/r/a")
-    );
     // Exactly once: a marker change after everything else is the next event on each stream.
-    other.set_data("/p", b"y", None).await.unwrap();
-    other.set_data("/r", b"y", None).await.unwrap();
+    other.set_data("/p", b"marker", None).await.unwrap();
+    other.set_data("/r", b"marker", None).await.unwrap();
     let e = within("persistent marker", persistent.next())
         .await
         .unwrap();
