@@ -96,6 +96,36 @@ impl RawSession {
         Ok(())
     }
 
+    /// Writes a block of pre-encoded requests at once while reading, until `replies` reply
+    /// frames have arrived.
+    pub async fn burst(&mut self, block: &[u8], replies: u64) -> io::Result<()> {
+        let (mut rd, mut wr) = self.stream.split();
+        let inbuf = &mut self.inbuf;
+        let read = async move {
+            let mut seen = 0;
+            loop {
+                while seen < replies {
+                    let Some(len) = wire::complete_frame_len(inbuf) else {
+                        break;
+                    };
+                    inbuf.advance(len);
+                    seen += 1;
+                }
+                if seen == replies {
+                    return Ok(());
+                }
+                if rd.read_buf(inbuf).await? == 0 {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "server closed the connection",
+                    ));
+                }
+            }
+        };
+        tokio::try_join!(wr.write_all(block), read)?;
+        Ok(())
+    }
+
     /// One getData round trip with a pre-encoded frame.
     pub async fn round_trip(&mut self, frame: &[u8]) -> io::Result<()> {
         self.stream.write_all(frame).await?;

@@ -10,6 +10,8 @@ pub const OP_CREATE: i32 = 1;
 pub const ERR_NODE_EXISTS: i32 = -110;
 /// getData opcode.
 pub const OP_GET_DATA: i32 = 4;
+/// getChildren2 opcode.
+pub const OP_GET_CHILDREN2: i32 = 12;
 /// ping opcode.
 pub const OP_PING: i32 = 11;
 /// closeSession opcode.
@@ -60,9 +62,19 @@ pub fn connect_response(timeout_ms: i32, session_id: i64) -> Vec<u8> {
 
 /// getData request frame for `path` without a watch.
 pub fn get_data_request(xid: i32, path: &str) -> Vec<u8> {
+    path_read_request(xid, OP_GET_DATA, path)
+}
+
+/// getChildren2 request frame for `path` without a watch.
+pub fn get_children2_request(xid: i32, path: &str) -> Vec<u8> {
+    path_read_request(xid, OP_GET_CHILDREN2, path)
+}
+
+/// A read whose body is a path and a watch flag (false).
+fn path_read_request(xid: i32, opcode: i32, path: &str) -> Vec<u8> {
     frame(|b| {
         b.put_i32(xid);
-        b.put_i32(OP_GET_DATA);
+        b.put_i32(opcode);
         b.put_i32(path.len() as i32);
         b.put_slice(path.as_bytes());
         b.put_u8(0);

@@ -6,6 +6,7 @@ mod latency;
 mod locks;
 mod pipeline;
 mod scale;
+mod subtree;
 mod throughput;
 
 use crate::report::Report;

@@ -1,6 +1,7 @@
 //! Workload 6: scale. 10,000 waiters on one lock over 100 sessions (client memory per waiter,
-//! time to serve them all), and one session holding 100,000 watches (memory, and the time to
-//! re-register them after the connection is dropped).
+//! time to serve them all), one session holding 100,000 watches (memory, and the time to
+//! re-register them after the connection is dropped), and a recursive watch over a 10,101-node
+//! subtree (in `subtree`).
 
 use std::time::{Duration, Instant};
 
@@ -51,6 +52,7 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
         }
         Err(e) => report.not_measured(&name, "", &e.to_string()),
     }
+    super::subtree::report(ctx, report).await;
     Ok(())
 }
 
