@@ -28,7 +28,7 @@ impl Session {
             Learn::Nothing => false,
             Learn::Walk => true,
             Learn::Node => {
-                self.send_learn_read(LearnRead::Node(path));
+                self.read_node(path);
                 true
             }
             Learn::Subtree => {
@@ -42,24 +42,30 @@ impl Session {
     /// watch's subtree.
     pub(super) fn relearn(&mut self, persistent: Vec<String>, recursive: Vec<String>) {
         for path in persistent {
-            self.send_learn_read(LearnRead::Node(path));
+            self.read_node(path);
         }
         for root in recursive {
             self.start_walk(root);
         }
     }
 
+    fn read_node(&mut self, path: String) {
+        if let Some(tag) = self.watches.start_node_read(&path) {
+            self.send_learn_read(LearnRead::Node { path, tag });
+        }
+    }
+
     fn start_walk(&mut self, root: String) {
-        if self.watches.start_walk(&root) {
+        if let Some(tag) = self.watches.start_walk(&root) {
             let path = root.clone();
-            self.send_learn_read(LearnRead::Listing { root, path });
+            self.send_learn_read(LearnRead::Listing { root, tag, path });
         }
     }
 
     fn send_learn_read(&mut self, read: LearnRead) {
         let xid = self.next_xid();
         let request = match &read {
-            LearnRead::Node(path) => Request::Exists(ExistsRequest {
+            LearnRead::Node { path, .. } => Request::Exists(ExistsRequest {
                 path: path.clone(),
                 watch: false,
             }),
@@ -78,27 +84,30 @@ impl Session {
     pub(super) fn on_learn_reply(&mut self, read: LearnRead, header: ReplyHeader, mut body: Bytes) {
         let chroot = &self.cfg.chroot;
         match (read, header.err) {
-            (LearnRead::Node(path), ErrorCode::NoNode) => {
-                self.watches.learn_node(&path, None, chroot)
+            (LearnRead::Node { path, tag }, ErrorCode::NoNode) => {
+                self.watches.learn_node(&path, tag, None, chroot)
             }
-            (LearnRead::Node(path), ErrorCode::Ok) => match ExistsResponse::decode(&mut body) {
-                Ok(r) => self.watches.learn_node(&path, Some(&r.stat), chroot),
-                Err(e) => warn!(%e, path, "undecodable exists reply: nothing learned"),
-            },
-            (LearnRead::Listing { root, path }, ErrorCode::NoNode) => {
-                let visit = self.watches.learn_listing(&root, &path, None, chroot);
+            (LearnRead::Node { path, tag }, ErrorCode::Ok) => {
+                match ExistsResponse::decode(&mut body) {
+                    Ok(r) => self.watches.learn_node(&path, tag, Some(&r.stat), chroot),
+                    Err(e) => warn!(%e, path, "undecodable exists reply: nothing learned"),
+                }
+            }
+            (LearnRead::Listing { root, tag, path }, ErrorCode::NoNode) => {
+                let visit = self.watches.learn_listing(&root, tag, &path, None, chroot);
                 debug_assert!(visit.is_empty());
             }
-            (LearnRead::Listing { root, path }, ErrorCode::Ok) => {
+            (LearnRead::Listing { root, tag, path }, ErrorCode::Ok) => {
                 let listing = match GetChildren2Response::decode(&mut body) {
                     Ok(r) => r,
                     Err(e) => {
                         warn!(%e, path, "undecodable getChildren2 reply: nothing learned");
-                        return self.watches.skip_listing(&root);
+                        return self.watches.skip_listing(&root, tag);
                     }
                 };
                 let visit = self.watches.learn_listing(
                     &root,
+                    tag,
                     &path,
                     Some((listing.children.as_slice(), &listing.stat)),
                     chroot,
@@ -106,6 +115,7 @@ impl Session {
                 for path in visit {
                     self.send_learn_read(LearnRead::Listing {
                         root: root.clone(),
+                        tag,
                         path,
                     });
                 }
@@ -113,8 +123,8 @@ impl Session {
             (read, err) => {
                 // Unreadable (an ACL, say): nothing is learned, and nothing reported.
                 debug!(?err, ?read, "cannot read a persistently watched node");
-                if let LearnRead::Listing { root, .. } = read {
-                    self.watches.skip_listing(&root);
+                if let LearnRead::Listing { root, tag, .. } = read {
+                    self.watches.skip_listing(&root, tag);
                 }
             }
         }

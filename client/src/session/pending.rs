@@ -26,13 +26,17 @@ pub(crate) enum Pending {
     Learn { xid: i32, read: LearnRead },
 }
 
-/// What a session's own read is for.
+/// What a session's own read is for; `tag` tells it from other reads of the same watch.
 #[derive(Debug)]
 pub(crate) enum LearnRead {
     /// `exists` on the node of a persistent watch.
-    Node(String),
-    /// `getChildren2` on `path`, in a walk of the recursive watch on `root`.
-    Listing { root: String, path: String },
+    Node { path: String, tag: u64 },
+    /// `getChildren2` on `path`, in the walk `tag` of the recursive watch on `root`.
+    Listing {
+        root: String,
+        tag: u64,
+        path: String,
+    },
 }
 
 impl Pending {

@@ -30,6 +30,9 @@ pub(crate) struct WatchRegistry {
     child: HashMap<String, Vec<OneshotTx>>,
     persistent: HashMap<String, Persistent>,
     recursive: HashMap<String, Recursive>,
+    /// Tags the session's reads, so that a reply meant for a watch since removed (and maybe
+    /// set again) or for an earlier read is not taken for the current one.
+    last_tag: u64,
 }
 
 /// The watchers of one persistent watch and what is known of its node.
@@ -38,6 +41,8 @@ struct Persistent {
     txs: Vec<StreamTx>,
     node: NodeState,
     held: Vec<HeldReply>,
+    /// Tag of the latest read of the node.
+    read: u64,
 }
 
 /// The watchers of one persistent-recursive watch and what is known of its subtree.
@@ -46,6 +51,8 @@ struct Recursive {
     txs: Vec<StreamTx>,
     cache: SubtreeCache,
     held: Vec<HeldReply>,
+    /// Tag of the listings of the walk under way.
+    walk: u64,
 }
 
 /// What a new persistent watch needs before its node or subtree is known.
@@ -104,6 +111,7 @@ impl WatchRegistry {
                     txs: vec![],
                     cache: SubtreeCache::new(root.clone()),
                     held: vec![],
+                    walk: 0,
                 });
             entry.txs.push(tx);
             if entry.cache.needs_walk() {
@@ -195,38 +203,62 @@ impl WatchRegistry {
         }
     }
 
-    /// Takes a read of a persistent watch's node (`None`: no such node) and reports the
-    /// changes it shows were missed.
-    pub fn learn_node(&mut self, server_path: &str, stat: Option<&Stat>, chroot: &Chroot) {
-        if let Some(entry) = self.persistent.get_mut(server_path) {
-            let missed = entry.node.on_read(stat);
-            let missed = missed.into_iter().map(|t| (t, server_path.to_string()));
-            send_missed(&mut entry.txs, missed.collect(), chroot);
-            release(std::mem::take(&mut entry.held));
-        }
+    /// A read of a persistent watch's node is about to be sent: its tag, `None` when the
+    /// watch is gone.
+    pub fn start_node_read(&mut self, server_path: &str) -> Option<u64> {
+        let entry = self.persistent.get_mut(server_path)?;
+        self.last_tag += 1;
+        entry.read = self.last_tag;
+        Some(self.last_tag)
     }
 
-    /// Starts a walk of a recursive watch's subtree; false when the watch is gone.
-    pub fn start_walk(&mut self, root: &str) -> bool {
-        match self.recursive.get_mut(root) {
-            Some(entry) => {
-                entry.cache.walk_started();
-                true
-            }
-            None => false,
+    /// Takes the read tagged `tag` of a persistent watch's node (`None`: no such node) and
+    /// reports the changes it shows were missed.
+    pub fn learn_node(
+        &mut self,
+        server_path: &str,
+        tag: u64,
+        stat: Option<&Stat>,
+        chroot: &Chroot,
+    ) {
+        let Some(entry) = self.persistent.get_mut(server_path) else {
+            return;
+        };
+        if entry.read != tag {
+            return;
         }
+        let missed = entry.node.on_read(stat);
+        let missed = missed.into_iter().map(|t| (t, server_path.to_string()));
+        send_missed(&mut entry.txs, missed.collect(), chroot);
+        release(std::mem::take(&mut entry.held));
     }
 
-    /// Takes one listing of a walk (`None`: no such node), reports the changes it shows were
-    /// missed, and returns the paths to list next.
+    /// Starts a walk of a recursive watch's subtree: the tag of its listings, `None` when the
+    /// watch is gone.
+    pub fn start_walk(&mut self, root: &str) -> Option<u64> {
+        let entry = self.recursive.get_mut(root)?;
+        self.last_tag += 1;
+        entry.walk = self.last_tag;
+        entry.cache.walk_started();
+        Some(self.last_tag)
+    }
+
+    /// The walk `tag` of the recursive watch on `root`, if it is still the one under way.
+    fn walk_of(&mut self, root: &str, tag: u64) -> Option<&mut Recursive> {
+        self.recursive.get_mut(root).filter(|e| e.walk == tag)
+    }
+
+    /// Takes one listing of walk `tag` (`None`: no such node), reports the changes it shows
+    /// were missed, and returns the paths to list next.
     pub fn learn_listing(
         &mut self,
         root: &str,
+        tag: u64,
         path: &str,
         listing: Option<(&[String], &Stat)>,
         chroot: &Chroot,
     ) -> Vec<String> {
-        let Some(entry) = self.recursive.get_mut(root) else {
+        let Some(entry) = self.walk_of(root, tag) else {
             return vec![];
         };
         let (missed, visit) = entry.cache.on_listing(path, listing);
@@ -237,9 +269,9 @@ impl WatchRegistry {
         visit
     }
 
-    /// A listing of a walk could not be read: the walk goes on without it.
-    pub fn skip_listing(&mut self, root: &str) {
-        if let Some(entry) = self.recursive.get_mut(root) {
+    /// A listing of walk `tag` could not be read: the walk goes on without it.
+    pub fn skip_listing(&mut self, root: &str, tag: u64) {
+        if let Some(entry) = self.walk_of(root, tag) {
             entry.cache.listing_skipped();
             if !entry.cache.is_walking() {
                 release(std::mem::take(&mut entry.held));

@@ -2,8 +2,7 @@
 //! and again after every reconnect, and reports exactly the changes whose events were missed.
 
 use zk_protocol::{
-    AddWatchRequest, ExistsRequest, ExistsResponse, GetChildren2Request, GetChildren2Response,
-    Stat,
+    AddWatchRequest, ExistsRequest, ExistsResponse, GetChildren2Request, GetChildren2Response, Stat,
 };
 
 use super::*;
@@ -54,6 +53,7 @@ fn add_watch(
 }
 
 /// The one read the machine sent: its xid, checked to be `expected`.
+#[track_caller]
 fn one_read(h: &mut Harness, expected: Request) -> i32 {
     let sent = h.sent();
     assert_eq!(sent.len(), 1, "{sent:?}");
@@ -164,8 +164,17 @@ fn a_recursive_watch_walks_its_subtree_and_reports_missed_creations_and_deletion
     h.xids();
     h.reply(1, 0x10, ErrorCode::Ok, &[]);
     let read = one_read(&mut h, list("/r"));
-    h.reply(read, 0x10, ErrorCode::Ok, &listing_body(&["a"], stat(1, 0, 1)));
-    assert_eq!(result(&mut reply), None, "held until the whole subtree is read");
+    h.reply(
+        read,
+        0x10,
+        ErrorCode::Ok,
+        &listing_body(&["a"], stat(1, 0, 1)),
+    );
+    assert_eq!(
+        result(&mut reply),
+        None,
+        "held until the whole subtree is read"
+    );
     let read = one_read(&mut h, list("/r/a"));
     h.reply(read, 0x10, ErrorCode::Ok, &listing_body(&[], stat(2, 0, 0)));
     assert_eq!(result(&mut reply), Some(Ok(())));
@@ -175,7 +184,12 @@ fn a_recursive_watch_walks_its_subtree_and_reports_missed_creations_and_deletion
     let sw = bounce(&mut h);
     h.reply(sw, 0x20, ErrorCode::Ok, &[]);
     let read = one_read(&mut h, list("/r"));
-    h.reply(read, 0x20, ErrorCode::Ok, &listing_body(&["b"], stat(1, 1, 3)));
+    h.reply(
+        read,
+        0x20,
+        ErrorCode::Ok,
+        &listing_body(&["b"], stat(1, 1, 3)),
+    );
     assert_eq!(
         events(&mut rx),
         vec![
@@ -185,16 +199,31 @@ fn a_recursive_watch_walks_its_subtree_and_reports_missed_creations_and_deletion
         ]
     );
     let read = one_read(&mut h, list("/r/b"));
-    h.reply(read, 0x20, ErrorCode::Ok, &listing_body(&[], stat(0x18, 0, 0)));
+    h.reply(
+        read,
+        0x20,
+        ErrorCode::Ok,
+        &listing_body(&[], stat(0x18, 0, 0)),
+    );
     assert_eq!(events(&mut rx), vec![]);
 
     // Nothing changed: the next reconnect reports nothing.
     let sw = bounce(&mut h);
     h.reply(sw, 0x21, ErrorCode::Ok, &[]);
     let read = one_read(&mut h, list("/r"));
-    h.reply(read, 0x21, ErrorCode::Ok, &listing_body(&["b"], stat(1, 1, 3)));
+    h.reply(
+        read,
+        0x21,
+        ErrorCode::Ok,
+        &listing_body(&["b"], stat(1, 1, 3)),
+    );
     let read = one_read(&mut h, list("/r/b"));
-    h.reply(read, 0x21, ErrorCode::Ok, &listing_body(&[], stat(0x18, 0, 0)));
+    h.reply(
+        read,
+        0x21,
+        ErrorCode::Ok,
+        &listing_body(&[], stat(0x18, 0, 0)),
+    );
     assert_eq!(events(&mut rx), vec![]);
 }
 
@@ -207,4 +236,70 @@ fn a_connection_lost_during_the_first_walk_still_completes_the_call() {
     assert_eq!(result(&mut reply), None);
     h.s.on_disconnected(h.now, "eof");
     assert_eq!(result(&mut reply), Some(Ok(())), "the watch is set");
+}
+
+/// A listing of a walk that was under way when the watch was removed and set again belongs to
+/// no current walk: it neither ends the new walk early nor changes what is known.
+#[test]
+fn a_listing_of_a_removed_watchs_walk_is_ignored() {
+    let mut h = connected();
+    let (mut first, _rx1) = add_watch(&mut h, "/r", true);
+    h.xids();
+    h.reply(1, 0x10, ErrorCode::Ok, &[]);
+    let root_listing = one_read(&mut h, list("/r"));
+
+    // Removed and set again while the walk is under way.
+    let _removed = h.submit(
+        Request::RemoveWatches(zk_protocol::RemoveWatchesRequest {
+            path: "/r".into(),
+            watcher_type: i32::from(WatcherType::PersistentRecursive),
+        }),
+        Some(WatchRegistration::Remove(
+            "/r".into(),
+            WatcherType::PersistentRecursive,
+        )),
+    );
+    let (mut second, mut rx2) = add_watch(&mut h, "/r", true);
+    let sent = h.xids();
+    assert_eq!(sent.len(), 2, "{sent:?}");
+
+    // The old walk goes one level deeper before the removal is answered.
+    h.reply(
+        root_listing,
+        0x10,
+        ErrorCode::Ok,
+        &listing_body(&["a"], stat(1, 0, 1)),
+    );
+    let old_listing = one_read(&mut h, list("/r/a"));
+    h.reply(sent[0].0, 0x11, ErrorCode::Ok, &[]);
+    assert_eq!(
+        result(&mut first),
+        Some(Ok(())),
+        "released with the removal"
+    );
+    h.reply(sent[1].0, 0x11, ErrorCode::Ok, &[]);
+    let new_listing = one_read(&mut h, list("/r"));
+
+    h.reply(
+        old_listing,
+        0x11,
+        ErrorCode::Ok,
+        &listing_body(&[], stat(2, 0, 0)),
+    );
+    assert_eq!(result(&mut second), None, "the new walk is still under way");
+    assert!(h.sent().is_empty());
+    h.reply(
+        new_listing,
+        0x11,
+        ErrorCode::Ok,
+        &listing_body(&["b"], stat(1, 0, 2)),
+    );
+    let last = one_read(&mut h, list("/r/b"));
+    h.reply(last, 0x11, ErrorCode::Ok, &listing_body(&[], stat(3, 0, 0)));
+    assert_eq!(result(&mut second), Some(Ok(())));
+    assert_eq!(
+        events(&mut rx2),
+        vec![],
+        "nothing is reported from a first walk"
+    );
 }
