@@ -247,3 +247,63 @@ async fn watchers_do_not_keep_the_session_alive() {
         (EventType::None, SessionState::Closed)
     );
 }
+
+/// Through a proxy, under a chroot: a recursive watch cut off while its subtree changes reports
+/// each missed change once, with client paths, and does not report again what it saw live.
+#[tokio::test]
+async fn a_recursive_watch_reports_missed_changes_with_client_paths_after_a_reconnect() {
+    let server = zk_tests::shared_server();
+    let chroot = zk_tests::chroot_for("recursive_catch_up");
+    let proxy = zk_tests::Proxy::start(server.addr()).await.unwrap();
+    let c = Client::builder(&format!("{}{chroot}", proxy.addr()))
+        .session_timeout(std::time::Duration::from_secs(10))
+        .connect()
+        .await
+        .unwrap();
+    let other = Client::connect(&server.connect_string_with_chroot(&chroot))
+        .await
+        .unwrap();
+    for p in ["/r", "/r/gone", "/r/gone/kid"] {
+        c.create(p, b"", &persistent()).await.unwrap();
+    }
+    let mut w = c
+        .add_watch("/r", AddWatchMode::PersistentRecursive)
+        .await
+        .unwrap();
+    other.create("/r/live", b"", &persistent()).await.unwrap();
+    let e = within("live event", w.next()).await.unwrap();
+    assert_eq!(
+        (e.event_type, e.path.as_str()),
+        (EventType::NodeCreated, "/r/live")
+    );
+
+    proxy.refuse(true);
+    proxy.drop_all();
+    common::wait_state(&c, |s| s == SessionState::Disconnected).await;
+    other.delete("/r/gone/kid", None).await.unwrap();
+    other.delete("/r/gone", None).await.unwrap();
+    other.create("/r/new", b"", &persistent()).await.unwrap();
+    other.set_data("/r/live", b"x", None).await.unwrap();
+    proxy.refuse(false);
+
+    let mut got = Vec::new();
+    for _ in 0..4 {
+        let e = within("missed event", w.next()).await.unwrap();
+        got.push((e.event_type, e.path));
+    }
+    assert_eq!(
+        got,
+        vec![
+            (EventType::NodeDeleted, "/r/gone/kid".to_string()),
+            (EventType::NodeDeleted, "/r/gone".to_string()),
+            (EventType::NodeCreated, "/r/new".to_string()),
+            (EventType::NodeDataChanged, "/r/live".to_string()),
+        ]
+    );
+    other.set_data("/r", b"marker", None).await.unwrap();
+    let e = within("marker", w.next()).await.unwrap();
+    assert_eq!(
+        (e.event_type, e.path.as_str()),
+        (EventType::NodeDataChanged, "/r")
+    );
+}
