@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use common::{assert_black_hole_noticed, next_state, wait_state, within};
+use common::{assert_black_hole_noticed, next_events, next_state, wait_state, within};
 use tokio::sync::Mutex;
 use zk_client::{AddWatchMode, Client, CreateOptions, Error, EventType, SessionState};
 use zk_tests::{Ensemble, Proxy};
@@ -229,26 +229,16 @@ async fn changes_made_while_cut_off_fire_every_kind_of_watch_exactly_once() {
         within("exist", created).await.event_type,
         EventType::NodeCreated
     );
-    let mut seen = vec![];
-    for _ in 0..2 {
-        let e = within("persistent", persistent.next()).await.unwrap();
-        seen.push((e.event_type, e.path));
-    }
     assert_eq!(
-        seen,
+        next_events(&mut persistent, 2).await,
         vec![
             (EventType::NodeDataChanged, "/p".to_string()),
             (EventType::NodeChildrenChanged, "/p".to_string()),
         ],
         "two data changes are reported as one, with the child change"
     );
-    let mut seen = vec![];
-    for _ in 0..4 {
-        let e = within("recursive", recursive.next()).await.unwrap();
-        seen.push((e.event_type, e.path));
-    }
     assert_eq!(
-        seen,
+        next_events(&mut recursive, 4).await,
         vec![
             (EventType::NodeDeleted, "/r/old/kid".to_string()),
             (EventType::NodeDeleted, "/r/old".to_string()),

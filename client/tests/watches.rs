@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{client, within};
+use common::{client, next_events, within};
 use futures_core::Stream;
 use zk_client::{AddWatchMode, Client, CreateOptions, Error, EventType, SessionState, WatcherType};
 
@@ -114,11 +114,7 @@ async fn persistent_watch_streams_every_event_of_the_node() {
     c.delete("/n/kid/grandkid", None).await.unwrap();
     c.delete("/n/kid", None).await.unwrap();
     c.delete("/n", None).await.unwrap();
-    let mut got = Vec::new();
-    for _ in 0..6 {
-        let e = within("persistent event", w.next()).await.unwrap();
-        got.push((e.event_type, e.path));
-    }
+    let got = next_events(&mut w, 6).await;
     assert_eq!(
         got,
         vec![
@@ -147,11 +143,7 @@ async fn persistent_recursive_watch_sees_the_subtree_without_child_events() {
     c.delete("/r/a/b", None).await.unwrap();
     c.create("/outside", b"", &persistent()).await.unwrap();
     c.set_data("/r", b"y", None).await.unwrap();
-    let mut got = Vec::new();
-    for _ in 0..5 {
-        let e = within("recursive event", w.next()).await.unwrap();
-        got.push((e.event_type, e.path));
-    }
+    let got = next_events(&mut w, 5).await;
     assert_eq!(
         got,
         vec![
@@ -286,11 +278,7 @@ async fn a_recursive_watch_reports_missed_changes_with_client_paths_after_a_reco
     other.set_data("/r/live", b"x", None).await.unwrap();
     proxy.refuse(false);
 
-    let mut got = Vec::new();
-    for _ in 0..4 {
-        let e = within("missed event", w.next()).await.unwrap();
-        got.push((e.event_type, e.path));
-    }
+    let got = next_events(&mut w, 4).await;
     assert_eq!(
         got,
         vec![

@@ -364,11 +364,12 @@ fn split_parent(path: &str) -> Option<(&str, &str)> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use EventType::{NodeChildrenChanged, NodeCreated, NodeDataChanged, NodeDeleted};
 
-    fn stat(czxid: i64, version: i32, cversion: i32) -> Stat {
+    /// A stat with the fields the memo looks at.
+    pub(crate) fn stat(czxid: i64, version: i32, cversion: i32) -> Stat {
         Stat {
             czxid,
             version,

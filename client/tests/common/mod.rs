@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use zk_client::{Client, SessionState};
+use zk_client::{Client, EventType, PersistentWatcher, SessionState};
 
 /// What a loaded test machine may add to a timer-driven reaction (the read timeout of a
 /// black-holed connection is asserted against 2/3 of the session timeout plus this).
@@ -60,6 +60,18 @@ pub async fn wait_state(client: &Client, pred: impl Fn(SessionState) -> bool) ->
         *rx.wait_for(|s| pred(*s)).await.expect("state channel open")
     })
     .await
+}
+
+/// The next `n` events of a persistent watch, as (type, path), each awaited within [`WAIT`].
+pub async fn next_events(w: &mut PersistentWatcher, n: usize) -> Vec<(EventType, String)> {
+    let mut got = Vec::with_capacity(n);
+    for _ in 0..n {
+        let e = within("watch event", w.next())
+            .await
+            .expect("watch stream open");
+        got.push((e.event_type, e.path));
+    }
+    got
 }
 
 /// Waits for the next transition into a state satisfying `pred` on a change stream taken

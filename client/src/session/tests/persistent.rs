@@ -86,6 +86,13 @@ fn events(rx: &mut mpsc::UnboundedReceiver<WatchedEvent>) -> Vec<(EventType, Str
         .collect()
 }
 
+/// Expects the listing of `path` as the one read sent, and answers it.
+#[track_caller]
+fn answer_listing(h: &mut Harness, path: &str, children: &[&str], s: Stat) {
+    let read = one_read(h, list(path));
+    h.reply(read, 0x20, ErrorCode::Ok, &listing_body(children, s));
+}
+
 fn ev(t: EventType, p: &str) -> (EventType, String) {
     (t, p.to_string())
 }
@@ -163,33 +170,20 @@ fn a_recursive_watch_walks_its_subtree_and_reports_missed_creations_and_deletion
     let (mut reply, mut rx) = add_watch(&mut h, "/r", true);
     h.xids();
     h.reply(1, 0x10, ErrorCode::Ok, &[]);
-    let read = one_read(&mut h, list("/r"));
-    h.reply(
-        read,
-        0x10,
-        ErrorCode::Ok,
-        &listing_body(&["a"], stat(1, 0, 1)),
-    );
+    answer_listing(&mut h, "/r", &["a"], stat(1, 0, 1));
     assert_eq!(
         result(&mut reply),
         None,
         "held until the whole subtree is read"
     );
-    let read = one_read(&mut h, list("/r/a"));
-    h.reply(read, 0x10, ErrorCode::Ok, &listing_body(&[], stat(2, 0, 0)));
+    answer_listing(&mut h, "/r/a", &[], stat(2, 0, 0));
     assert_eq!(result(&mut reply), Some(Ok(())));
     assert_eq!(events(&mut rx), vec![]);
 
     // While cut off: /r/a deleted, /r/b created, /r changed.
     let sw = bounce(&mut h);
     h.reply(sw, 0x20, ErrorCode::Ok, &[]);
-    let read = one_read(&mut h, list("/r"));
-    h.reply(
-        read,
-        0x20,
-        ErrorCode::Ok,
-        &listing_body(&["b"], stat(1, 1, 3)),
-    );
+    answer_listing(&mut h, "/r", &["b"], stat(1, 1, 3));
     assert_eq!(
         events(&mut rx),
         vec![
@@ -198,32 +192,14 @@ fn a_recursive_watch_walks_its_subtree_and_reports_missed_creations_and_deletion
             ev(EventType::NodeCreated, "/r/b"),
         ]
     );
-    let read = one_read(&mut h, list("/r/b"));
-    h.reply(
-        read,
-        0x20,
-        ErrorCode::Ok,
-        &listing_body(&[], stat(0x18, 0, 0)),
-    );
+    answer_listing(&mut h, "/r/b", &[], stat(0x18, 0, 0));
     assert_eq!(events(&mut rx), vec![]);
 
     // Nothing changed: the next reconnect reports nothing.
     let sw = bounce(&mut h);
     h.reply(sw, 0x21, ErrorCode::Ok, &[]);
-    let read = one_read(&mut h, list("/r"));
-    h.reply(
-        read,
-        0x21,
-        ErrorCode::Ok,
-        &listing_body(&["b"], stat(1, 1, 3)),
-    );
-    let read = one_read(&mut h, list("/r/b"));
-    h.reply(
-        read,
-        0x21,
-        ErrorCode::Ok,
-        &listing_body(&[], stat(0x18, 0, 0)),
-    );
+    answer_listing(&mut h, "/r", &["b"], stat(1, 1, 3));
+    answer_listing(&mut h, "/r/b", &[], stat(0x18, 0, 0));
     assert_eq!(events(&mut rx), vec![]);
 }
 
