@@ -5,7 +5,8 @@
 //! * Watches are futures ([`OneshotWatcher`]) and streams ([`PersistentWatcher`]); an event is
 //!   always delivered before the reply that observes its change.
 //! * The session survives connection loss: it reconnects across the ensemble, resumes with its
-//!   id, password and last zxid, replays authentication and restores every watch still wanted.
+//!   id, password and last zxid, replays authentication and restores every watch still wanted;
+//!   changes made while it was cut off fire one-shot and persistent watches alike.
 //!   Expiry is terminal and reported to every watcher and to [`Client::state_watcher`].
 //! * With [`ClientBuilder::read_only`], a member without quorum serves reads while the client
 //!   looks for a read-write one.

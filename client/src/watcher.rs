@@ -66,7 +66,8 @@ impl Future for OneshotWatcher {
 
 /// A persistent (or persistent recursive) watch set by `add_watch`: a stream of every event.
 ///
-/// It survives reconnects. The stream ends (`None`) after the session ends, after an event of
+/// It survives reconnects, and changes made while the client was cut off are reported once it
+/// is back (see `Client::add_watch`). The stream ends (`None`) after the session ends, after an event of
 /// type [`EventType::None`] with the terminal state, or after `remove_watches` removed it (the
 /// last event is then [`EventType::PersistentWatchRemoved`]). Dropping it unregisters the client
 /// side; the server-side watch stays until the session ends or `remove_watches` is called.
