@@ -25,7 +25,9 @@ impl Client {
     /// cut off gives `NodeCreated` only), and a change whose event did arrive is never
     /// reported again. The call returns once that first read is done, so from then on no
     /// change goes unreported. A recursive watch therefore costs a listing of its subtree on
-    /// every reconnect and the subtree's paths in memory.
+    /// every reconnect and the subtree's paths in memory; and before 3.9, whose notifications
+    /// carry the zxid of the change, each node created under a persistent watch is read once,
+    /// so that its deletion and creation again while cut off are not mistaken for no change.
     pub fn add_watch(
         &self,
         path: &str,

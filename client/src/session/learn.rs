@@ -14,7 +14,7 @@ use zk_protocol::{
 };
 
 use super::pending::{LearnRead, Pending};
-use super::watches::Learn;
+use super::watches::{FollowUp, Learn};
 use super::{Phase, Session};
 
 impl Session {
@@ -49,6 +49,17 @@ impl Session {
         }
     }
 
+    /// Makes a read that a live event calls for.
+    pub(super) fn follow_up(&mut self, read: FollowUp) {
+        if self.phase != Phase::Connected {
+            return;
+        }
+        match read {
+            FollowUp::Node(path) => self.read_node(path),
+            FollowUp::Stat { root, path } => self.send_learn_read(LearnRead::Stat { root, path }),
+        }
+    }
+
     fn read_node(&mut self, path: String) {
         if let Some(tag) = self.watches.start_node_read(&path) {
             self.send_learn_read(LearnRead::Node { path, tag });
@@ -65,10 +76,12 @@ impl Session {
     fn send_learn_read(&mut self, read: LearnRead) {
         let xid = self.next_xid();
         let request = match &read {
-            LearnRead::Node { path, .. } => Request::Exists(ExistsRequest {
-                path: path.clone(),
-                watch: false,
-            }),
+            LearnRead::Node { path, .. } | LearnRead::Stat { path, .. } => {
+                Request::Exists(ExistsRequest {
+                    path: path.clone(),
+                    watch: false,
+                })
+            }
             LearnRead::Listing { path, .. } => Request::GetChildren2(GetChildren2Request {
                 path: path.clone(),
                 watch: false,
@@ -90,6 +103,12 @@ impl Session {
             (LearnRead::Node { path, tag }, ErrorCode::Ok) => {
                 match ExistsResponse::decode(&mut body) {
                     Ok(r) => self.watches.learn_node(&path, tag, Some(&r.stat), chroot),
+                    Err(e) => warn!(%e, path, "undecodable exists reply: nothing learned"),
+                }
+            }
+            (LearnRead::Stat { root, path }, ErrorCode::Ok) => {
+                match ExistsResponse::decode(&mut body) {
+                    Ok(r) => self.watches.learn_stat(&root, &path, &r.stat),
                     Err(e) => warn!(%e, path, "undecodable exists reply: nothing learned"),
                 }
             }

@@ -37,6 +37,8 @@ pub(crate) enum LearnRead {
         tag: u64,
         path: String,
     },
+    /// `exists` on `path`, created under the recursive watch on `root`.
+    Stat { root: String, path: String },
 }
 
 impl Pending {

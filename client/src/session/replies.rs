@@ -26,8 +26,15 @@ impl Session {
                     Err(e) => return self.protocol_error(now, &e.to_string()),
                 };
                 trace!(?event.event_type, path = %event.path, "watch event");
-                self.watches
-                    .dispatch(event.event_type, &event.path, &self.cfg.chroot);
+                let follow = self.watches.dispatch(
+                    event.event_type,
+                    &event.path,
+                    header.zxid,
+                    &self.cfg.chroot,
+                );
+                for read in follow {
+                    self.follow_up(read);
+                }
             }
             xid::PING => self.ping_outstanding = false,
             xid::AUTH => self.on_auth_reply(header, now),

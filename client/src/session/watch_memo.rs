@@ -34,13 +34,19 @@ impl NodeMemo {
         }
     }
 
-    /// A node just reported created: no data or child change yet, creation zxid unknown.
-    fn created() -> NodeMemo {
+    /// A node just reported created: no data or child change yet; the creation zxid is known
+    /// only from servers that put it in notifications (3.9+).
+    fn created(czxid: Option<i64>) -> NodeMemo {
         NodeMemo {
-            czxid: None,
+            czxid,
             version: Some(0),
             cversion: Some(0),
         }
+    }
+
+    /// Whether the creation zxid is still to be learned by a read.
+    fn needs_czxid(&self) -> bool {
+        self.czxid.is_none()
     }
 
     fn bump_version(&mut self) {
@@ -89,14 +95,21 @@ impl NodeState {
         matches!(self, NodeState::Unknown)
     }
 
-    /// Accounts for a live event on the node; returns an event that was missed before it (a
-    /// creation of a node thought present means its deletion went unseen).
-    pub fn on_event(&mut self, event_type: EventType) -> Option<EventType> {
+    /// Whether the node is thought present but its creation zxid is unknown: without it, a
+    /// deletion and creation again while cut off could not be told apart from no change.
+    pub fn needs_czxid(&self) -> bool {
+        matches!(self, NodeState::Present(m) if m.needs_czxid())
+    }
+
+    /// Accounts for a live event on the node (`zxid`: the notification's, when the server
+    /// gives it); returns an event that was missed before it (a creation of a node thought
+    /// present means its deletion went unseen).
+    pub fn on_event(&mut self, event_type: EventType, zxid: Option<i64>) -> Option<EventType> {
         match event_type {
             EventType::NodeCreated => {
                 let missed =
                     matches!(self, NodeState::Present(_)).then_some(EventType::NodeDeleted);
-                *self = NodeState::Present(NodeMemo::created());
+                *self = NodeState::Present(NodeMemo::created(zxid));
                 missed
             }
             EventType::NodeDeleted => {
@@ -212,16 +225,31 @@ impl SubtreeCache {
         self.nodes.len()
     }
 
-    /// Accounts for a live event at `path` (the root or below); returns events missed before
-    /// it, in the order they would have come.
-    pub fn on_event(&mut self, event_type: EventType, path: &str) -> Vec<Missed> {
+    /// Every cached path with its creation zxid and data version, as far as known.
+    #[cfg(test)]
+    pub fn snapshot(&self) -> std::collections::BTreeMap<String, (Option<i64>, Option<i32>)> {
+        self.nodes
+            .iter()
+            .map(|(p, n)| (p.clone(), (n.memo.czxid, n.memo.version)))
+            .collect()
+    }
+
+    /// Accounts for a live event at `path` (the root or below; `zxid`: the notification's,
+    /// when the server gives it); returns events missed before it, in the order they would have
+    /// come.
+    pub fn on_event(
+        &mut self,
+        event_type: EventType,
+        path: &str,
+        zxid: Option<i64>,
+    ) -> Vec<Missed> {
         let mut missed = vec![];
         match event_type {
             EventType::NodeCreated => {
                 // A node created again while thought present: its deletion, and that of what
                 // was below it, went unseen.
                 self.remove_subtree(path, &mut missed);
-                self.insert(path, NodeMemo::created());
+                self.insert(path, NodeMemo::created(zxid));
             }
             EventType::NodeDeleted => {
                 // Children are deleted before their parent, so anything still cached below
@@ -236,6 +264,19 @@ impl SubtreeCache {
             _ => {}
         }
         missed
+    }
+
+    /// Whether `path` is cached with its creation zxid unknown (see [`NodeState::needs_czxid`]).
+    pub fn needs_czxid(&self, path: &str) -> bool {
+        self.nodes.get(path).is_some_and(|n| n.memo.needs_czxid())
+    }
+
+    /// Takes a read of one node made while connected: the truth at that point of the stream,
+    /// so it replaces what was counted, and reports nothing.
+    pub fn on_stat(&mut self, path: &str, stat: &Stat) {
+        if let Some(node) = self.nodes.get_mut(path) {
+            node.memo = NodeMemo::from_stat(stat);
+        }
     }
 
     /// Takes a listing of `path` (`None`: no such node) and returns the events it shows were
@@ -388,15 +429,15 @@ pub(crate) mod tests {
     fn a_read_reports_only_the_changes_whose_events_were_not_counted() {
         let mut node = present(5, 2, 0);
         // Two data changes seen live, one more missed; one child change missed.
-        node.on_event(NodeDataChanged);
-        node.on_event(NodeDataChanged);
+        node.on_event(NodeDataChanged, None);
+        node.on_event(NodeDataChanged, None);
         assert_eq!(
             node.on_read(Some(&stat(5, 5, 1))),
             vec![NodeDataChanged, NodeChildrenChanged]
         );
         // Everything seen live: nothing to report, however old the reply zxids are.
-        node.on_event(NodeDataChanged);
-        node.on_event(NodeChildrenChanged);
+        node.on_event(NodeDataChanged, None);
+        node.on_event(NodeChildrenChanged, None);
         assert_eq!(node.on_read(Some(&stat(5, 6, 2))), vec![]);
     }
 
@@ -412,9 +453,9 @@ pub(crate) mod tests {
             vec![NodeDeleted, NodeCreated]
         );
         // Created live (creation zxid unknown), then replaced unseen: the version went back.
-        node.on_event(NodeDeleted);
-        node.on_event(NodeCreated);
-        node.on_event(NodeDataChanged);
+        node.on_event(NodeDeleted, None);
+        node.on_event(NodeCreated, None);
+        node.on_event(NodeDataChanged, None);
         assert_eq!(
             node.on_read(Some(&stat(11, 0, 0))),
             vec![NodeDeleted, NodeCreated]
@@ -424,11 +465,11 @@ pub(crate) mod tests {
     #[test]
     fn an_unread_node_reports_nothing_and_a_creation_over_a_present_node_reports_its_deletion() {
         let mut node = NodeState::Unknown;
-        node.on_event(NodeDataChanged);
+        node.on_event(NodeDataChanged, None);
         assert_eq!(node.on_read(Some(&stat(1, 4, 0))), vec![]);
-        assert_eq!(node.on_event(NodeCreated), Some(NodeDeleted));
-        assert_eq!(node.on_event(NodeDeleted), None);
-        assert_eq!(node.on_event(NodeCreated), None);
+        assert_eq!(node.on_event(NodeCreated, None), Some(NodeDeleted));
+        assert_eq!(node.on_event(NodeDeleted, None), None);
+        assert_eq!(node.on_event(NodeCreated, None), None);
     }
 
     #[test]
@@ -507,9 +548,9 @@ pub(crate) mod tests {
             &mut cache,
             &[("/", &["a"], stat(0, 0, 1)), ("/a", &[], stat(2, 0, 0))],
         );
-        assert_eq!(cache.on_event(NodeCreated, "/a/n"), vec![]);
-        assert_eq!(cache.on_event(NodeDataChanged, "/a/n"), vec![]);
-        assert_eq!(cache.on_event(NodeDataChanged, "/a"), vec![]);
+        assert_eq!(cache.on_event(NodeCreated, "/a/n", None), vec![]);
+        assert_eq!(cache.on_event(NodeDataChanged, "/a/n", None), vec![]);
+        assert_eq!(cache.on_event(NodeDataChanged, "/a", None), vec![]);
         let now: &[(&str, &[&str], Stat)] = &[
             ("/", &["a"], stat(0, 0, 1)),
             ("/a", &["n"], stat(2, 1, 1)),
@@ -518,14 +559,14 @@ pub(crate) mod tests {
         assert_eq!(walk(&mut cache, now), vec![]);
         // A deletion whose children's deletions were not seen reports those first.
         assert_eq!(
-            cache.on_event(NodeDeleted, "/a"),
+            cache.on_event(NodeDeleted, "/a", None),
             vec![ev(NodeDeleted, "/a/n")]
         );
         assert_eq!(cache.len(), 1);
         // Created again while cached: its unseen deletion comes first.
-        cache.on_event(NodeCreated, "/b");
+        cache.on_event(NodeCreated, "/b", None);
         assert_eq!(
-            cache.on_event(NodeCreated, "/b"),
+            cache.on_event(NodeCreated, "/b", None),
             vec![ev(NodeDeleted, "/b")]
         );
     }

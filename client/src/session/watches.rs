@@ -55,6 +55,16 @@ struct Recursive {
     walk: u64,
 }
 
+/// A read to make after a live event, for what the event could not tell: the creation zxid of
+/// a node created under a persistent watch.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum FollowUp {
+    /// Read the node of the persistent watch on this path.
+    Node(String),
+    /// Read `path` in the subtree of the recursive watch on `root`.
+    Stat { root: String, path: String },
+}
+
 /// What a new persistent watch needs before its node or subtree is known.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Learn {
@@ -149,8 +159,18 @@ impl WatchRegistry {
     /// Delivers a server notification to every watcher it concerns (§4.7 of the protocol notes:
     /// created/changed fire data and exist watches, children-changed fires child watches,
     /// deleted fires all three; persistent watches see everything on their path, recursive ones
-    /// everything but children-changed on their path and below).
-    pub fn dispatch(&mut self, event_type: EventType, server_path: &str, chroot: &Chroot) {
+    /// everything but children-changed on their path and below). `zxid` is the notification's
+    /// (3.9+ servers give the zxid of the change, older ones −1). Returns the reads that must
+    /// follow, to learn what the event could not tell.
+    pub fn dispatch(
+        &mut self,
+        event_type: EventType,
+        server_path: &str,
+        zxid: i64,
+        chroot: &Chroot,
+    ) -> Vec<FollowUp> {
+        let zxid = (zxid > 0).then_some(zxid);
+        let mut follow = vec![];
         let event = WatchedEvent {
             event_type,
             state: SessionState::Connected,
@@ -172,10 +192,13 @@ impl WatchRegistry {
             fire_oneshots(&mut self.child, server_path, &event);
         }
         if let Some(entry) = self.persistent.get_mut(server_path) {
-            if let Some(missed) = entry.node.on_event(event_type) {
+            if let Some(missed) = entry.node.on_event(event_type, zxid) {
                 send_all(&mut entry.txs, &with_type(&event, missed));
             }
             send_all(&mut entry.txs, &event);
+            if event_type == EventType::NodeCreated && entry.node.needs_czxid() {
+                follow.push(FollowUp::Node(server_path.to_string()));
+            }
             if entry.txs.is_empty() {
                 self.persistent.remove(server_path);
             }
@@ -184,9 +207,16 @@ impl WatchRegistry {
             let mut path = server_path;
             loop {
                 if let Some(entry) = self.recursive.get_mut(path) {
-                    let missed = entry.cache.on_event(event_type, server_path);
+                    let missed = entry.cache.on_event(event_type, server_path, zxid);
                     send_missed(&mut entry.txs, missed, chroot);
                     send_all(&mut entry.txs, &event);
+                    if event_type == EventType::NodeCreated && entry.cache.needs_czxid(server_path)
+                    {
+                        follow.push(FollowUp::Stat {
+                            root: path.to_string(),
+                            path: server_path.to_string(),
+                        });
+                    }
                     if entry.txs.is_empty() {
                         self.recursive.remove(path);
                     }
@@ -201,6 +231,7 @@ impl WatchRegistry {
                 };
             }
         }
+        follow
     }
 
     /// A read of a persistent watch's node is about to be sent: its tag, `None` when the
@@ -267,6 +298,13 @@ impl WatchRegistry {
             release(std::mem::take(&mut entry.held));
         }
         visit
+    }
+
+    /// Takes a read of one node of a recursive watch's subtree, made while connected.
+    pub fn learn_stat(&mut self, root: &str, path: &str, stat: &Stat) {
+        if let Some(entry) = self.recursive.get_mut(root) {
+            entry.cache.on_stat(path, stat);
+        }
     }
 
     /// A listing of walk `tag` could not be read: the walk goes on without it.
@@ -462,7 +500,7 @@ mod tests {
         let (c, mut cr) = oneshot::channel();
         reg.add_data("/app/a".into(), d);
         reg.add_child("/app/a".into(), c);
-        reg.dispatch(EventType::NodeDeleted, "/app/a", &root);
+        reg.dispatch(EventType::NodeDeleted, "/app/a", -1, &root);
         assert_eq!(dr.try_recv().unwrap(), ev(EventType::NodeDeleted, "/a"));
         assert_eq!(cr.try_recv().unwrap(), ev(EventType::NodeDeleted, "/a"));
         assert_eq!(reg.len(), 0);
@@ -478,17 +516,17 @@ mod tests {
         reg.add_persistent("/a".into(), false, p);
         let (r, mut rr) = mpsc::unbounded_channel();
         reg.add_persistent("/".into(), true, r);
-        reg.dispatch(EventType::NodeChildrenChanged, "/a", &root);
+        reg.dispatch(EventType::NodeChildrenChanged, "/a", -1, &root);
         assert!(dr.try_recv().is_err());
         assert_eq!(
             pr.try_recv().unwrap(),
             ev(EventType::NodeChildrenChanged, "/a")
         );
         assert!(rr.try_recv().is_err());
-        reg.dispatch(EventType::NodeCreated, "/a/b/c", &root);
+        reg.dispatch(EventType::NodeCreated, "/a/b/c", -1, &root);
         assert_eq!(rr.try_recv().unwrap(), ev(EventType::NodeCreated, "/a/b/c"));
         assert!(pr.try_recv().is_err(), "persistent watch is not recursive");
-        reg.dispatch(EventType::NodeDataChanged, "/a", &root);
+        reg.dispatch(EventType::NodeDataChanged, "/a", -1, &root);
         assert_eq!(dr.try_recv().unwrap(), ev(EventType::NodeDataChanged, "/a"));
         assert_eq!(pr.try_recv().unwrap(), ev(EventType::NodeDataChanged, "/a"));
         assert_eq!(rr.try_recv().unwrap(), ev(EventType::NodeDataChanged, "/a"));

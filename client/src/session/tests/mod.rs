@@ -1,5 +1,6 @@
 //! Step-by-step tests of the session machine: no sockets, no clock, time is an argument.
 
+mod catch_up_model;
 mod persistent;
 mod read_only;
 mod reconnect;

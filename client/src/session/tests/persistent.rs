@@ -279,3 +279,71 @@ fn a_listing_of_a_removed_watchs_walk_is_ignored() {
         "nothing is reported from a first walk"
     );
 }
+
+/// A notification with the zxid of its change, as 3.9+ servers send them.
+fn notify_at(h: &mut Harness, event_type: EventType, path: &str, zxid: i64) {
+    let mut payload = BytesMut::new();
+    ReplyHeader {
+        xid: -1,
+        zxid,
+        err: ErrorCode::Ok,
+    }
+    .encode(&mut payload);
+    WatcherEvent {
+        event_type,
+        state: KeeperState::SyncConnected,
+        path: path.into(),
+    }
+    .encode(&mut payload);
+    h.feed(payload);
+}
+
+/// A node created under a recursive watch is read once, to learn its creation zxid (without
+/// it, its deletion and creation again while cut off would look like no change), unless the
+/// notification carried that zxid.
+#[test]
+fn a_node_created_live_is_read_once_for_its_creation_zxid() {
+    let mut h = connected();
+    let (mut reply, mut rx) = add_watch(&mut h, "/r", true);
+    h.xids();
+    h.reply(1, 0x10, ErrorCode::Ok, &[]);
+    answer_listing(&mut h, "/r", &[], stat(1, 0, 0));
+    assert_eq!(result(&mut reply), Some(Ok(())));
+
+    h.notify(EventType::NodeCreated, "/r/a");
+    let read = one_read(&mut h, exists("/r/a"));
+    h.notify(EventType::NodeDataChanged, "/r/a");
+    assert!(h.sent().is_empty(), "one read per creation");
+    h.reply(read, 0x22, ErrorCode::Ok, &exists_body(stat(0x21, 1, 0)));
+    notify_at(&mut h, EventType::NodeCreated, "/r/b", 0x23);
+    assert!(h.sent().is_empty(), "the zxid came with the event");
+    assert_eq!(
+        events(&mut rx),
+        vec![
+            ev(EventType::NodeCreated, "/r/a"),
+            ev(EventType::NodeDataChanged, "/r/a"),
+            ev(EventType::NodeCreated, "/r/b"),
+        ]
+    );
+
+    // Both deleted and created again while cut off, with the same versions: both reported.
+    let sw = bounce(&mut h);
+    h.reply(sw, 0x30, ErrorCode::Ok, &[]);
+    answer_listing(&mut h, "/r", &["a", "b"], stat(1, 0, 6));
+    assert_eq!(events(&mut rx), vec![]);
+    let reads = h.xids();
+    assert_eq!(reads.len(), 2, "{reads:?}");
+    let body = listing_body(&[], stat(0x2a, 1, 0));
+    h.reply(reads[0].0, 0x30, ErrorCode::Ok, &body);
+    let body = listing_body(&[], stat(0x2b, 0, 0));
+    h.reply(reads[1].0, 0x30, ErrorCode::Ok, &body);
+    assert_eq!(
+        events(&mut rx),
+        vec![
+            ev(EventType::NodeDeleted, "/r/a"),
+            ev(EventType::NodeCreated, "/r/a"),
+            ev(EventType::NodeDeleted, "/r/b"),
+            ev(EventType::NodeCreated, "/r/b"),
+        ]
+    );
+}
