@@ -168,10 +168,15 @@ impl Harness {
     }
 
     fn notify(&mut self, event_type: EventType, path: &str) {
+        self.notify_at(event_type, path, -1);
+    }
+
+    /// A notification whose header carries `zxid` (3.9+ servers: the zxid of the change).
+    fn notify_at(&mut self, event_type: EventType, path: &str, zxid: i64) {
         let mut payload = BytesMut::new();
         ReplyHeader {
             xid: -1,
-            zxid: -1,
+            zxid,
             err: ErrorCode::Ok,
         }
         .encode(&mut payload);

@@ -280,24 +280,6 @@ fn a_listing_of_a_removed_watchs_walk_is_ignored() {
     );
 }
 
-/// A notification with the zxid of its change, as 3.9+ servers send them.
-fn notify_at(h: &mut Harness, event_type: EventType, path: &str, zxid: i64) {
-    let mut payload = BytesMut::new();
-    ReplyHeader {
-        xid: -1,
-        zxid,
-        err: ErrorCode::Ok,
-    }
-    .encode(&mut payload);
-    WatcherEvent {
-        event_type,
-        state: KeeperState::SyncConnected,
-        path: path.into(),
-    }
-    .encode(&mut payload);
-    h.feed(payload);
-}
-
 /// A node created under a recursive watch is read once, to learn its creation zxid (without
 /// it, its deletion and creation again while cut off would look like no change), unless the
 /// notification carried that zxid.
@@ -315,7 +297,7 @@ fn a_node_created_live_is_read_once_for_its_creation_zxid() {
     h.notify(EventType::NodeDataChanged, "/r/a");
     assert!(h.sent().is_empty(), "one read per creation");
     h.reply(read, 0x22, ErrorCode::Ok, &exists_body(stat(0x21, 1, 0)));
-    notify_at(&mut h, EventType::NodeCreated, "/r/b", 0x23);
+    h.notify_at(EventType::NodeCreated, "/r/b", 0x23);
     assert!(h.sent().is_empty(), "the zxid came with the event");
     assert_eq!(
         events(&mut rx),
