@@ -389,13 +389,17 @@ impl WatchRegistry {
                 }
             }
         }
+        // The watches were set: calls still held for their first read succeed, and the
+        // stream they return then ends with the terminal event.
         for (path, mut entry) in self.persistent.drain() {
+            release(entry.held);
             send_all(
                 &mut entry.txs,
                 &WatchedEvent::session(state, &chroot.strip(&path)),
             );
         }
         for (path, mut entry) in self.recursive.drain() {
+            release(entry.held);
             send_all(
                 &mut entry.txs,
                 &WatchedEvent::session(state, &chroot.strip(&path)),

@@ -329,3 +329,25 @@ fn a_node_created_live_is_read_once_for_its_creation_zxid() {
         ]
     );
 }
+
+/// The session ending while an `addWatch` waits for its first walk answers the call (the watch
+/// was set) and ends the stream with the terminal state, instead of dropping the reply.
+#[test]
+fn a_session_ending_during_the_first_walk_answers_the_call() {
+    let mut h = connected();
+    let (mut reply, mut rx) = add_watch(&mut h, "/r", true);
+    let mut other = h.get_data("/x");
+    h.xids();
+    h.reply(1, 0x10, ErrorCode::Ok, &[]);
+    let walk = one_read(&mut h, list("/r"));
+    assert!(walk > 2, "the walk goes out after the getData");
+    h.reply(2, 0x10, ErrorCode::SessionExpired, &[]);
+    assert_eq!(result(&mut other), Some(Err(Error::SessionExpired)));
+    assert_eq!(h.state(), SessionState::Expired);
+    assert_eq!(result(&mut reply), Some(Ok(())));
+    let end = rx.try_recv().unwrap();
+    assert_eq!(
+        (end.event_type, end.state),
+        (EventType::None, SessionState::Expired)
+    );
+}
