@@ -410,11 +410,15 @@ impl WatchRegistry {
     /// The paths still wanted by someone, dropping watchers whose receiver is gone.
     pub fn wanted(&mut self) -> WatchSet {
         WatchSet {
-            data: live_paths(&mut self.data, prune_oneshots),
-            exist: live_paths(&mut self.exist, prune_oneshots),
-            child: live_paths(&mut self.child, prune_oneshots),
-            persistent: live_paths(&mut self.persistent, |e| prune_streams(&mut e.txs)),
-            recursive: live_paths(&mut self.recursive, |e| prune_streams(&mut e.txs)),
+            data: live_paths(&mut self.data, |txs| prune(txs, OneshotTx::is_closed)),
+            exist: live_paths(&mut self.exist, |txs| prune(txs, OneshotTx::is_closed)),
+            child: live_paths(&mut self.child, |txs| prune(txs, OneshotTx::is_closed)),
+            persistent: live_paths(&mut self.persistent, |e| {
+                prune(&mut e.txs, StreamTx::is_closed)
+            }),
+            recursive: live_paths(&mut self.recursive, |e| {
+                prune(&mut e.txs, StreamTx::is_closed)
+            }),
         }
     }
 
@@ -466,18 +470,15 @@ fn send_missed(txs: &mut Vec<StreamTx>, missed: Vec<Missed>, chroot: &Chroot) {
 }
 
 /// Drops closed watchers; true while any is left.
-fn prune_oneshots(txs: &mut Vec<OneshotTx>) -> bool {
-    txs.retain(|tx| !tx.is_closed());
+fn prune<T>(txs: &mut Vec<T>, closed: impl Fn(&T) -> bool) -> bool {
+    txs.retain(|tx| !closed(tx));
     !txs.is_empty()
 }
 
-fn prune_streams(txs: &mut Vec<StreamTx>) -> bool {
-    txs.retain(|tx| !tx.is_closed());
-    !txs.is_empty()
-}
-
-fn live_paths<V>(map: &mut HashMap<String, V>, alive: impl FnMut(&mut V) -> bool) -> Vec<String> {
-    let mut alive = alive;
+fn live_paths<V>(
+    map: &mut HashMap<String, V>,
+    mut alive: impl FnMut(&mut V) -> bool,
+) -> Vec<String> {
     map.retain(|_, v| alive(v));
     let mut paths: Vec<String> = map.keys().cloned().collect();
     paths.sort();
