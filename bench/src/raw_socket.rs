@@ -35,7 +35,7 @@ impl RawSession {
     async fn read_frames(&mut self, n: u64) -> io::Result<()> {
         let mut seen = 0;
         while seen < n {
-            seen += self.consume_complete_frames(n - seen);
+            seen += drop_complete_frames(&mut self.inbuf, n - seen);
             if seen < n {
                 self.fill().await?;
             }
@@ -51,21 +51,6 @@ impl RawSession {
             ));
         }
         Ok(())
-    }
-
-    /// Drops up to `max` complete frames from the input buffer; returns how many.
-    fn consume_complete_frames(&mut self, max: u64) -> u64 {
-        let mut n = 0;
-        while n < max {
-            match wire::complete_frame_len(&self.inbuf) {
-                Some(len) => {
-                    self.inbuf.advance(len);
-                    n += 1;
-                }
-                None => break,
-            }
-        }
-        n
     }
 
     /// `total` getData of `path`, keeping `window` requests in flight.
@@ -91,7 +76,7 @@ impl RawSession {
             // Something is in flight here, so a read always makes progress. Frames left in
             // the buffer after a read are partial, so there is nothing to count before it.
             self.fill().await?;
-            received += self.consume_complete_frames(sent - received);
+            received += drop_complete_frames(&mut self.inbuf, sent - received);
         }
         Ok(())
     }
@@ -104,13 +89,7 @@ impl RawSession {
         let read = async move {
             let mut seen = 0;
             loop {
-                while seen < replies {
-                    let Some(len) = wire::complete_frame_len(inbuf) else {
-                        break;
-                    };
-                    inbuf.advance(len);
-                    seen += 1;
-                }
+                seen += drop_complete_frames(inbuf, replies - seen);
                 if seen == replies {
                     return Ok(());
                 }
@@ -163,4 +142,19 @@ impl RawSession {
         let _ = self.read_frames(1).await;
         Ok(())
     }
+}
+
+/// Drops up to `max` complete frames from `buf`; returns how many.
+fn drop_complete_frames(buf: &mut BytesMut, max: u64) -> u64 {
+    let mut n = 0;
+    while n < max {
+        match wire::complete_frame_len(buf) {
+            Some(len) => {
+                buf.advance(len);
+                n += 1;
+            }
+            None => break,
+        }
+    }
+    n
 }
