@@ -239,6 +239,13 @@ impl Harness {
     }
 }
 
+/// The events a stream holds now, as (type, path).
+fn events(rx: &mut mpsc::UnboundedReceiver<WatchedEvent>) -> Vec<(EventType, String)> {
+    std::iter::from_fn(|| rx.try_recv().ok())
+        .map(|e| (e.event_type, e.path))
+        .collect()
+}
+
 fn connected() -> Harness {
     let mut h = Harness::new(config(1));
     h.establish(0x42, 3000);

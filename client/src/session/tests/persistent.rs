@@ -6,15 +6,7 @@ use zk_protocol::{
 };
 
 use super::*;
-
-fn stat(czxid: i64, version: i32, cversion: i32) -> Stat {
-    Stat {
-        czxid,
-        version,
-        cversion,
-        ..Stat::default()
-    }
-}
+use crate::session::watch_memo::tests::stat;
 
 fn exists_body(s: Stat) -> Vec<u8> {
     let mut b = BytesMut::new();
@@ -78,12 +70,6 @@ fn list(path: &str) -> Request {
         path: path.into(),
         watch: false,
     })
-}
-
-fn events(rx: &mut mpsc::UnboundedReceiver<WatchedEvent>) -> Vec<(EventType, String)> {
-    std::iter::from_fn(|| rx.try_recv().ok())
-        .map(|e| (e.event_type, e.path))
-        .collect()
 }
 
 /// Expects the listing of `path` as the one read sent, and answers it.

@@ -136,11 +136,8 @@ fn resume_handshake_replays_auth_then_watches_then_waiting_requests() {
     // The recursive watch's subtree is gone: what was known below it is reported deleted.
     h.reply(*walk_xid, 0x35, ErrorCode::NoNode, &[]);
     h.reply(*get_xid, 0x35, ErrorCode::Ok, &[]);
-    let deleted: Vec<(EventType, String)> = std::iter::from_fn(|| prx.try_recv().ok())
-        .map(|e| (e.event_type, e.path))
-        .collect();
     assert_eq!(
-        deleted,
+        events(&mut prx),
         vec![
             (EventType::NodeDeleted, "/p/x".to_string()),
             (EventType::NodeDeleted, "/p".to_string())
