@@ -174,7 +174,7 @@ mod tests {
 
     async fn client_reads_scripted_reply() {
         let server = InstantServer::start(100).unwrap();
-        let client = zk_client::Client::connect(&server.addr().to_string())
+        let client = zookeeper_tokio::Client::connect(&server.addr().to_string())
             .await
             .unwrap();
         let (data, stat) = client.get_data("/any").await.unwrap();

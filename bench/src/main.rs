@@ -1,7 +1,7 @@
-//! `zk-bench`: measures the client and the recipes side by side with their limits (a raw
+//! `zookeeper-bench`: measures the client and the recipes side by side with their limits (a raw
 //! pipelined socket, an instant in-process server) and with Curator, in one process run.
 //!
-//! `cargo run --release -p zk-bench` starts its own ZooKeeper, runs every workload with the
+//! `cargo run --release -p zookeeper-bench` starts its own ZooKeeper, runs every workload with the
 //! contestants alternating round by round, prints `figure NAME VALUE UNIT` lines as it goes and
 //! a markdown table at the end. Medians of rounds and same-run ratios are quoted because the
 //! machines this runs on are shared and noisy.
@@ -67,7 +67,7 @@ async fn run(opts: Options, report: &mut Report) {
     let mut _started = None;
     let zk = match opts.server {
         Some(addr) => addr,
-        None => match zk_tests::ZkServer::start().await {
+        None => match zookeeper_testkit::ZkServer::start().await {
             Ok(server) => {
                 let addr = server.addr();
                 _started = Some(server);
@@ -80,7 +80,7 @@ async fn run(opts: Options, report: &mut Report) {
         },
     };
     println!(
-        "# zk-bench: server {zk}, {} rounds, runtime {}",
+        "# zookeeper-bench: server {zk}, {} rounds, runtime {}",
         opts.rounds,
         match opts.threads {
             None => "current-thread".to_string(),

@@ -13,7 +13,7 @@ pub const WORKLOADS: [&str; 6] = [
 ];
 
 const USAGE: &str = "\
-usage: zk-bench [--quick] [--only W[,W..]] [--server HOST:PORT] [--rounds N] [--threads N]
+usage: zookeeper-bench [--quick] [--only W[,W..]] [--server HOST:PORT] [--rounds N] [--threads N]
 
   --quick          small counts and 2 rounds: checks that every workload runs
   --only W,..      run only these workloads: codec, client-bound, latency, pipeline, locks, scale

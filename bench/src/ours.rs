@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use zk_client::Client;
+use zookeeper_tokio::Client;
 
 use crate::BenchError;
 
@@ -33,7 +33,7 @@ pub async fn pipelined_get_data(
             for _ in 0..share {
                 client.get_data(&path).await?;
             }
-            Ok::<(), zk_client::Error>(())
+            Ok::<(), zookeeper_tokio::Error>(())
         });
     }
     while let Some(done) = tasks.join_next().await {

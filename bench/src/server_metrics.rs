@@ -7,7 +7,7 @@ use crate::BenchError;
 
 /// Watch notifications the server has sent so far: the sums of the per-event watcher counts.
 pub async fn notifications_sent(zk: SocketAddr) -> Result<i64, BenchError> {
-    let mntr = zk_tests::mntr(zk).await?;
+    let mntr = zookeeper_testkit::mntr(zk).await?;
     let mut total = 0;
     for event in ["created", "deleted", "children", "changed"] {
         let key = format!("zk_sum_node_{event}_watch_count");
@@ -20,7 +20,7 @@ pub async fn notifications_sent(zk: SocketAddr) -> Result<i64, BenchError> {
 
 /// Packets the server has received so far (requests, pings and handshakes, all sessions).
 pub async fn packets_received(zk: SocketAddr) -> Result<i64, BenchError> {
-    let mntr = zk_tests::mntr(zk).await?;
+    let mntr = zookeeper_testkit::mntr(zk).await?;
     mntr.get_i64("zk_packets_received")
         .ok_or_else(|| "mntr has no zk_packets_received".into())
 }

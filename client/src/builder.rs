@@ -3,7 +3,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use zk_protocol::DEFAULT_MAX_FRAME;
+use zookeeper_jute::DEFAULT_MAX_FRAME;
 
 use crate::client::{Client, Inner};
 use crate::connect_string::ConnectString;

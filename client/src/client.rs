@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bytes::{BufMut, BytesMut};
 use tokio::sync::{oneshot, watch};
-use zk_protocol::{encode_request_frame, OpCode, Request};
+use zookeeper_jute::{encode_request_frame, OpCode, Request};
 
 use crate::builder::ClientBuilder;
 use crate::error::{Error, Result};
@@ -295,7 +295,7 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zk_protocol::GetDataRequest;
+    use zookeeper_jute::GetDataRequest;
 
     fn offline_client(chroot: Option<&str>) -> (Client, Arc<RequestQueue>) {
         let (publisher, state_rx) = StatePublisher::new();

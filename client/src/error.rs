@@ -1,6 +1,6 @@
 //! The one error type of the crate, classified so that callers know what to do next.
 
-use zk_protocol::{DecodeError, ErrorCode};
+use zookeeper_jute::{DecodeError, ErrorCode};
 
 /// Everything that can go wrong with a request or the session.
 ///

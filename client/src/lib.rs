@@ -15,7 +15,7 @@
 //!   is sent.
 //!
 //! ```no_run
-//! use zk_client::{Client, CreateOptions, MultiOp, Error};
+//! use zookeeper_tokio::{Client, CreateOptions, MultiOp, Error};
 //!
 //! # async fn demo() -> Result<(), Error> {
 //! let client = Client::builder("127.0.0.1:2181,127.0.0.1:2182/app")
@@ -73,7 +73,7 @@ pub use path::validate_path;
 pub use state::{SessionId, SessionState, StateChanges};
 pub use watcher::{OneshotWatcher, PersistentWatcher, WatchedEvent};
 
-pub use zk_protocol::{
+pub use zookeeper_jute::{
     perms, Acl, AddWatchMode, ClientInfo, CreateMode, ErrorCode, EventType, Id, Stat, WatcherType,
 };
 

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use zk_protocol::{Acl, CreateMode};
+use zookeeper_jute::{Acl, CreateMode};
 
 use crate::error::{Error, Result};
 

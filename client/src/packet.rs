@@ -4,7 +4,7 @@ use bytes::Bytes;
 #[cfg(test)]
 use bytes::BytesMut;
 use tokio::sync::{mpsc, oneshot};
-use zk_protocol::{Encode, OpCode, Request, WatcherType};
+use zookeeper_jute::{Encode, OpCode, Request, WatcherType};
 
 use crate::error::{Error, Result};
 use crate::watcher::WatchedEvent;
@@ -79,7 +79,7 @@ impl Packet {
             });
         }
         let mut buf = BytesMut::with_capacity(4 + payload);
-        zk_protocol::encode_request_frame(&mut buf, xid, request);
+        zookeeper_jute::encode_request_frame(&mut buf, xid, request);
         Ok((buf, opcode))
     }
 

@@ -15,7 +15,7 @@ use std::task::{Context, Poll, Waker};
 
 use bytes::{Bytes, BytesMut};
 use tokio::sync::{oneshot, Notify};
-use zk_protocol::OpCode;
+use zookeeper_jute::OpCode;
 
 use crate::error::Error;
 use crate::packet::{Packet, PacketKind, ReplyTx, WatchRegistration};

@@ -5,7 +5,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use tokio::sync::{mpsc, oneshot};
-use zk_protocol::EventType;
+use zookeeper_jute::EventType;
 
 use crate::state::SessionState;
 

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use common::{assert_black_hole_noticed, next_events, next_state, wait_state, within};
 use tokio::sync::Mutex;
-use zk_client::{AddWatchMode, Client, CreateOptions, Error, EventType, SessionState};
-use zk_tests::{Ensemble, Proxy};
+use zookeeper_testkit::{Ensemble, Proxy};
+use zookeeper_tokio::{AddWatchMode, Client, CreateOptions, Error, EventType, SessionState};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::const_new(());
 
@@ -447,7 +447,12 @@ async fn read_only_member_serves_reads_until_the_quorum_is_back() {
     // wait on but its own answer.
     let addr = ensemble.addr(survivor).unwrap();
     tokio::time::timeout(SLOW, async {
-        while zk_tests::four_letter(addr, "isro").await.ok().as_deref() != Some("ro") {
+        while zookeeper_testkit::four_letter(addr, "isro")
+            .await
+            .ok()
+            .as_deref()
+            != Some("ro")
+        {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     })

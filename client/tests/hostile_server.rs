@@ -8,8 +8,8 @@ use bytes::{BufMut, BytesMut};
 use common::within;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use zk_client::{Client, Error, SessionState};
-use zk_protocol::{ConnectResponse, Encode, ErrorCode, ReplyHeader};
+use zookeeper_jute::{ConnectResponse, Encode, ErrorCode, ReplyHeader};
+use zookeeper_tokio::{Client, Error, SessionState};
 
 /// Reads one length-prefixed frame.
 async fn read_frame(stream: &mut TcpStream) -> Vec<u8> {

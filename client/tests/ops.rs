@@ -5,7 +5,7 @@ mod common;
 use std::time::Duration;
 
 use common::{client, within};
-use zk_client::{
+use zookeeper_tokio::{
     perms, Acl, Client, CreateMode, CreateOptions, Error, ErrorCode, Id, MultiOp, MultiResult,
     ReadOp, ReadResult,
 };
@@ -88,7 +88,7 @@ async fn ttl_create_without_extended_types_is_unimplemented_and_the_session_goes
 
 #[tokio::test]
 async fn ttl_nodes_on_a_server_with_extended_types() {
-    let server = zk_tests::ZkServer::builder()
+    let server = zookeeper_testkit::ZkServer::builder()
         .extended_types()
         .start()
         .await
@@ -189,7 +189,7 @@ async fn acls_and_auth() {
 
     let other = Client::connect(&format!(
         "{}{}",
-        zk_tests::shared_server().connect_string(),
+        zookeeper_testkit::shared_server().connect_string(),
         c.chroot().unwrap()
     ))
     .await
@@ -198,7 +198,7 @@ async fn acls_and_auth() {
         other.set_data("/mine", b"no", None).await,
         Err(Error::NoAuth)
     );
-    let bob = Client::builder(&zk_tests::shared_server().connect_string())
+    let bob = Client::builder(&zookeeper_testkit::shared_server().connect_string())
         .chroot(c.chroot().unwrap())
         .digest_auth("alice", "secret")
         .connect()
@@ -217,7 +217,7 @@ async fn unknown_auth_scheme_fails_the_session() {
     );
     within(
         "auth failed state",
-        state.wait_for(|s| *s == zk_client::SessionState::AuthFailed),
+        state.wait_for(|s| *s == zookeeper_tokio::SessionState::AuthFailed),
     )
     .await
     .unwrap();
@@ -226,7 +226,7 @@ async fn unknown_auth_scheme_fails_the_session() {
 
 #[tokio::test]
 async fn builder_auth_with_unknown_scheme_fails_connect() {
-    let err = Client::builder(&zk_tests::shared_server().connect_string())
+    let err = Client::builder(&zookeeper_testkit::shared_server().connect_string())
         .auth("no-such-scheme", b"x")
         .connect()
         .await
@@ -383,7 +383,7 @@ async fn bad_input_is_refused_before_sending() {
         Err(Error::InvalidArgument(_))
     ));
     // None of it reached the server, and the session is fine.
-    assert_eq!(c.state(), zk_client::SessionState::Connected);
+    assert_eq!(c.state(), zookeeper_tokio::SessionState::Connected);
     assert_eq!(c.get_children("/").await.unwrap().0, Vec::<String>::new());
 }
 
@@ -396,7 +396,7 @@ async fn chroot_applies_to_paths_in_and_out() {
         .await
         .unwrap();
     assert_eq!(path, "/s-0000000000");
-    let plain = Client::connect(&zk_tests::shared_server().connect_string())
+    let plain = Client::connect(&zookeeper_testkit::shared_server().connect_string())
         .await
         .unwrap();
     assert!(plain
@@ -424,8 +424,10 @@ async fn chroot_applies_to_paths_in_and_out() {
 
 #[tokio::test]
 async fn request_timeout_fails_with_timeout() {
-    let server = zk_tests::ZkServer::start().await.unwrap();
-    let proxy = zk_tests::Proxy::start(server.addr()).await.unwrap();
+    let server = zookeeper_testkit::ZkServer::start().await.unwrap();
+    let proxy = zookeeper_testkit::Proxy::start(server.addr())
+        .await
+        .unwrap();
     let c = Client::builder(&proxy.connect_string())
         .session_timeout(Duration::from_secs(20))
         .connect()

@@ -3,7 +3,7 @@
 mod common;
 
 use common::{client, within};
-use zk_client::{Client, CreateOptions};
+use zookeeper_tokio::{Client, CreateOptions};
 
 #[tokio::test]
 async fn one_megabyte_node_round_trips() {

@@ -1,12 +1,12 @@
-//! The session across connection faults, through zk-tests' proxy and a real server.
+//! The session across connection faults, through zookeeper-testkit' proxy and a real server.
 
 mod common;
 
 use std::time::Duration;
 
 use common::{assert_black_hole_noticed, next_state, wait_state, within};
-use zk_client::{Client, CreateOptions, Error, EventType, SessionState};
-use zk_tests::{Proxy, ZkServer};
+use zookeeper_testkit::{Proxy, ZkServer};
+use zookeeper_tokio::{Client, CreateOptions, Error, EventType, SessionState};
 
 async fn behind_proxy(timeout: Duration) -> (ZkServer, Proxy, Client) {
     common::init_tracing();
@@ -186,7 +186,7 @@ async fn close_is_idempotent_and_later_calls_fail_closed() {
 
 #[tokio::test]
 async fn connect_to_nothing_fails_with_connect_error() {
-    let port = zk_tests::free_port().unwrap();
+    let port = zookeeper_testkit::free_port().unwrap();
     let err = Client::builder(&format!("127.0.0.1:{port}"))
         .connect_timeout(Duration::from_millis(500))
         .connect()

@@ -4,7 +4,9 @@ mod common;
 
 use common::{client, next_events, within};
 use futures_core::Stream;
-use zk_client::{AddWatchMode, Client, CreateOptions, Error, EventType, SessionState, WatcherType};
+use zookeeper_tokio::{
+    AddWatchMode, Client, CreateOptions, Error, EventType, SessionState, WatcherType,
+};
 
 fn persistent() -> CreateOptions {
     CreateOptions::persistent()
@@ -220,7 +222,7 @@ async fn watchers_do_not_keep_the_session_alive() {
         .unwrap();
     c.create("/p", b"", &persistent()).await.unwrap();
     let (_, _, watcher) = c.get_data_and_watch("/p").await.unwrap();
-    let observer = Client::connect(&zk_tests::shared_server().connect_string())
+    let observer = Client::connect(&zookeeper_testkit::shared_server().connect_string())
         .await
         .unwrap();
     let (_, gone) = observer
@@ -244,9 +246,11 @@ async fn watchers_do_not_keep_the_session_alive() {
 /// each missed change once, with client paths, and does not report again what it saw live.
 #[tokio::test]
 async fn a_recursive_watch_reports_missed_changes_with_client_paths_after_a_reconnect() {
-    let server = zk_tests::shared_server();
-    let chroot = zk_tests::chroot_for("recursive_catch_up");
-    let proxy = zk_tests::Proxy::start(server.addr()).await.unwrap();
+    let server = zookeeper_testkit::shared_server();
+    let chroot = zookeeper_testkit::chroot_for("recursive_catch_up");
+    let proxy = zookeeper_testkit::Proxy::start(server.addr())
+        .await
+        .unwrap();
     let c = Client::builder(&format!("{}{chroot}", proxy.addr()))
         .session_timeout(std::time::Duration::from_secs(10))
         .connect()

@@ -2,4 +2,4 @@
 //! panic, and the frames do not depend on how the stream is split.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| zk_protocol_fuzz::checks::frame_stream(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| zookeeper_jute_fuzz::checks::frame_stream(data));

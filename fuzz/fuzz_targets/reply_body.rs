@@ -2,4 +2,4 @@
 //! server frame payload: never a panic, and whatever decodes round-trips.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| zk_protocol_fuzz::checks::reply_body(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| zookeeper_jute_fuzz::checks::reply_body(data));

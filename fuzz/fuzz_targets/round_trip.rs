@@ -2,4 +2,4 @@
 //! whatever decodes must survive encode → decode unchanged.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| zk_protocol_fuzz::checks::round_trip(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| zookeeper_jute_fuzz::checks::round_trip(data));

@@ -1,15 +1,15 @@
 //! Codec cost of the hot path: encoding a getData request frame and decoding a getData reply
 //! frame (100 bytes of data and a Stat), each beside a plain copy of the same frame's bytes.
 //!
-//! Run: `cargo bench -p zk-protocol --bench codec`
+//! Run: `cargo bench -p zookeeper-jute --bench codec`
 
 use std::hint::black_box;
 
 use bytes::{Bytes, BytesMut};
 use criterion::{criterion_group, criterion_main, Criterion};
 use tokio_util::codec::Decoder;
-use zk_protocol::codec::encode_record_frame;
-use zk_protocol::*;
+use zookeeper_jute::codec::encode_record_frame;
+use zookeeper_jute::*;
 
 fn get_data_request() -> Request {
     Request::GetData(GetDataRequest {

@@ -2,7 +2,7 @@
 //! (`valgrind --tool=callgrind`), whose counts stay meaningful on a busy machine where
 //! wall-clock benchmarks do not.
 //!
-//! Usage: `cargo run --release -p zk-protocol --example hot_path -- <encode|decode|client-codec|copy-request|copy-reply> <N>`
+//! Usage: `cargo run --release -p zookeeper-jute --example hot_path -- <encode|decode|client-codec|copy-request|copy-reply> <N>`
 //!
 //! Instructions per operation = (count at N = 11000 − count at N = 1000) / 10000, which removes
 //! the fixed start-up cost.
@@ -10,7 +10,7 @@
 use std::hint::black_box;
 
 use bytes::{Bytes, BytesMut};
-use zk_protocol::*;
+use zookeeper_jute::*;
 
 fn main() {
     let mut args = std::env::args().skip(1);

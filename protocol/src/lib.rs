@@ -16,7 +16,7 @@
 //!
 //! ```
 //! use bytes::BytesMut;
-//! use zk_protocol::{encode_request_frame, GetDataRequest, Request};
+//! use zookeeper_jute::{encode_request_frame, GetDataRequest, Request};
 //!
 //! let mut buf = BytesMut::new();
 //! let request = Request::GetData(GetDataRequest { path: "/foo".into(), watch: true });

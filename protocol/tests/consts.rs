@@ -1,6 +1,6 @@
 //! Constant tables: every known number maps to its variant and back, unknown numbers survive.
 
-use zk_protocol::*;
+use zookeeper_jute::*;
 
 #[test]
 fn every_number_round_trips() {

@@ -6,7 +6,7 @@ mod common;
 use bytes::{Bytes, BytesMut};
 use common::hex;
 use tokio_util::codec::Decoder;
-use zk_protocol::*;
+use zookeeper_jute::*;
 
 fn bytes(text: &str) -> Bytes {
     Bytes::from(hex(text))

@@ -7,7 +7,7 @@ use std::fmt::Debug;
 
 use bytes::{Bytes, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
-use zk_protocol::*;
+use zookeeper_jute::*;
 
 fn round_trip<T: Encode + Decode + PartialEq + Debug>(value: &T) {
     let mut buf = BytesMut::new();

@@ -5,7 +5,7 @@ mod common;
 
 use bytes::{Bytes, BytesMut};
 use tokio_util::codec::Decoder;
-use zk_protocol::*;
+use zookeeper_jute::*;
 
 fn encoded(value: &impl Encode) -> Bytes {
     let mut buf = BytesMut::new();

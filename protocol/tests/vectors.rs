@@ -6,8 +6,8 @@ mod common;
 use bytes::{Bytes, BytesMut};
 use common::hex;
 use tokio_util::codec::{Decoder, Encoder};
-use zk_protocol::codec::encode_record_frame;
-use zk_protocol::*;
+use zookeeper_jute::codec::encode_record_frame;
+use zookeeper_jute::*;
 
 /// Feeds a whole frame to a client codec that has already seen the handshake.
 fn client_decode(frame: &[u8]) -> ServerFrame {

@@ -2,8 +2,8 @@
 //! holder's session dies.
 //!
 //! ```text
-//! cargo run -p zk-recipes --example demo                  # starts its own ZooKeeper
-//! cargo run -p zk-recipes --example demo -- 127.0.0.1:2181
+//! cargo run -p zookeeper-recipes --example demo                  # starts its own ZooKeeper
+//! cargo run -p zookeeper-recipes --example demo -- 127.0.0.1:2181
 //! ```
 //!
 //! Each participant talks to ZooKeeper (the first host of the connect string, with its
@@ -13,9 +13,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zk_client::Client;
-use zk_recipes::{LeaderLatch, Leadership, Mutex};
-use zk_tests::{Proxy, ZkServer};
+use zookeeper_recipes::{LeaderLatch, Leadership, Mutex};
+use zookeeper_testkit::{Proxy, ZkServer};
+use zookeeper_tokio::Client;
 
 const NAMES: [&str; 3] = ["alice", "bob", "carol"];
 const SESSION_TIMEOUT: Duration = Duration::from_secs(2);
@@ -113,7 +113,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 tokio::time::sleep(Duration::from_millis(150)).await;
                 guard.release().await?;
             }
-            Ok::<_, zk_recipes::Error>(())
+            Ok::<_, zookeeper_recipes::Error>(())
         }));
     }
     for t in tasks {
@@ -162,7 +162,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
             guard.release().await?;
-            Ok::<_, zk_recipes::Error>(())
+            Ok::<_, zookeeper_recipes::Error>(())
         }));
     }
     let mut follower_changes = latches[1].changes();

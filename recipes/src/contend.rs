@@ -8,7 +8,7 @@
 
 use tokio::time::Instant;
 use tracing::debug;
-use zk_client::{Client, Stat};
+use zookeeper_tokio::{Client, Stat};
 
 use crate::error::{Error, Result};
 use crate::naming::{child_name, contenders, join, Contender, Ordered};
@@ -91,7 +91,7 @@ pub(crate) async fn contend(
         let watched = match client.get_data_and_watch(&join(dir, &blocker)).await {
             Ok((_, _, watcher)) => watcher,
             // Gone already: look again.
-            Err(zk_client::Error::NoNode) => continue,
+            Err(zookeeper_tokio::Error::NoNode) => continue,
             Err(e) if e.is_retryable() => {
                 wait_connected(client).await?;
                 continue;
@@ -110,13 +110,13 @@ pub(crate) async fn contend(
             _ => watched.await,
         };
         wakeups += 1;
-        if event.event_type == zk_client::EventType::None && event.state.is_terminal() {
+        if event.event_type == zookeeper_tokio::EventType::None && event.state.is_terminal() {
             return Err(terminal_error(event.state));
         }
         // Nobody can queue in front of us (a later node sorts after ours), so if the blocker
         // was all that stood in our way, its deletion is the grant: no listing needed, which
         // saves the next holder a round trip and a listing of the whole queue.
-        if ours_once_gone && event.event_type == zk_client::EventType::NodeDeleted {
+        if ours_once_gone && event.event_type == zookeeper_tokio::EventType::NodeDeleted {
             return Ok(Some(won(pending, wakeups)));
         }
     }

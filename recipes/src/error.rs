@@ -8,7 +8,7 @@ pub enum Error {
     /// expired, or the node's ACL refused us). Ephemeral nodes of an ended session are gone
     /// with it, so nothing is left behind.
     #[error(transparent)]
-    Client(#[from] zk_client::Error),
+    Client(#[from] zookeeper_tokio::Error),
     /// The recipe's path is not usable.
     #[error("invalid recipe path {path:?}: {reason}")]
     InvalidPath {

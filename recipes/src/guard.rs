@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex as StdMutex};
 
 use tokio::sync::watch;
-use zk_client::{Client, Stat};
+use zookeeper_tokio::{Client, Stat};
 
 use crate::error::Result;
 use crate::lost::{

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 use tokio::time::Instant;
-use zk_client::{Client, EventType, SessionState, StateChanges};
+use zookeeper_tokio::{Client, EventType, SessionState, StateChanges};
 
 use crate::contend::ordered_queue;
 use crate::ensure_path::validate;
@@ -83,8 +83,8 @@ changes_stream! {
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// use zk_recipes::LeaderLatch;
-/// let client = zk_client::Client::connect("127.0.0.1:2181").await?;
+/// use zookeeper_recipes::LeaderLatch;
+/// let client = zookeeper_tokio::Client::connect("127.0.0.1:2181").await?;
 /// let latch = LeaderLatch::start(&client, "/election/scheduler", "node-a").await?;
 /// latch.await_leadership().await?;
 /// println!("leading with token {}", latch.fencing_token());
@@ -259,7 +259,7 @@ pub async fn participants(client: &Client, path: &str) -> Result<Vec<Participant
                 node: c.name,
                 is_leader: false,
             }),
-            Err(zk_client::Error::NoNode) => {}
+            Err(zookeeper_tokio::Error::NoNode) => {}
             Err(e) => return Err(Error::Client(e)),
         }
     }
@@ -281,7 +281,7 @@ struct Follow {
 /// What one look at the queue concluded.
 enum Step {
     /// Wait for this watch, then look again.
-    Wait(zk_client::OneshotWatcher, bool),
+    Wait(zookeeper_tokio::OneshotWatcher, bool),
     /// Look again now.
     Again,
     /// Participation is over.
@@ -331,15 +331,15 @@ impl Follow {
                 }
                 Step::Wait(watcher, leading)
             }
-            Err(zk_client::Error::NoNode) if leading => Step::End(LossReason::NodeDeleted),
-            Err(zk_client::Error::NoNode) => Step::Again,
+            Err(zookeeper_tokio::Error::NoNode) if leading => Step::End(LossReason::NodeDeleted),
+            Err(zookeeper_tokio::Error::NoNode) => Step::Again,
             Err(e) => self.on_error(e),
         }
     }
 
-    fn on_error(&self, e: zk_client::Error) -> Step {
+    fn on_error(&self, e: zookeeper_tokio::Error) -> Step {
         match e {
-            zk_client::Error::SessionExpired => Step::End(LossReason::SessionExpired),
+            zookeeper_tokio::Error::SessionExpired => Step::End(LossReason::SessionExpired),
             e if e.is_session_terminal() => Step::End(LossReason::SessionClosed),
             // Connection trouble: the session state decides what comes next.
             _ => Step::Again,

@@ -20,8 +20,8 @@
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! use zk_recipes::Mutex;
-//! let client = zk_client::Client::connect("127.0.0.1:2181").await?;
+//! use zookeeper_recipes::Mutex;
+//! let client = zookeeper_tokio::Client::connect("127.0.0.1:2181").await?;
 //! let mutex = Mutex::new(&client, "/locks/orders")?;
 //! let guard = mutex.acquire().await?;
 //! println!("holding {} with token {}", guard.path(), guard.fencing_token());

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use zk_client::Client;
+use zookeeper_tokio::Client;
 
 use crate::contend::{contend, deadline_after, ordered_queue, serialize, Patience, Verdict};
 use crate::ensure_path::validate;
@@ -23,8 +23,8 @@ use crate::protection::list_children;
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// use zk_recipes::Mutex;
-/// let client = zk_client::Client::connect("127.0.0.1:2181").await?;
+/// use zookeeper_recipes::Mutex;
+/// let client = zookeeper_tokio::Client::connect("127.0.0.1:2181").await?;
 /// let mutex = Mutex::new(&client, "/locks/orders")?;
 /// let guard = mutex.acquire().await?;
 /// let token = guard.fencing_token(); // hand this to the protected resource

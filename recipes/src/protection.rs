@@ -15,7 +15,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use tracing::debug;
-use zk_client::{Client, CreateOptions, Stat};
+use zookeeper_tokio::{Client, CreateOptions, Stat};
 
 use crate::ensure_path::ensure_path;
 use crate::error::{Error, Result};
@@ -23,7 +23,7 @@ use crate::naming::join;
 use crate::release::delete_until_gone;
 use crate::session::wait_connected;
 
-type CreateFuture = Pin<Box<dyn Future<Output = zk_client::Result<(String, Stat)>> + Send>>;
+type CreateFuture = Pin<Box<dyn Future<Output = zookeeper_tokio::Result<(String, Stat)>> + Send>>;
 
 /// How many times a create is re-sent after finding the parent missing (a container parent
 /// can be removed by the server between our `ensure_path` and our create).
@@ -82,7 +82,7 @@ impl PendingNode {
                     self.node = Some((path.clone(), stat));
                     return Ok((path, stat));
                 }
-                Err(zk_client::Error::NoNode) if parent_retries < PARENT_RETRIES => {
+                Err(zookeeper_tokio::Error::NoNode) if parent_retries < PARENT_RETRIES => {
                     parent_retries += 1;
                     ensure_path(&self.client, &self.dir).await?;
                     self.send_create();
@@ -215,7 +215,7 @@ pub(crate) async fn list_children(client: &Client, dir: &str) -> Result<Option<V
     loop {
         match client.get_children(dir).await {
             Ok((children, _)) => return Ok(Some(children)),
-            Err(zk_client::Error::NoNode) => return Ok(None),
+            Err(zookeeper_tokio::Error::NoNode) => return Ok(None),
             Err(e) if e.is_retryable() => wait_connected(client).await?,
             Err(e) => return Err(Error::Client(e)),
         }

@@ -4,7 +4,7 @@
 
 use tokio::task::JoinHandle;
 use tracing::{debug, warn};
-use zk_client::Client;
+use zookeeper_tokio::Client;
 
 use crate::error::{Error, Result};
 use crate::session::wait_connected;
@@ -14,7 +14,7 @@ use crate::session::wait_connected;
 pub(crate) async fn delete_until_gone(client: &Client, path: &str) -> Result<()> {
     loop {
         match client.delete(path, None).await {
-            Ok(()) | Err(zk_client::Error::NoNode) => {
+            Ok(()) | Err(zookeeper_tokio::Error::NoNode) => {
                 debug!(path, "lock node deleted");
                 return Ok(());
             }

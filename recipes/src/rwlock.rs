@@ -10,7 +10,7 @@
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use zk_client::Client;
+use zookeeper_tokio::Client;
 
 use crate::contend::{contend, deadline_after, ordered_queue, serialize, Patience, Verdict};
 use crate::ensure_path::validate;
@@ -34,8 +34,8 @@ const WRITE: usize = 1;
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// use zk_recipes::ReadWriteLock;
-/// let client = zk_client::Client::connect("127.0.0.1:2181").await?;
+/// use zookeeper_recipes::ReadWriteLock;
+/// let client = zookeeper_tokio::Client::connect("127.0.0.1:2181").await?;
 /// let lock = ReadWriteLock::new(&client, "/locks/catalog")?;
 /// let read = lock.read().await?;
 /// read.release().await?;

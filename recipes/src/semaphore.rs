@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use zk_client::Client;
+use zookeeper_tokio::Client;
 
 use crate::contend::{deadline_after, Patience};
 use crate::ensure_path::validate;
@@ -25,8 +25,8 @@ pub type Lease = LockGuard;
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// use zk_recipes::Semaphore;
-/// let client = zk_client::Client::connect("127.0.0.1:2181").await?;
+/// use zookeeper_recipes::Semaphore;
+/// let client = zookeeper_tokio::Client::connect("127.0.0.1:2181").await?;
 /// let pool = Semaphore::new(&client, "/semaphores/db", 3)?;
 /// let lease = pool.acquire().await?;
 /// lease.release().await?;
@@ -165,7 +165,7 @@ impl Semaphore {
                 _ => watcher.await,
             };
             wakeups += 1;
-            if event.event_type == zk_client::EventType::None && event.state.is_terminal() {
+            if event.event_type == zookeeper_tokio::EventType::None && event.state.is_terminal() {
                 return Err(terminal_error(event.state));
             }
         }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use zk_client::{Client, SessionState};
+use zookeeper_tokio::{Client, SessionState};
 
 use crate::error::{Error, Result};
 
@@ -26,7 +26,7 @@ pub(crate) async fn wait_connected(client: &Client) -> Result<()> {
                 _ => {}
             }
             if states.changed().await.is_err() {
-                return Err(Error::Client(zk_client::Error::Closed));
+                return Err(Error::Client(zookeeper_tokio::Error::Closed));
             }
         }
     };
@@ -39,8 +39,8 @@ pub(crate) async fn wait_connected(client: &Client) -> Result<()> {
 /// The client error that matches a terminal session state.
 pub(crate) fn terminal_error(state: SessionState) -> Error {
     Error::Client(match state {
-        SessionState::Expired => zk_client::Error::SessionExpired,
-        SessionState::AuthFailed => zk_client::Error::AuthFailed,
-        _ => zk_client::Error::Closed,
+        SessionState::Expired => zookeeper_tokio::Error::SessionExpired,
+        SessionState::AuthFailed => zookeeper_tokio::Error::AuthFailed,
+        _ => zookeeper_tokio::Error::Closed,
     })
 }

@@ -9,8 +9,8 @@ use std::time::Duration;
 use common::peers::Peer;
 use common::resource::{enter_exclusive, enter_shared, leave_exclusive, leave_shared, prepare};
 use common::{bounded, chroot_connect, client, clients};
-use zk_client::Client;
-use zk_recipes::{Layout, LeaderLatch, Leadership, Mutex, ReadWriteLock, Semaphore};
+use zookeeper_recipes::{Layout, LeaderLatch, Leadership, Mutex, ReadWriteLock, Semaphore};
+use zookeeper_tokio::Client;
 
 const HOLD: Duration = Duration::from_millis(5);
 

@@ -3,7 +3,7 @@
 mod common;
 
 use common::{blip_rig, bounce_connection, bounded, chroot_connect, clients, BlipRig};
-use zk_recipes::{LeaderLatch, Leadership, LossReason};
+use zookeeper_recipes::{LeaderLatch, Leadership, LossReason};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_leader_in_order_and_resign_hands_over() {

@@ -8,9 +8,9 @@ mod common;
 use std::time::Duration;
 
 use common::{blip_rig, bounce_connection, bounded, children, client, BlipRig};
-use zk_client::{Client, SessionState};
-use zk_recipes::{LockState, LossReason, Mutex};
-use zk_tests::{Ensemble, Proxy, ZkServer};
+use zookeeper_recipes::{LockState, LossReason, Mutex};
+use zookeeper_testkit::{Ensemble, Proxy, ZkServer};
+use zookeeper_tokio::{Client, SessionState};
 
 async fn short_session(connect: &str) -> Client {
     bounded(
@@ -96,7 +96,7 @@ async fn lost_create_reply_is_adopted_not_duplicated() {
     let c = client(&proxy.connect_string()).await;
     let direct = client(&server.connect_string()).await;
     direct
-        .create("/lock", b"", &zk_client::CreateOptions::persistent())
+        .create("/lock", b"", &zookeeper_tokio::CreateOptions::persistent())
         .await
         .unwrap();
     // 15 is create2, the opcode of every create the client sends.
@@ -126,14 +126,15 @@ async fn lost_create_reply_is_adopted_not_duplicated() {
 /// own and queue behind the foreign one like behind any contender, leaving it alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_foreign_node_bearing_our_guid_is_not_adopted() {
-    let chroot = zk_tests::chroot_for("loss_foreign_guid");
-    let proxy = Proxy::start(zk_tests::shared_server().addr())
+    let chroot = zookeeper_testkit::chroot_for("loss_foreign_guid");
+    let proxy = Proxy::start(zookeeper_testkit::shared_server().addr())
         .await
         .unwrap();
     let c = client(&format!("{}{}", proxy.connect_string(), chroot)).await;
-    let direct = client(&zk_tests::shared_server().connect_string_with_chroot(&chroot)).await;
+    let direct =
+        client(&zookeeper_testkit::shared_server().connect_string_with_chroot(&chroot)).await;
     direct
-        .create("/lock", b"", &zk_client::CreateOptions::persistent())
+        .create("/lock", b"", &zookeeper_tokio::CreateOptions::persistent())
         .await
         .unwrap();
 
@@ -157,7 +158,7 @@ async fn a_foreign_node_bearing_our_guid_is_not_adopted() {
         .create(
             prefix,
             b"",
-            &zk_client::CreateOptions::ephemeral_sequential(),
+            &zookeeper_tokio::CreateOptions::ephemeral_sequential(),
         )
         .await
         .unwrap();
@@ -202,7 +203,7 @@ async fn a_foreign_node_bearing_our_guid_is_not_adopted() {
     // It waits behind the foreign node (watching it), and gets the lock once that goes.
     let watched = format!("{chroot}{foreign}");
     bounded("the foreign node watched", async {
-        while !zk_tests::shared_server()
+        while !zookeeper_testkit::shared_server()
             .wchc()
             .await
             .unwrap()
@@ -231,7 +232,7 @@ async fn a_foreign_node_bearing_our_guid_is_not_adopted() {
 async fn member_serving(ensemble: &Ensemble, session: i64) -> usize {
     let needle = format!("sid=0x{:x}", session as u64);
     for (i, addr) in ensemble.addrs().iter().enumerate() {
-        if let Ok(cons) = zk_tests::four_letter(*addr, "cons").await {
+        if let Ok(cons) = zookeeper_testkit::four_letter(*addr, "cons").await {
             if cons.contains(&needle) {
                 return i;
             }
@@ -298,23 +299,29 @@ async fn cut_off_leader_loses_leadership_and_the_next_leads() {
     let other = client(&server.connect_string()).await;
     let leader = bounded(
         "start",
-        zk_recipes::LeaderLatch::start(&leader_client, "/e", "a"),
+        zookeeper_recipes::LeaderLatch::start(&leader_client, "/e", "a"),
     )
     .await
     .unwrap();
     bounded("leads", leader.await_leadership()).await.unwrap();
-    let next = bounded("start", zk_recipes::LeaderLatch::start(&other, "/e", "b"))
-        .await
-        .unwrap();
+    let next = bounded(
+        "start",
+        zookeeper_recipes::LeaderLatch::start(&other, "/e", "b"),
+    )
+    .await
+    .unwrap();
     let mut changes = leader.changes();
     let lost = leader.lost();
     proxy.black_hole(true);
     bounded("suspended", async {
-        while changes.next().await != Some(zk_recipes::Leadership::Suspended) {}
+        while changes.next().await != Some(zookeeper_recipes::Leadership::Suspended) {}
     })
     .await;
     let end = bounded("lost", lost).await;
-    assert!(matches!(end, zk_recipes::Leadership::Lost(_)), "{end:?}");
+    assert!(
+        matches!(end, zookeeper_recipes::Leadership::Lost(_)),
+        "{end:?}"
+    );
     bounded("next leads", next.await_leadership())
         .await
         .unwrap();

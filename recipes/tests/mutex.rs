@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use common::{bounded, children, chroot_connect, client, clients, wait_empty};
-use zk_recipes::{Layout, Mutex};
-use zk_tests::{FrameEvent, Proxy};
+use zookeeper_recipes::{Layout, Mutex};
+use zookeeper_testkit::{FrameEvent, Proxy};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uncontended_acquire_names_the_node_and_release_deletes_it() {
@@ -81,7 +81,7 @@ async fn try_timeout_and_cancellation_leave_no_child_behind() {
 
 /// Waits until `path` has exactly `n` children (cancelled acquisitions clean up in the
 /// background).
-async fn wait_empty_but(c: &zk_client::Client, path: &str, n: usize) -> Vec<String> {
+async fn wait_empty_but(c: &zookeeper_tokio::Client, path: &str, n: usize) -> Vec<String> {
     bounded("leftovers to go", async {
         loop {
             let (list, _, w) = c.get_children_and_watch(path).await.unwrap();
@@ -234,7 +234,7 @@ async fn one_notification_per_release_with_a_hundred_waiters() {
     .await;
     // Each queued node is watched by exactly one session: wait until the watches are set,
     // then count them on the server.
-    let server = zk_tests::shared_server();
+    let server = zookeeper_testkit::shared_server();
     let chroot_prefix = connect
         .split_once('/')
         .map(|(_, p)| format!("/{p}/herd/"))
@@ -277,12 +277,12 @@ async fn one_notification_per_release_with_a_hundred_waiters() {
 async fn uncontended_acquire_takes_one_round_trip() {
     const CREATE: [i32; 2] = [1, 15];
     const LIST: [i32; 2] = [8, 12];
-    let chroot = zk_tests::chroot_for("mutex_one_round_trip");
-    let proxy = Proxy::start(zk_tests::shared_server().addr())
+    let chroot = zookeeper_testkit::chroot_for("mutex_one_round_trip");
+    let proxy = Proxy::start(zookeeper_testkit::shared_server().addr())
         .await
         .unwrap();
     let c = client(&format!("{}{}", proxy.connect_string(), chroot)).await;
-    c.create("/lock", b"", &zk_client::CreateOptions::persistent())
+    c.create("/lock", b"", &zookeeper_tokio::CreateOptions::persistent())
         .await
         .unwrap();
     let m = Mutex::new(&c, "/lock").unwrap();
@@ -339,14 +339,14 @@ async fn uncontended_acquire_takes_one_round_trip() {
 async fn handoff_needs_no_listing() {
     const GET_DATA: i32 = 4;
     const LIST: [i32; 2] = [8, 12];
-    let chroot = zk_tests::chroot_for("mutex_handoff_no_listing");
+    let chroot = zookeeper_testkit::chroot_for("mutex_handoff_no_listing");
     let holder = client(&format!(
         "{}{}",
-        zk_tests::shared_server().connect_string(),
+        zookeeper_testkit::shared_server().connect_string(),
         chroot
     ))
     .await;
-    let proxy = Proxy::start(zk_tests::shared_server().addr())
+    let proxy = Proxy::start(zookeeper_testkit::shared_server().addr())
         .await
         .unwrap();
     let waiter = client(&format!("{}{}", proxy.connect_string(), chroot)).await;

@@ -5,8 +5,8 @@
 mod common;
 
 use common::{chroot_connect, client};
-use zk_client::CreateOptions;
-use zk_recipes::Mutex;
+use zookeeper_recipes::Mutex;
+use zookeeper_tokio::CreateOptions;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrapped_sequences_queue_after_the_ones_before_the_wrap() {

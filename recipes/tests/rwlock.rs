@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use common::{bounded, children, chroot_connect, client, clients};
-use zk_client::Client;
-use zk_recipes::{Error, ReadWriteLock};
+use zookeeper_recipes::{Error, ReadWriteLock};
+use zookeeper_tokio::Client;
 
 /// Waits until `path` has `n` children.
 async fn wait_children(c: &Client, path: &str, n: usize) {
@@ -99,8 +99,8 @@ async fn later_writer_does_not_deadlock_a_waiting_reader() {
 /// woken once (by W3), never by W1's release.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reader_watches_the_nearest_lower_writer() {
-    let chroot = zk_tests::chroot_for("rw_nearest");
-    let server = zk_tests::shared_server();
+    let chroot = zookeeper_testkit::chroot_for("rw_nearest");
+    let server = zookeeper_testkit::shared_server();
     let cs = clients(&server.connect_string_with_chroot(&chroot), 4).await;
     let w1 = ReadWriteLock::new(&cs[0], "/rw").unwrap();
     let g1 = bounded("w1", w1.write()).await.unwrap();

@@ -5,8 +5,8 @@ mod common;
 use std::time::Duration;
 
 use common::{bounded, children, chroot_connect, client, clients};
-use zk_recipes::Semaphore;
-use zk_tests::{FrameEvent, Proxy};
+use zookeeper_recipes::Semaphore;
+use zookeeper_testkit::{FrameEvent, Proxy};
 
 /// The opcode of every child listing the client sends (getChildren2), with or without a watch.
 const GET_CHILDREN2: i32 = 12;
@@ -44,8 +44,8 @@ async fn until_watching_the_leases(proxy: &Proxy) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grants_at_most_n_leases_and_hands_one_over_per_release() {
-    let chroot = zk_tests::chroot_for("semaphore_n");
-    let server = zk_tests::shared_server();
+    let chroot = zookeeper_testkit::chroot_for("semaphore_n");
+    let server = zookeeper_testkit::shared_server();
     let mut cs = clients(&server.connect_string_with_chroot(&chroot), 2).await;
     // The waiter's client goes through a proxy, whose frame log shows when its watch is set.
     let proxy = Proxy::start(server.addr()).await.unwrap();

@@ -23,8 +23,8 @@ struct Member {
 /// kills every member and removes their directories.
 ///
 /// ```no_run
-/// # async fn demo() -> zk_tests::Result<()> {
-/// let ensemble = zk_tests::Ensemble::start(3).await?;
+/// # async fn demo() -> zookeeper_testkit::Result<()> {
+/// let ensemble = zookeeper_testkit::Ensemble::start(3).await?;
 /// let leader = ensemble.leader().await?;
 /// ensemble.kill(leader)?;
 /// let new_leader = ensemble.leader().await?;

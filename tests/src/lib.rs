@@ -22,10 +22,10 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use zk_tests::{chroot_for, shared_server, Ensemble, Proxy, ZkServer};
+//! use zookeeper_testkit::{chroot_for, shared_server, Ensemble, Proxy, ZkServer};
 //!
 //! #[tokio::test]
-//! async fn my_test() -> zk_tests::Result<()> {
+//! async fn my_test() -> zookeeper_testkit::Result<()> {
 //!     // One server per test binary; each test works under its own (created) chroot.
 //!     let connect = shared_server().connect_string_with_chroot(&chroot_for("my_test"));
 //!

@@ -33,7 +33,7 @@ fn spawner() -> &'static mpsc::Sender<SpawnJob> {
                     let _ = reply.send(command.spawn());
                 }
             })
-            .expect("cannot start the zk-tests spawner thread");
+            .expect("cannot start the zookeeper-testkit spawner thread");
         tx
     })
 }
@@ -76,10 +76,10 @@ impl ChildProcess {
         let (tx, rx) = mpsc::channel();
         spawner()
             .send((command, tx))
-            .map_err(|_| io::Error::other("zk-tests spawner thread is gone"))?;
+            .map_err(|_| io::Error::other("zookeeper-testkit spawner thread is gone"))?;
         let child = rx
             .recv()
-            .map_err(|_| io::Error::other("zk-tests spawner thread is gone"))??;
+            .map_err(|_| io::Error::other("zookeeper-testkit spawner thread is gone"))??;
         Ok(ChildProcess { child, exit: None })
     }
 

@@ -19,10 +19,10 @@ pub(crate) const BIND_ATTEMPTS: usize = 5;
 /// `127.0.0.1:<free port>`. Dropping it kills the JVM and removes the directory.
 ///
 /// ```no_run
-/// # async fn demo() -> zk_tests::Result<()> {
-/// let server = zk_tests::ZkServer::start().await?;
+/// # async fn demo() -> zookeeper_testkit::Result<()> {
+/// let server = zookeeper_testkit::ZkServer::start().await?;
 /// let connect = server.connect_string(); // "127.0.0.1:PORT"
-/// assert_eq!(server.srvr().await?.mode, zk_tests::Mode::Standalone);
+/// assert_eq!(server.srvr().await?.mode, zookeeper_testkit::Mode::Standalone);
 /// # Ok(()) }
 /// ```
 #[derive(Debug)]

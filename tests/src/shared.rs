@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use crate::server::ZkServer;
 
 /// Parent node of all chroots handed out by [`chroot_for`].
-pub const CHROOT_PARENT: &str = "/zk-tests";
+pub const CHROOT_PARENT: &str = "/zookeeper-testkit";
 
 /// The server shared by all tests of this process, started on first use (blocking) and
 /// killed when the process exits.
@@ -34,7 +34,7 @@ pub fn shared_server() -> &'static ZkServer {
     }
 }
 
-/// A path unique to this process and call, e.g. `/zk-tests/my_test-4242-7`; not created.
+/// A path unique to this process and call, e.g. `/zookeeper-testkit/my_test-4242-7`; not created.
 pub fn unique_chroot(test_name: &str) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);

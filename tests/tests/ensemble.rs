@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use zk_tests::{Ensemble, Mode};
+use zookeeper_testkit::{Ensemble, Mode};
 
 #[tokio::test]
 async fn an_ensemble_elects_survives_its_leader_and_takes_it_back() {
@@ -74,7 +74,7 @@ async fn a_member_cut_off_from_its_quorum_serves_read_only_when_enabled() {
     let addr = ensemble.addr(survivor).unwrap();
     let deadline = Instant::now() + std::time::Duration::from_secs(30);
     loop {
-        if let Ok(srvr) = zk_tests::srvr(addr).await {
+        if let Ok(srvr) = zookeeper_testkit::srvr(addr).await {
             if srvr.mode == Mode::ReadOnly {
                 break;
             }
@@ -85,5 +85,8 @@ async fn a_member_cut_off_from_its_quorum_serves_read_only_when_enabled() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    assert_eq!(zk_tests::four_letter(addr, "isro").await.unwrap(), "ro");
+    assert_eq!(
+        zookeeper_testkit::four_letter(addr, "isro").await.unwrap(),
+        "ro"
+    );
 }

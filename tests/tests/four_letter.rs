@@ -5,7 +5,7 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 
-use zk_tests::{Mode, ZkServer};
+use zookeeper_testkit::{Mode, ZkServer};
 
 fn put_i32(buf: &mut Vec<u8>, v: i32) {
     buf.extend_from_slice(&v.to_be_bytes());

@@ -1,10 +1,10 @@
 //! Locating Java and ZooKeeper, and what a failed start tells the user. Each case runs the
-//! `zk-tests-server` helper with its own environment, so this process's stays untouched.
+//! `zookeeper-testkit-server` helper with its own environment, so this process's stays untouched.
 
 use std::process::{Command, Output, Stdio};
 
 fn helper(env: &[(&str, &str)]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_zk-tests-server"));
+    let mut command = Command::new(env!("CARGO_BIN_EXE_zookeeper-testkit-server"));
     command.stdin(Stdio::null());
     for (key, value) in env {
         command.env(key, value);

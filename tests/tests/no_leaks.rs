@@ -42,7 +42,7 @@ fn start_helper(then: &str) -> Helper {
 }
 
 fn start_helper_with(args: &[&str]) -> Helper {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_zk-tests-server"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zookeeper-testkit-server"))
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -119,7 +119,7 @@ fn a_clean_stop_kills_the_server_and_removes_its_directory() {
 fn a_panic_inside_this_process_kills_the_server() {
     let mut pid = None;
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let server = zk_tests::ZkServer::start_blocking().unwrap();
+        let server = zookeeper_testkit::ZkServer::start_blocking().unwrap();
         pid = server.pid();
         panic!("test failure while holding a server");
     }));

@@ -12,7 +12,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::time::timeout;
 
-use zk_tests::{FrameEvent, Proxy, ZkServer};
+use zookeeper_testkit::{FrameEvent, Proxy, ZkServer};
 
 /// Bound on anything that is expected to happen.
 const SOON: Duration = Duration::from_secs(5);
@@ -334,7 +334,9 @@ async fn a_cut_create_takes_effect_on_a_real_server() {
     let server = ZkServer::start().await.unwrap();
     let proxy = Proxy::start(server.addr()).await.unwrap();
     // Four-letter words are not ZooKeeper frames; they pass through unchanged.
-    let srvr = zk_tests::four_letter(proxy.addr(), "srvr").await.unwrap();
+    let srvr = zookeeper_testkit::four_letter(proxy.addr(), "srvr")
+        .await
+        .unwrap();
     assert!(srvr.contains("Mode: standalone"), "{srvr}");
     let before = server.mntr().await.unwrap().znode_count().unwrap();
 
@@ -402,7 +404,7 @@ fn on_root(xid: i32, opcode: i32) -> Vec<u8> {
 /// connection, xid and opcode, empties on take, and stops when disabled.
 #[tokio::test]
 async fn the_frame_log_records_frames_in_order_while_enabled() {
-    let proxy = Proxy::start(zk_tests::shared_server().addr())
+    let proxy = Proxy::start(zookeeper_testkit::shared_server().addr())
         .await
         .unwrap();
     let mut first = zk_session(proxy.addr()).await;
@@ -446,7 +448,7 @@ async fn the_frame_log_records_frames_in_order_while_enabled() {
 /// any reply; the replies follow, in order, once the hold ends.
 #[tokio::test]
 async fn held_replies_arrive_after_the_hold_and_after_every_request() {
-    let proxy = Proxy::start(zk_tests::shared_server().addr())
+    let proxy = Proxy::start(zookeeper_testkit::shared_server().addr())
         .await
         .unwrap();
     let mut client = zk_session(proxy.addr()).await;

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use zk_tests::{chroot_for, shared_server, Mode, ZkServer};
+use zookeeper_testkit::{chroot_for, shared_server, Mode, ZkServer};
 
 #[tokio::test]
 async fn a_server_starts_answers_and_is_gone_after_drop() {
@@ -77,12 +77,14 @@ fn the_shared_server_is_shared_and_chroots_are_created() {
     let one = chroot_for("shared test");
     let two = chroot_for("shared test");
     assert_ne!(one, two);
-    assert!(one.starts_with("/zk-tests/shared_test-"));
-    let mntr = zk_tests::four_letter_blocking(a.addr(), "dump").unwrap();
+    assert!(one.starts_with("/zookeeper-testkit/shared_test-"));
+    let mntr = zookeeper_testkit::four_letter_blocking(a.addr(), "dump").unwrap();
     let _ = mntr;
-    // Both chroots exist: the node count grew by /zk-tests plus two children at least.
-    let srvr =
-        zk_tests::Srvr::parse(&zk_tests::four_letter_blocking(a.addr(), "srvr").unwrap()).unwrap();
+    // Both chroots exist: the node count grew by /zookeeper-testkit plus two children at least.
+    let srvr = zookeeper_testkit::Srvr::parse(
+        &zookeeper_testkit::four_letter_blocking(a.addr(), "srvr").unwrap(),
+    )
+    .unwrap();
     assert!(srvr.node_count.unwrap() >= 5, "{srvr:?}");
 }
 

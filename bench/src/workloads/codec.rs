@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use bytes::BytesMut;
 use tokio_util::codec::Decoder;
-use zk_protocol::{
+use zookeeper_jute::{
     encode_request_frame, ClientCodec, Decode, GetDataRequest, GetDataResponse, Request,
     ServerFrame,
 };

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::future::try_join_all;
-use zk_client::Client;
-use zk_recipes::{Mutex, ReadWriteLock};
+use zookeeper_recipes::{Mutex, ReadWriteLock};
+use zookeeper_tokio::Client;
 
 use crate::curator::Curator;
 use crate::report::{Report, Target};
@@ -393,7 +393,7 @@ async fn round(
         ours_part(
             ctx,
             part,
-            &format!("/zk-bench/locks/ours-{tag}"),
+            &format!("/zookeeper-bench/locks/ours-{tag}"),
             counts,
             &mut ours,
         )
@@ -403,7 +403,7 @@ async fn round(
                 ctx,
                 c,
                 part,
-                &format!("/zk-bench/locks/curator-{tag}"),
+                &format!("/zookeeper-bench/locks/curator-{tag}"),
                 counts,
                 f,
             )

@@ -6,9 +6,9 @@
 use std::time::{Duration, Instant};
 
 use futures_util::future::try_join_all;
-use zk_client::{Client, OneshotWatcher, SessionState};
-use zk_recipes::Mutex;
-use zk_tests::Proxy;
+use zookeeper_recipes::Mutex;
+use zookeeper_testkit::Proxy;
+use zookeeper_tokio::{Client, OneshotWatcher, SessionState};
 
 use super::locks::wait_queued;
 use crate::heap::live_bytes;
@@ -59,7 +59,7 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
 /// Client heap per queued waiter (the waiting task, its acquire future, its watch), and the
 /// time from the holder's release until every waiter has held and released the lock.
 async fn many_waiters(ctx: &Ctx, waiters: usize) -> Result<(f64, Duration), BenchError> {
-    let path = format!("/zk-bench/scale/lock-{}", std::process::id());
+    let path = format!("/zookeeper-bench/scale/lock-{}", std::process::id());
     let connect = ctx.zk.to_string();
     let sessions = WAITER_SESSIONS.min(waiters);
     let clients = try_join_all((0..sessions).map(|_| Client::connect(&connect))).await?;
@@ -113,8 +113,11 @@ async fn many_waiters(ctx: &Ctx, waiters: usize) -> Result<(f64, Duration), Benc
 async fn many_watches(ctx: &Ctx, watches: usize) -> Result<(f64, Duration, Duration), BenchError> {
     let proxy = Proxy::start(ctx.zk).await?;
     let client = Client::connect(&proxy.connect_string()).await?;
-    let base = format!("/zk-bench/watches-{}", std::process::id());
-    let server_before = zk_tests::mntr(ctx.zk).await?.watch_count().unwrap_or(0);
+    let base = format!("/zookeeper-bench/watches-{}", std::process::id());
+    let server_before = zookeeper_testkit::mntr(ctx.zk)
+        .await?
+        .watch_count()
+        .unwrap_or(0);
     let heap_before = live_bytes();
     let mut tasks = tokio::task::JoinSet::new();
     for t in 0..WATCH_WINDOW {
@@ -127,7 +130,7 @@ async fn many_watches(ctx: &Ctx, watches: usize) -> Result<(f64, Duration, Durat
                 let (_, watcher) = client.exists_and_watch(&format!("{base}/n{i}")).await?;
                 held.push(watcher);
             }
-            Ok::<_, zk_client::Error>(held)
+            Ok::<_, zookeeper_tokio::Error>(held)
         });
     }
     let mut held = Vec::with_capacity(watches);
@@ -135,7 +138,11 @@ async fn many_watches(ctx: &Ctx, watches: usize) -> Result<(f64, Duration, Durat
         held.extend(done??);
     }
     let per_watch = live_bytes().saturating_sub(heap_before) as f64 / watches as f64;
-    let on_server = zk_tests::mntr(ctx.zk).await?.watch_count().unwrap_or(0) - server_before;
+    let on_server = zookeeper_testkit::mntr(ctx.zk)
+        .await?
+        .watch_count()
+        .unwrap_or(0)
+        - server_before;
     if on_server < watches as i64 {
         return Err(format!("server holds {on_server} of our {watches} watches").into());
     }
@@ -153,7 +160,11 @@ async fn many_watches(ctx: &Ctx, watches: usize) -> Result<(f64, Duration, Durat
     let reconnected = start.elapsed();
     client.exists("/").await?;
     let reregister = start.elapsed();
-    let restored = zk_tests::mntr(ctx.zk).await?.watch_count().unwrap_or(0) - server_before;
+    let restored = zookeeper_testkit::mntr(ctx.zk)
+        .await?
+        .watch_count()
+        .unwrap_or(0)
+        - server_before;
     if restored < watches as i64 {
         return Err(format!("only {restored} of {watches} watches re-registered").into());
     }

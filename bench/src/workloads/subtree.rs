@@ -7,8 +7,8 @@
 use std::time::{Duration, Instant};
 
 use futures_util::future::try_join_all;
-use zk_client::{AddWatchMode, Client, CreateOptions, EventType, SessionState};
-use zk_tests::Proxy;
+use zookeeper_testkit::Proxy;
+use zookeeper_tokio::{AddWatchMode, Client, CreateOptions, EventType, SessionState};
 
 use crate::heap::live_bytes;
 use crate::raw_socket::RawSession;
@@ -56,11 +56,11 @@ pub async fn report(ctx: &Ctx, report: &mut Report) {
 }
 
 async fn measure(ctx: &Ctx, dirs: usize, leaves: usize) -> Result<SubtreeFigures, BenchError> {
-    let root = format!("/zk-bench/subtree-{}", std::process::id());
+    let root = format!("/zookeeper-bench/subtree-{}", std::process::id());
     let setup = Client::connect(&ctx.zk.to_string()).await?;
-    for path in ["/zk-bench", root.as_str()] {
+    for path in ["/zookeeper-bench", root.as_str()] {
         match setup.create(path, b"", &CreateOptions::persistent()).await {
-            Ok(_) | Err(zk_client::Error::NodeExists) => {}
+            Ok(_) | Err(zookeeper_tokio::Error::NodeExists) => {}
             Err(e) => return Err(e.into()),
         }
     }

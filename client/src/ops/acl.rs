@@ -2,7 +2,7 @@
 
 use std::future::Future;
 
-use zk_protocol::{
+use zookeeper_jute::{
     Acl, Decode, GetAclRequest, GetAclResponse, Request, SetAclRequest, SetAclResponse, Stat,
 };
 

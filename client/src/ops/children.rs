@@ -3,7 +3,7 @@
 use std::future::Future;
 
 use tokio::sync::oneshot;
-use zk_protocol::{
+use zookeeper_jute::{
     Decode, GetAllChildrenNumberRequest, GetAllChildrenNumberResponse, GetChildren2Response,
     OpCode, Request, Stat,
 };

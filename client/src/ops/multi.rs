@@ -3,7 +3,7 @@
 use std::future::Future;
 
 use bytes::Bytes;
-use zk_protocol::{
+use zookeeper_jute::{
     CheckVersionRequest, Decode, DeleteRequest, ErrorCode, GetChildrenRequest, GetDataRequest,
     MultiOpResult, MultiRequest, MultiResponse, Request, SetDataRequest, Stat,
 };
@@ -86,8 +86,8 @@ impl MultiOp {
         }
     }
 
-    fn to_wire(&self, chroot: &Chroot) -> Result<zk_protocol::MultiOp> {
-        use zk_protocol::MultiOp as W;
+    fn to_wire(&self, chroot: &Chroot) -> Result<zookeeper_jute::MultiOp> {
+        use zookeeper_jute::MultiOp as W;
         Ok(match self {
             MultiOp::Create {
                 path,
@@ -162,8 +162,8 @@ impl ReadOp {
         ReadOp::GetChildren(path.to_owned())
     }
 
-    fn to_wire(&self, chroot: &Chroot) -> Result<zk_protocol::MultiOp> {
-        use zk_protocol::MultiOp as W;
+    fn to_wire(&self, chroot: &Chroot) -> Result<zookeeper_jute::MultiOp> {
+        use zookeeper_jute::MultiOp as W;
         // Watches are ignored inside a multiRead; send false as the reference client does.
         Ok(match self {
             ReadOp::GetData(p) => W::GetData(GetDataRequest {
@@ -281,7 +281,7 @@ impl Client {
     fn transaction<T>(
         &self,
         ops: &[T],
-        to_wire: impl Fn(&T) -> Result<zk_protocol::MultiOp>,
+        to_wire: impl Fn(&T) -> Result<zookeeper_jute::MultiOp>,
         request: fn(MultiRequest) -> Request,
     ) -> Option<Result<Call>> {
         if ops.is_empty() {

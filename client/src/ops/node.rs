@@ -4,7 +4,7 @@ use std::future::Future;
 
 use bytes::Bytes;
 use tokio::sync::oneshot;
-use zk_protocol::{
+use zookeeper_jute::{
     Create2Response, CreateMode, CreateRequest, CreateTtlRequest, Decode, DeleteRequest,
     ExistsResponse, GetDataResponse, OpCode, Request, SetDataRequest, SetDataResponse, Stat,
 };

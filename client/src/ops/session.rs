@@ -3,7 +3,7 @@
 use std::future::Future;
 
 use bytes::Bytes;
-use zk_protocol::{
+use zookeeper_jute::{
     xid, AuthPacket, ClientInfo, Decode, GetEphemeralsRequest, GetEphemeralsResponse, Request,
     SyncRequest, WhoAmIResponse,
 };

@@ -3,7 +3,7 @@
 use std::future::Future;
 
 use tokio::sync::mpsc;
-use zk_protocol::{AddWatchMode, AddWatchRequest, RemoveWatchesRequest, Request, WatcherType};
+use zookeeper_jute::{AddWatchMode, AddWatchRequest, RemoveWatchesRequest, Request, WatcherType};
 
 use crate::client::Client;
 use crate::error::{Error, Result};

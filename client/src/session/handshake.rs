@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use zk_protocol::{
+use zookeeper_jute::{
     encode_request_frame, xid, AuthPacket, ConnectRequest, ConnectResponse, Decode, Encode,
     Request, SetWatches, SetWatches2,
 };
@@ -38,7 +38,7 @@ pub(crate) fn write_connect_request(
     request.encode(out);
 }
 
-pub(crate) fn read_connect_response(frame: &mut Bytes) -> zk_protocol::Result<ConnectResponse> {
+pub(crate) fn read_connect_response(frame: &mut Bytes) -> zookeeper_jute::Result<ConnectResponse> {
     ConnectResponse::decode(frame)
 }
 

@@ -8,7 +8,7 @@
 
 use bytes::Bytes;
 use tracing::{debug, warn};
-use zk_protocol::{
+use zookeeper_jute::{
     encode_request_frame, Decode, ErrorCode, ExistsRequest, ExistsResponse, GetChildren2Request,
     GetChildren2Response, ReplyHeader, Request,
 };

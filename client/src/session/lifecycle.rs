@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tracing::{debug, info, warn};
-use zk_protocol::encode_request_frame;
+use zookeeper_jute::encode_request_frame;
 
 use super::handshake;
 use super::pending::{Pending, PendingAuth};

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::sync::oneshot;
 use tracing::{debug, info, trace, warn};
-use zk_protocol::{encode_request_frame, xid, Request};
+use zookeeper_jute::{encode_request_frame, xid, Request};
 
 use crate::connect_string::HostPort;
 use crate::error::Error;

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use tracing::{debug, trace, warn};
-use zk_protocol::{xid, Decode, ErrorCode, ReplyHeader, WatcherEvent};
+use zookeeper_jute::{xid, Decode, ErrorCode, ReplyHeader, WatcherEvent};
 
 use super::pending::Pending;
 use super::Session;

@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use zk_protocol::{EventType, Stat};
+use zookeeper_jute::{EventType, Stat};
 
 /// One node's identity and change counters, each `None` when not known.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

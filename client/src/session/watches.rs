@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use tokio::sync::{mpsc, oneshot};
-use zk_protocol::{EventType, Stat, WatcherType};
+use zookeeper_jute::{EventType, Stat, WatcherType};
 
 use super::watch_memo::{Missed, NodeState, SubtreeCache};
 use crate::packet::{RawReply, ReplyTx};

@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use zk_client::{Client, EventType, PersistentWatcher, SessionState};
+use zookeeper_tokio::{Client, EventType, PersistentWatcher, SessionState};
 
 /// What a loaded test machine may add to a timer-driven reaction (the read timeout of a
 /// black-holed connection is asserted against 2/3 of the session timeout plus this).
@@ -40,8 +40,8 @@ pub async fn client(test: &str) -> Client {
 /// The connect string (with a fresh chroot) for `test` on the shared server.
 pub fn connect_string(test: &str) -> String {
     init_tracing();
-    let server = zk_tests::shared_server();
-    let chroot = zk_tests::chroot_for(test);
+    let server = zookeeper_testkit::shared_server();
+    let chroot = zookeeper_testkit::chroot_for(test);
     server.connect_string_with_chroot(&chroot)
 }
 
@@ -77,7 +77,7 @@ pub async fn next_events(w: &mut PersistentWatcher, n: usize) -> Vec<(EventType,
 /// Waits for the next transition into a state satisfying `pred` on a change stream taken
 /// before the fault, so that short-lived states are not missed.
 pub async fn next_state(
-    changes: &mut zk_client::StateChanges,
+    changes: &mut zookeeper_tokio::StateChanges,
     pred: impl Fn(SessionState) -> bool,
 ) -> SessionState {
     within("state transition", changes.wait_for(pred))
@@ -91,7 +91,7 @@ pub async fn next_state(
 pub async fn assert_black_hole_noticed(
     client: &Client,
     hole: impl FnOnce(),
-) -> zk_client::StateChanges {
+) -> zookeeper_tokio::StateChanges {
     let negotiated = client.session_timeout();
     let mut changes = client.state_changes();
     hole();

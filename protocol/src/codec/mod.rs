@@ -11,8 +11,8 @@
 //! ```
 //! use bytes::BytesMut;
 //! use tokio_util::codec::Decoder;
-//! use zk_protocol::{ClientCodec, ConnectResponse, EventType, KeeperState, ServerFrame, WatcherEvent};
-//! use zk_protocol::codec::{encode_notification_frame, encode_record_frame};
+//! use zookeeper_jute::{ClientCodec, ConnectResponse, EventType, KeeperState, ServerFrame, WatcherEvent};
+//! use zookeeper_jute::codec::{encode_notification_frame, encode_record_frame};
 //!
 //! let mut codec = ClientCodec::default();
 //! let mut src = BytesMut::new();
@@ -34,7 +34,7 @@
 //!     codec.decode(&mut src)?,
 //!     Some(ServerFrame::Notification { zxid: -1, event })
 //! );
-//! # Ok::<(), zk_protocol::CodecError>(())
+//! # Ok::<(), zookeeper_jute::CodecError>(())
 //! ```
 
 mod client;

@@ -10,7 +10,7 @@ use std::fmt::Debug;
 
 use bytes::{Bytes, BytesMut};
 use tokio_util::codec::Decoder;
-use zk_protocol::*;
+use zookeeper_jute::*;
 
 /// Opcodes a reply body can be decoded for, plus a few that have none.
 pub const REPLY_OPCODES: [OpCode; 28] = [

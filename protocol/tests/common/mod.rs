@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use bytes::Bytes;
-use zk_protocol::*;
+use zookeeper_jute::*;
 
 /// Parses whitespace-separated hex bytes.
 pub fn hex(text: &str) -> Vec<u8> {

@@ -4,8 +4,8 @@
 use std::future::Future;
 use std::time::Duration;
 
-use zk_client::{Client, SessionState};
-use zk_tests::{chroot_for, shared_server};
+use zookeeper_testkit::{chroot_for, shared_server};
+use zookeeper_tokio::{Client, SessionState};
 
 /// The bound on any single wait in these tests: generous, so that a slow CI machine does not
 /// fail them, but a hang fails instead of blocking the suite.
@@ -50,7 +50,7 @@ pub async fn clients(connect: &str, n: usize) -> Vec<Client> {
 pub async fn children(client: &Client, path: &str) -> Vec<String> {
     match client.get_children(path).await {
         Ok((c, _)) => c,
-        Err(zk_client::Error::NoNode) => Vec::new(),
+        Err(zookeeper_tokio::Error::NoNode) => Vec::new(),
         Err(e) => panic!("listing {path}: {e}"),
     }
 }
@@ -75,7 +75,7 @@ pub async fn wait_empty(client: &Client, path: &str) -> Vec<String> {
 }
 /// Drops the client's connection at the proxy and waits, bounded, until the client has seen
 /// the disconnect and is connected again (the same session, since it comes back at once).
-pub async fn bounce_connection(client: &Client, proxy: &zk_tests::Proxy) {
+pub async fn bounce_connection(client: &Client, proxy: &zookeeper_testkit::Proxy) {
     let mut states = client.state_changes();
     proxy.drop_all();
     bounded(
@@ -99,7 +99,7 @@ pub async fn bounce_connection(client: &Client, proxy: &zk_tests::Proxy) {
 pub struct BlipRig {
     pub net: tokio::runtime::Runtime,
     pub app: tokio::runtime::Runtime,
-    pub proxy: zk_tests::Proxy,
+    pub proxy: zookeeper_testkit::Proxy,
     pub client: Client,
 }
 
@@ -115,7 +115,7 @@ pub fn blip_rig(test: &str) -> BlipRig {
         .unwrap();
     let chroot = chroot_for(test);
     let (proxy, client) = net.block_on(async {
-        let proxy = zk_tests::Proxy::start(shared_server().addr())
+        let proxy = zookeeper_testkit::Proxy::start(shared_server().addr())
             .await
             .unwrap();
         let c = client(&format!("{}{}", proxy.connect_string(), chroot)).await;

@@ -3,12 +3,12 @@
 //! reader creates `RES/r-<tag>` and must not see `RES/w`. An overlap the lock should have
 //! prevented fails the test.
 
-use zk_client::{Client, CreateOptions};
+use zookeeper_tokio::{Client, CreateOptions};
 
 /// Creates `res` (persistent) if missing.
 pub async fn prepare(c: &Client, res: &str) {
     match c.create(res, b"", &CreateOptions::persistent()).await {
-        Ok(_) | Err(zk_client::Error::NodeExists) => {}
+        Ok(_) | Err(zookeeper_tokio::Error::NodeExists) => {}
         Err(e) => panic!("create {res}: {e}"),
     }
 }
@@ -23,7 +23,9 @@ pub async fn enter_exclusive(c: &Client, res: &str, tag: &str) {
         .await
     {
         Ok(_) => {}
-        Err(zk_client::Error::NodeExists) => panic!("violation: {tag} found another writer inside"),
+        Err(zookeeper_tokio::Error::NodeExists) => {
+            panic!("violation: {tag} found another writer inside")
+        }
         Err(e) => panic!("enter: {e}"),
     }
     let (inside, _) = c.get_children(res).await.unwrap();

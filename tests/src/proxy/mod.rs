@@ -139,10 +139,10 @@ impl Shared {
 /// docs](self).
 ///
 /// ```no_run
-/// # async fn demo() -> zk_tests::Result<()> {
+/// # async fn demo() -> zookeeper_testkit::Result<()> {
 /// use std::time::Duration;
-/// let server = zk_tests::ZkServer::start().await?;
-/// let proxy = zk_tests::Proxy::start(server.addr()).await?;
+/// let server = zookeeper_testkit::ZkServer::start().await?;
+/// let proxy = zookeeper_testkit::Proxy::start(server.addr()).await?;
 /// // connect the client under test to proxy.connect_string(), then:
 /// proxy.black_hole_for(Duration::from_secs(2));
 /// let cut = proxy.cut_after_next(1); // the next create

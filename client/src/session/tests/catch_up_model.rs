@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use zk_protocol::{EventType, Stat};
+use zookeeper_jute::{EventType, Stat};
 
 use crate::session::watch_memo::{Missed, NodeState, SubtreeCache};
 

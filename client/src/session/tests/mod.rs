@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use tokio::sync::{mpsc, oneshot, watch};
-use zk_protocol::{
+use zookeeper_jute::{
     ConnectRequest, ConnectResponse, Decode, Encode, ErrorCode, EventType, GetDataRequest,
     KeeperState, OpCode, ReplyHeader, Request, RequestHeader, SetWatches, SetWatches2,
     WatcherEvent, WatcherType,

@@ -1,7 +1,7 @@
 //! Persistent watches across a reconnect: the session reads what they watch when they are set
 //! and again after every reconnect, and reports exactly the changes whose events were missed.
 
-use zk_protocol::{
+use zookeeper_jute::{
     AddWatchRequest, ExistsRequest, ExistsResponse, GetChildren2Request, GetChildren2Response, Stat,
 };
 
@@ -212,7 +212,7 @@ fn a_listing_of_a_removed_watchs_walk_is_ignored() {
 
     // Removed and set again while the walk is under way.
     let _removed = h.submit(
-        Request::RemoveWatches(zk_protocol::RemoveWatchesRequest {
+        Request::RemoveWatches(zookeeper_jute::RemoveWatchesRequest {
             path: "/r".into(),
             watcher_type: i32::from(WatcherType::PersistentRecursive),
         }),

@@ -71,7 +71,7 @@ fn resume_handshake_replays_auth_then_watches_then_waiting_requests() {
     let (_r, mut wrx) = h.get_data_watched("/w");
     let (ptx, mut prx) = mpsc::unbounded_channel();
     let _p = h.submit(
-        Request::AddWatch(zk_protocol::AddWatchRequest {
+        Request::AddWatch(zookeeper_jute::AddWatchRequest {
             path: "/p".into(),
             mode: 1,
         }),
@@ -163,7 +163,7 @@ fn many_watches_are_restored_in_several_frames() {
         let (tx, rx) = oneshot::channel();
         watchers.push(rx);
         let _r = h.submit(
-            Request::Exists(zk_protocol::ExistsRequest {
+            Request::Exists(zookeeper_jute::ExistsRequest {
                 path: path.clone(),
                 watch: true,
             }),

@@ -109,7 +109,7 @@ fn exists_on_missing_node_leaves_an_exist_watch_but_get_data_does_not() {
     let mut h = connected();
     let (etx, mut erx) = oneshot::channel();
     let _e = h.submit(
-        Request::Exists(zk_protocol::ExistsRequest {
+        Request::Exists(zookeeper_jute::ExistsRequest {
             path: "/x".into(),
             watch: true,
         }),
@@ -131,7 +131,7 @@ fn auth_reply_may_overtake_earlier_replies() {
     let mut h = connected();
     let mut a = h.get_data("/a");
     let (frame, opcode) = Packet::encode(
-        &Request::Auth(zk_protocol::AuthPacket {
+        &Request::Auth(zookeeper_jute::AuthPacket {
             auth_type: 0,
             scheme: "digest".into(),
             auth: Bytes::from_static(b"u:p"),
@@ -171,7 +171,7 @@ fn remove_watches_resolves_local_watchers() {
     let (_r, mut wrx) = h.get_data_watched("/w");
     h.reply(1, 2, ErrorCode::Ok, &[]);
     let _rm = h.submit(
-        Request::RemoveWatches(zk_protocol::RemoveWatchesRequest {
+        Request::RemoveWatches(zookeeper_jute::RemoveWatchesRequest {
             path: "/w".into(),
             watcher_type: 2,
         }),

@@ -9,7 +9,7 @@
 //! * `--then abort`: abort (no destructors run);
 //! * `--then exit`: `process::exit` (no destructors run).
 //!
-//! With `--shared`, the server is the process's [`zk_tests::shared_server`].
+//! With `--shared`, the server is the process's [`zookeeper_testkit::shared_server`].
 
 use std::io::{Read, Write};
 
@@ -22,16 +22,16 @@ fn main() {
             "--then" => then = args.next().unwrap_or_default(),
             "--shared" => shared = true,
             other => {
-                eprintln!("unknown argument {other:?}; usage: zk-tests-server [--shared] [--then wait|panic|abort|exit]");
+                eprintln!("unknown argument {other:?}; usage: zookeeper-testkit-server [--shared] [--then wait|panic|abort|exit]");
                 std::process::exit(2);
             }
         }
     }
     let own;
     let server = if shared {
-        zk_tests::shared_server()
+        zookeeper_testkit::shared_server()
     } else {
-        own = match zk_tests::ZkServer::start_blocking() {
+        own = match zookeeper_testkit::ZkServer::start_blocking() {
             Ok(server) => server,
             Err(e) => {
                 eprintln!("{e}");
