@@ -8,7 +8,7 @@ use zookeeper_jute::DEFAULT_MAX_FRAME;
 use crate::client::{Client, Inner};
 use crate::connect_string::ConnectString;
 use crate::driver;
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 use crate::path::{validate_path, Chroot};
 use crate::queue::RequestQueue;
 use crate::session::{Session, SessionConfig, SET_WATCHES_MAX_BYTES};
@@ -88,7 +88,7 @@ impl ClientBuilder {
     /// Accept read-only servers (default false): a member that lost its quorum (run with
     /// `readonlymode.enabled=true`) then serves reads, with the state
     /// [`SessionState::ConnectedReadOnly`] and writes failing with
-    /// [`Error::NotReadOnly`]. Meanwhile the client asks the other members
+    /// [`ErrorKind::NotReadOnly`]. Meanwhile the client asks the other members
     /// (the `isro` four-letter word, every 100 ms doubling to 60 s) and moves to the first
     /// read-write one. A session created on a read-only member is local to it; the client then
     /// gets a new session of the ensemble when it moves, which is the only case where the
@@ -117,7 +117,7 @@ impl ClientBuilder {
     }
 
     /// Fail requests made while disconnected at once with
-    /// [`Error::ConnectionLoss`] instead of holding them until the
+    /// [`ErrorKind::ConnectionLoss`] instead of holding them until the
     /// reconnect (default false: hold them; the request deadline and session expiry still bound
     /// the wait).
     pub fn fail_fast(mut self, fail_fast: bool) -> Self {
@@ -132,7 +132,7 @@ impl ClientBuilder {
     }
 
     /// The largest request frame sent (default 1,048,575 bytes, the server's `jute.maxbuffer`);
-    /// larger requests fail with [`Error::DataTooLarge`] before anything is sent.
+    /// larger requests fail with [`ErrorKind::DataTooLarge`] before anything is sent.
     pub fn max_frame(mut self, bytes: usize) -> Self {
         self.max_frame = bytes;
         self
@@ -140,7 +140,7 @@ impl ClientBuilder {
 
     /// Resume an existing session (from [`Client::session_id`] and
     /// [`Client::session_password`]) instead of creating one. If it has expired, `connect`
-    /// fails with [`Error::SessionExpired`].
+    /// fails with [`ErrorKind::SessionExpired`].
     pub fn session(mut self, id: SessionId, password: &[u8]) -> Self {
         self.resume = Some((id.0, Bytes::copy_from_slice(password)));
         self
@@ -155,8 +155,8 @@ impl ClientBuilder {
 
     /// Starts the session task and waits until a server accepted the session.
     ///
-    /// Fails with [`Error::Connect`] if no server answered within the connect timeout,
-    /// [`Error::AuthFailed`] if an identity was refused, or [`Error::InvalidConnectString`].
+    /// Fails with [`ErrorKind::Connect`] if no server answered within the connect timeout,
+    /// [`ErrorKind::AuthFailed`] if an identity was refused, or [`ErrorKind::InvalidConnectString`].
     /// Must be called inside a tokio runtime.
     pub async fn connect(self) -> Result<Client> {
         let parsed = ConnectString::parse(&self.connect_string)?;
@@ -168,9 +168,9 @@ impl ClientBuilder {
             None => Chroot::new(None),
         };
         if self.session_timeout.is_zero() {
-            return Err(Error::InvalidArgument(
-                "session timeout must not be zero".into(),
-            ));
+            return Err(
+                ErrorKind::InvalidArgument("session timeout must not be zero".into()).into(),
+            );
         }
         let seed = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -215,22 +215,23 @@ impl ClientBuilder {
             let state = *state_rx
                 .wait_for(|s| s.is_connected() || s.is_terminal())
                 .await
-                .map_err(|_| Error::Closed)?;
+                .map_err(|_| ErrorKind::Closed)?;
             match state {
-                SessionState::AuthFailed => Err(Error::AuthFailed),
-                SessionState::Expired => Err(Error::SessionExpired),
-                SessionState::Closed => Err(Error::Closed),
+                SessionState::AuthFailed => Err(ErrorKind::AuthFailed),
+                SessionState::Expired => Err(ErrorKind::SessionExpired),
+                SessionState::Closed => Err(ErrorKind::Closed),
                 _ => Ok(()),
             }
         })
         .await;
         match outcome {
             Ok(Ok(())) => Ok(client),
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(Error::Connect(format!(
+            Ok(Err(kind)) => Err(kind.into()),
+            Err(_) => Err(ErrorKind::Connect(format!(
                 "no server of {:?} accepted a session within {connect_timeout:?}",
                 self.connect_string
-            ))),
+            ))
+            .into()),
         }
         // On failure `client` drops here, which stops the session task.
     }

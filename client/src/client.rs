@@ -12,7 +12,7 @@ use tokio::sync::{oneshot, watch};
 use zookeeper_jute::{encode_request_frame, OpCode, Request};
 
 use crate::builder::ClientBuilder;
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 use crate::packet::{Packet, PacketKind, RawReply, ReplyRx, WatchRegistration};
 use crate::path::{validate_path, Chroot};
 use crate::queue::{Admission, Admit, Request as QueuedRequest, RequestQueue};
@@ -84,7 +84,7 @@ impl Future for Call {
             if sleep.as_mut().poll(cx).is_ready() {
                 // Dropping the receiver (with the call) tells the session not to send it if it
                 // has not gone out yet.
-                return Poll::Ready(Err(Error::Timeout));
+                return Poll::Ready(Err(ErrorKind::Timeout.into()));
             }
         }
         if let Some(admit) = this.admit.as_mut() {
@@ -97,7 +97,7 @@ impl Future for Call {
         // the task itself is gone.
         Pin::new(&mut this.rx)
             .poll(cx)
-            .map(|r| r.unwrap_or(Err(Error::Closed)))
+            .map(|r| r.unwrap_or(Err(ErrorKind::Closed.into())))
     }
 }
 
@@ -164,7 +164,7 @@ impl Client {
         self.inner.chroot.as_str()
     }
 
-    /// A handle to the same session whose requests fail with [`Error::Timeout`] when no reply
+    /// A handle to the same session whose requests fail with [`ErrorKind::Timeout`] when no reply
     /// arrived within `timeout` (`None`: wait as long as the session lives). A request that
     /// was not yet sent when its deadline passed is never sent.
     pub fn with_request_timeout(&self, timeout: Option<Duration>) -> Client {
@@ -175,7 +175,7 @@ impl Client {
     }
 
     /// Closes the session: requests made before are answered first, then the server deletes
-    /// the session's ephemerals. Later requests fail with [`Error::Closed`]. If no server is
+    /// the session's ephemerals. Later requests fail with [`ErrorKind::Closed`]. If no server is
     /// connected at that moment, the client stops at once and the server expires the session
     /// after its timeout.
     pub fn close(&self) -> impl Future<Output = ()> + Send + 'static {
@@ -237,10 +237,11 @@ impl Client {
         let server_len = root.len() + tail.len();
         let payload = 8 + 4 + server_len + 1;
         if payload > self.inner.max_frame {
-            return Err(Error::DataTooLarge {
+            return Err(ErrorKind::DataTooLarge {
                 size: payload,
                 max: self.inner.max_frame,
-            });
+            }
+            .into());
         }
         let flag = u8::from(watch.is_some());
         let registration = watch.map(|make| make(self.inner.chroot.prefix(path)));

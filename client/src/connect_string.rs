@@ -1,6 +1,6 @@
 //! Parsing `host:port,host:port/chroot`.
 
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 use crate::path::validate_path;
 
 /// The port used when a host has none.
@@ -38,9 +38,12 @@ pub struct ConnectString {
 impl ConnectString {
     /// Parses `host[:port][,host[:port]...][/chroot]`. IPv6 hosts go in brackets.
     pub fn parse(input: &str) -> Result<ConnectString> {
-        let bad = |reason: &str| Error::InvalidConnectString {
-            input: input.to_owned(),
-            reason: reason.to_owned(),
+        let bad = |reason: &str| {
+            ErrorKind::InvalidConnectString {
+                input: input.to_owned(),
+                reason: reason.to_owned(),
+            }
+            .into()
         };
         let (host_part, chroot) = match input.find('/') {
             Some(i) => (&input[..i], Some(&input[i..])),
@@ -146,7 +149,7 @@ mod tests {
             assert!(
                 matches!(
                     ConnectString::parse(bad),
-                    Err(Error::InvalidConnectString { .. })
+                    Err(e) if matches!(e.kind(), ErrorKind::InvalidConnectString { .. })
                 ),
                 "{bad:?} accepted"
             );

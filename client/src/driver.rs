@@ -178,11 +178,11 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, span: tracing::Span
     debug!("session task ends");
     // Whatever is still queued fails with the session's terminal error.
     let err = match session.state() {
-        crate::SessionState::Expired => crate::Error::SessionExpired,
-        crate::SessionState::AuthFailed => crate::Error::AuthFailed,
-        _ => crate::Error::Closed,
+        crate::SessionState::Expired => crate::ErrorKind::SessionExpired,
+        crate::SessionState::AuthFailed => crate::ErrorKind::AuthFailed,
+        _ => crate::ErrorKind::Closed,
     };
-    queue.close(err);
+    queue.close(err.into());
     queue.release(session.take_completed());
 }
 

@@ -1,18 +1,23 @@
-//! The one error type of the crate, classified so that callers know what to do next.
+//! The one error type of the crate: what went wrong, classified so that callers know what to
+//! do next ([`ErrorKind`]), and where: the operation and the path of the request ([`Error`]).
+
+use std::fmt;
 
 use zookeeper_jute::{DecodeError, ErrorCode};
 
-/// Everything that can go wrong with a request or the session.
+/// What went wrong with a request or the session.
 ///
 /// A variant per server error code, plus the conditions the client itself detects. Use
-/// [`Error::is_retryable`] and [`Error::is_session_terminal`] rather than listing variants.
+/// [`ErrorKind::is_retryable`] and [`ErrorKind::is_session_terminal`] rather than listing
+/// variants. An [`Error`] carries its kind, and where a request failed.
 ///
-/// A **write** that failed with [`Error::ConnectionLoss`] or [`Error::Timeout`] may or may not
-/// have been applied by the server: the request could have been sent before the answer was lost.
-/// Use versions (or read back) before retrying a non-idempotent write such as a sequential create.
+/// A **write** that failed with [`ErrorKind::ConnectionLoss`] or [`ErrorKind::Timeout`] may or
+/// may not have been applied by the server: the request could have been sent before the answer
+/// was lost. Use versions (or read back) before retrying a non-idempotent write such as a
+/// sequential create.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum Error {
+pub enum ErrorKind {
     /// The node does not exist (`NONODE`).
     #[error("node does not exist")]
     NoNode,
@@ -71,7 +76,8 @@ pub enum Error {
     Server(ErrorCode),
 
     /// An atomic `multi` failed: nothing was applied. `index` is the first operation that
-    /// failed and `code` its error; [`Error::multi_cause`] gives it as an [`Error`].
+    /// failed and `code` its error; [`Error::multi_cause`] gives it as an [`Error`] naming the
+    /// operation and its path.
     #[error("multi failed at operation {index}: {code:?}")]
     MultiFailed {
         /// Index of the failing operation in the request.
@@ -135,84 +141,112 @@ pub enum Error {
 /// Result of a client operation.
 pub type Result<T> = std::result::Result<T, Error>;
 
-impl Error {
-    /// The error for a non-zero server error code.
-    pub fn from_code(code: ErrorCode) -> Error {
+/// A failed request, or a failure of the session: its [`ErrorKind`] and, for a request, the
+/// operation and the path it was given.
+///
+/// `Display` says where: `create /config/missing/child: node does not exist`. Errors of the session
+/// itself (connecting, an invalid connect string) carry no operation. Decide what to do from the
+/// kind: [`Error::is_retryable`], [`Error::is_session_terminal`], or match on [`Error::kind`];
+/// an error also compares equal to its kind (`err == ErrorKind::NoNode`).
+///
+/// A **write** that failed with [`ErrorKind::ConnectionLoss`] or [`ErrorKind::Timeout`] may or
+/// may not have been applied; see [`ErrorKind`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    kind: ErrorKind,
+    /// Boxed, and only on failure: every operation's future holds a `Result<_, Error>`.
+    context: Option<Box<Context>>,
+}
+
+/// Where a request failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Context {
+    /// The client method, e.g. `"create"`.
+    operation: &'static str,
+    /// The path as the caller gave it (no chroot), for operations that take one.
+    path: Option<String>,
+    /// For a `multi` or `multiRead`, the operation of the transaction that failed.
+    failed_op: Option<FailedOp>,
+}
+
+/// The operation of a transaction that made it fail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FailedOp {
+    index: usize,
+    operation: &'static str,
+    path: String,
+}
+
+impl ErrorKind {
+    /// The kind for a non-zero server error code.
+    pub fn from_code(code: ErrorCode) -> ErrorKind {
         match code {
-            ErrorCode::NoNode => Error::NoNode,
-            ErrorCode::NodeExists => Error::NodeExists,
-            ErrorCode::BadVersion => Error::BadVersion,
-            ErrorCode::NotEmpty => Error::NotEmpty,
-            ErrorCode::NoChildrenForEphemerals => Error::NoChildrenForEphemerals,
-            ErrorCode::InvalidAcl => Error::InvalidAcl,
-            ErrorCode::NoAuth => Error::NoAuth,
-            ErrorCode::BadArguments => Error::BadArguments,
-            ErrorCode::Unimplemented => Error::Unimplemented,
-            ErrorCode::NotReadOnly => Error::NotReadOnly,
-            ErrorCode::NoWatcher => Error::NoWatcher,
-            ErrorCode::MarshallingError => Error::MarshallingError,
-            ErrorCode::SessionMoved => Error::SessionMoved,
-            ErrorCode::ThrottledOp => Error::Throttled,
-            ErrorCode::QuotaExceeded => Error::QuotaExceeded,
-            ErrorCode::EphemeralOnLocalSession => Error::EphemeralOnLocalSession,
-            ErrorCode::SessionExpired => Error::SessionExpired,
-            ErrorCode::AuthFailed => Error::AuthFailed,
-            ErrorCode::ConnectionLoss => Error::ConnectionLoss,
-            ErrorCode::OperationTimeout | ErrorCode::RequestTimeout => Error::Timeout,
-            other => Error::Server(other),
+            ErrorCode::NoNode => ErrorKind::NoNode,
+            ErrorCode::NodeExists => ErrorKind::NodeExists,
+            ErrorCode::BadVersion => ErrorKind::BadVersion,
+            ErrorCode::NotEmpty => ErrorKind::NotEmpty,
+            ErrorCode::NoChildrenForEphemerals => ErrorKind::NoChildrenForEphemerals,
+            ErrorCode::InvalidAcl => ErrorKind::InvalidAcl,
+            ErrorCode::NoAuth => ErrorKind::NoAuth,
+            ErrorCode::BadArguments => ErrorKind::BadArguments,
+            ErrorCode::Unimplemented => ErrorKind::Unimplemented,
+            ErrorCode::NotReadOnly => ErrorKind::NotReadOnly,
+            ErrorCode::NoWatcher => ErrorKind::NoWatcher,
+            ErrorCode::MarshallingError => ErrorKind::MarshallingError,
+            ErrorCode::SessionMoved => ErrorKind::SessionMoved,
+            ErrorCode::ThrottledOp => ErrorKind::Throttled,
+            ErrorCode::QuotaExceeded => ErrorKind::QuotaExceeded,
+            ErrorCode::EphemeralOnLocalSession => ErrorKind::EphemeralOnLocalSession,
+            ErrorCode::SessionExpired => ErrorKind::SessionExpired,
+            ErrorCode::AuthFailed => ErrorKind::AuthFailed,
+            ErrorCode::ConnectionLoss => ErrorKind::ConnectionLoss,
+            ErrorCode::OperationTimeout | ErrorCode::RequestTimeout => ErrorKind::Timeout,
+            other => ErrorKind::Server(other),
         }
     }
 
-    /// The ZooKeeper error code for this error, where there is one.
+    /// The ZooKeeper error code for this kind, where there is one.
     pub fn code(&self) -> Option<ErrorCode> {
         Some(match self {
-            Error::NoNode => ErrorCode::NoNode,
-            Error::NodeExists => ErrorCode::NodeExists,
-            Error::BadVersion => ErrorCode::BadVersion,
-            Error::NotEmpty => ErrorCode::NotEmpty,
-            Error::NoChildrenForEphemerals => ErrorCode::NoChildrenForEphemerals,
-            Error::InvalidAcl => ErrorCode::InvalidAcl,
-            Error::NoAuth => ErrorCode::NoAuth,
-            Error::BadArguments => ErrorCode::BadArguments,
-            Error::Unimplemented => ErrorCode::Unimplemented,
-            Error::NotReadOnly => ErrorCode::NotReadOnly,
-            Error::NoWatcher => ErrorCode::NoWatcher,
-            Error::MarshallingError => ErrorCode::MarshallingError,
-            Error::SessionMoved => ErrorCode::SessionMoved,
-            Error::Throttled => ErrorCode::ThrottledOp,
-            Error::QuotaExceeded => ErrorCode::QuotaExceeded,
-            Error::EphemeralOnLocalSession => ErrorCode::EphemeralOnLocalSession,
-            Error::Server(code) => *code,
-            Error::MultiFailed { code, .. } => *code,
-            Error::ConnectionLoss => ErrorCode::ConnectionLoss,
-            Error::SessionExpired => ErrorCode::SessionExpired,
-            Error::AuthFailed => ErrorCode::AuthFailed,
-            Error::Timeout => ErrorCode::OperationTimeout,
+            ErrorKind::NoNode => ErrorCode::NoNode,
+            ErrorKind::NodeExists => ErrorCode::NodeExists,
+            ErrorKind::BadVersion => ErrorCode::BadVersion,
+            ErrorKind::NotEmpty => ErrorCode::NotEmpty,
+            ErrorKind::NoChildrenForEphemerals => ErrorCode::NoChildrenForEphemerals,
+            ErrorKind::InvalidAcl => ErrorCode::InvalidAcl,
+            ErrorKind::NoAuth => ErrorCode::NoAuth,
+            ErrorKind::BadArguments => ErrorCode::BadArguments,
+            ErrorKind::Unimplemented => ErrorCode::Unimplemented,
+            ErrorKind::NotReadOnly => ErrorCode::NotReadOnly,
+            ErrorKind::NoWatcher => ErrorCode::NoWatcher,
+            ErrorKind::MarshallingError => ErrorCode::MarshallingError,
+            ErrorKind::SessionMoved => ErrorCode::SessionMoved,
+            ErrorKind::Throttled => ErrorCode::ThrottledOp,
+            ErrorKind::QuotaExceeded => ErrorCode::QuotaExceeded,
+            ErrorKind::EphemeralOnLocalSession => ErrorCode::EphemeralOnLocalSession,
+            ErrorKind::Server(code) => *code,
+            ErrorKind::MultiFailed { code, .. } => *code,
+            ErrorKind::ConnectionLoss => ErrorCode::ConnectionLoss,
+            ErrorKind::SessionExpired => ErrorCode::SessionExpired,
+            ErrorKind::AuthFailed => ErrorCode::AuthFailed,
+            ErrorKind::Timeout => ErrorCode::OperationTimeout,
             _ => return None,
         })
     }
 
-    /// For [`Error::MultiFailed`], the failing operation's error as an [`Error`].
-    pub fn multi_cause(&self) -> Option<(usize, Error)> {
-        match self {
-            Error::MultiFailed { index, code } => Some((*index, Error::from_code(*code))),
-            _ => None,
-        }
-    }
-
     /// True when the same request may succeed if retried on this session: the connection was
     /// lost, the deadline passed, the server was throttling or was read-only, or the session
-    /// moved. For writes, see the note on [`Error`] about unknown outcomes.
+    /// moved. For writes, see the note on [`ErrorKind`] about unknown outcomes.
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
-            Error::ConnectionLoss
-                | Error::Timeout
-                | Error::Throttled
-                | Error::NotReadOnly
-                | Error::SessionMoved
-                | Error::Server(ErrorCode::NewConfigNoQuorum)
-                | Error::Server(ErrorCode::ReconfigInProgress)
+            ErrorKind::ConnectionLoss
+                | ErrorKind::Timeout
+                | ErrorKind::Throttled
+                | ErrorKind::NotReadOnly
+                | ErrorKind::SessionMoved
+                | ErrorKind::Server(ErrorCode::NewConfigNoQuorum)
+                | ErrorKind::Server(ErrorCode::ReconfigInProgress)
         )
     }
 
@@ -221,14 +255,133 @@ impl Error {
     pub fn is_session_terminal(&self) -> bool {
         matches!(
             self,
-            Error::SessionExpired | Error::Closed | Error::AuthFailed
+            ErrorKind::SessionExpired | ErrorKind::Closed | ErrorKind::AuthFailed
         )
+    }
+}
+
+impl Error {
+    /// The error for a non-zero server error code, without an operation.
+    pub fn from_code(code: ErrorCode) -> Error {
+        ErrorKind::from_code(code).into()
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.kind
+    }
+
+    /// The client method that failed (`"create"`, `"get_data"`, `"multi"`, ...), or `None` for
+    /// an error of the session itself.
+    pub fn operation(&self) -> Option<&'static str> {
+        self.context.as_ref().map(|c| c.operation)
+    }
+
+    /// The path the failed operation was given, as the caller gave it (without the chroot).
+    /// `None` for operations without a path, and for `multi`, whose failing operation's path
+    /// is in [`Error::multi_cause`].
+    pub fn path(&self) -> Option<&str> {
+        self.context.as_ref().and_then(|c| c.path.as_deref())
+    }
+
+    /// The ZooKeeper error code for this error, where there is one.
+    pub fn code(&self) -> Option<ErrorCode> {
+        self.kind.code()
+    }
+
+    /// For a `multi` that failed at one of its operations, on the server
+    /// ([`ErrorKind::MultiFailed`]) or before anything was sent (an invalid path, a bad TTL):
+    /// that operation's index, and its error naming the operation (`"create"`, `"delete"`,
+    /// `"set_data"`, `"check"`) and its path.
+    pub fn multi_cause(&self) -> Option<(usize, Error)> {
+        let failed = self.context.as_ref().and_then(|c| c.failed_op.as_ref());
+        let (index, kind) = match (&self.kind, failed) {
+            (ErrorKind::MultiFailed { index, code }, _) => (*index, ErrorKind::from_code(*code)),
+            (kind, Some(op)) => (op.index, kind.clone()),
+            _ => return None,
+        };
+        let cause = Error::from(kind);
+        Some((
+            index,
+            match failed {
+                Some(op) => cause.at(op.operation, Some(op.path.clone())),
+                None => cause,
+            },
+        ))
+    }
+
+    /// True when the same request may succeed if retried on this session; see
+    /// [`ErrorKind::is_retryable`].
+    pub fn is_retryable(&self) -> bool {
+        self.kind.is_retryable()
+    }
+
+    /// True when the session is finished for good; see [`ErrorKind::is_session_terminal`].
+    pub fn is_session_terminal(&self) -> bool {
+        self.kind.is_session_terminal()
+    }
+
+    /// Names the operation and the caller's path, unless a context closer to the failure was
+    /// already set.
+    pub(crate) fn at(mut self, operation: &'static str, path: Option<String>) -> Error {
+        if self.context.is_none() {
+            self.context = Some(Box::new(Context {
+                operation,
+                path,
+                failed_op: None,
+            }));
+        }
+        self
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Some(context) = &self.context else {
+            return self.kind.fmt(f);
+        };
+        // An invalid path's message already quotes the path.
+        let shows_path = !matches!(self.kind, ErrorKind::InvalidPath { .. });
+        f.write_str(context.operation)?;
+        if let Some(op) = &context.failed_op {
+            write!(f, ": operation {} ({}", op.index, op.operation)?;
+            if shows_path {
+                write!(f, " {}", op.path)?;
+            }
+            return match &self.kind {
+                ErrorKind::MultiFailed { code, .. } => {
+                    write!(f, ") failed: {}", ErrorKind::from_code(*code))
+                }
+                kind => write!(f, ") failed: {kind}"),
+            };
+        }
+        if let (Some(path), true) = (&context.path, shows_path) {
+            write!(f, " {path}")?;
+        }
+        write!(f, ": {}", self.kind)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<ErrorKind> for Error {
+    fn from(kind: ErrorKind) -> Self {
+        Error {
+            kind,
+            context: None,
+        }
+    }
+}
+
+impl PartialEq<ErrorKind> for Error {
+    fn eq(&self, kind: &ErrorKind) -> bool {
+        self.kind == *kind
     }
 }
 
 impl From<DecodeError> for Error {
     fn from(err: DecodeError) -> Self {
-        Error::Protocol(err.to_string())
+        ErrorKind::Protocol(err.to_string()).into()
     }
 }
 
@@ -237,7 +390,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn server_codes_round_trip_through_the_enum() {
+    fn server_codes_round_trip_through_the_kind() {
         for code in [
             ErrorCode::NoNode,
             ErrorCode::NodeExists,
@@ -253,23 +406,114 @@ mod tests {
             ErrorCode::SessionExpired,
             ErrorCode::ReconfigDisabled,
         ] {
+            assert_eq!(ErrorKind::from_code(code).code(), Some(code));
             assert_eq!(Error::from_code(code).code(), Some(code));
+            assert_eq!(Error::from_code(code), ErrorKind::from_code(code));
         }
     }
 
     #[test]
-    fn classification() {
-        assert!(Error::ConnectionLoss.is_retryable());
-        assert!(Error::Timeout.is_retryable());
-        assert!(!Error::NoNode.is_retryable());
-        assert!(Error::SessionExpired.is_session_terminal());
-        assert!(Error::Closed.is_session_terminal());
-        assert!(Error::AuthFailed.is_session_terminal());
-        assert!(!Error::ConnectionLoss.is_session_terminal());
-        let failed = Error::MultiFailed {
+    fn classification_is_the_kinds_with_or_without_context() {
+        for (kind, retryable, terminal) in [
+            (ErrorKind::ConnectionLoss, true, false),
+            (ErrorKind::Timeout, true, false),
+            (ErrorKind::Throttled, true, false),
+            (ErrorKind::NoNode, false, false),
+            (ErrorKind::SessionExpired, false, true),
+            (ErrorKind::Closed, false, true),
+            (ErrorKind::AuthFailed, false, true),
+        ] {
+            assert_eq!(kind.is_retryable(), retryable, "{kind:?}");
+            assert_eq!(kind.is_session_terminal(), terminal, "{kind:?}");
+            for err in [
+                Error::from(kind.clone()),
+                Error::from(kind.clone()).at("set_data", Some("/a".into())),
+            ] {
+                assert_eq!(err.is_retryable(), retryable, "{err:?}");
+                assert_eq!(err.is_session_terminal(), terminal, "{err:?}");
+                assert_eq!(err.code(), kind.code());
+            }
+        }
+    }
+
+    #[test]
+    fn display_names_the_operation_and_path() {
+        let err =
+            Error::from(ErrorKind::NoNode).at("create", Some("/seqtest/missing/child".into()));
+        assert_eq!(
+            err.to_string(),
+            "create /seqtest/missing/child: node does not exist"
+        );
+        assert_eq!(err.operation(), Some("create"));
+        assert_eq!(err.path(), Some("/seqtest/missing/child"));
+        assert_eq!(err.kind(), &ErrorKind::NoNode);
+
+        let err = Error::from(ErrorKind::AuthFailed).at("add_auth", None);
+        assert_eq!(err.to_string(), "add_auth: authentication failed");
+        assert_eq!(err.path(), None);
+    }
+
+    #[test]
+    fn display_without_context_is_the_kinds() {
+        let err = Error::from(ErrorKind::ConnectionLoss);
+        assert_eq!(err.to_string(), "connection lost");
+        assert_eq!((err.operation(), err.path()), (None, None));
+        assert_eq!(err.to_string(), ErrorKind::ConnectionLoss.to_string());
+    }
+
+    #[test]
+    fn an_invalid_path_is_printed_once() {
+        let kind = ErrorKind::InvalidPath {
+            path: "a/b".into(),
+            reason: "path must start with '/'",
+        };
+        let err = Error::from(kind).at("get_data", Some("a/b".into()));
+        assert_eq!(
+            err.to_string(),
+            "get_data: invalid path \"a/b\": path must start with '/'"
+        );
+        assert_eq!(err.path(), Some("a/b"));
+    }
+
+    #[test]
+    fn the_first_context_is_kept() {
+        let err = Error::from(ErrorKind::NoNode)
+            .at("delete", Some("/x".into()))
+            .at("get_data", Some("/y".into()));
+        assert_eq!(err.to_string(), "delete /x: node does not exist");
+    }
+
+    #[test]
+    fn multi_cause_without_context_is_the_bare_kind() {
+        let failed = Error::from(ErrorKind::MultiFailed {
             index: 1,
             code: ErrorCode::NodeExists,
-        };
-        assert_eq!(failed.multi_cause(), Some((1, Error::NodeExists)));
+        });
+        assert_eq!(
+            failed.to_string(),
+            "multi failed at operation 1: NodeExists"
+        );
+        assert_eq!(
+            failed.multi_cause(),
+            Some((1, Error::from(ErrorKind::NodeExists)))
+        );
+        assert_eq!(Error::from(ErrorKind::NoNode).multi_cause(), None);
+        assert_eq!(
+            Error::from(ErrorKind::NoNode)
+                .at("create", Some("/a".into()))
+                .multi_cause(),
+            None
+        );
+    }
+
+    #[test]
+    fn an_error_equals_its_kind_whatever_its_context() {
+        let bare = Error::from(ErrorKind::BadVersion);
+        let placed = bare.clone().at("set_data", Some("/v".into()));
+        assert_eq!(bare, ErrorKind::BadVersion);
+        assert_eq!(placed, ErrorKind::BadVersion);
+        assert_ne!(placed, ErrorKind::NoNode);
+        // Between errors, the context counts too.
+        assert_ne!(bare, placed);
     }
 }

@@ -10,9 +10,10 @@
 //!   Expiry is terminal and reported to every watcher and to [`Client::state_watcher`].
 //! * With [`ClientBuilder::read_only`], a member without quorum serves reads while the client
 //!   looks for a read-write one.
-//! * Errors are one enum, [`Error`], with [`Error::is_retryable`] and
-//!   [`Error::is_session_terminal`]. Bad input (paths, sizes, TTLs) is refused before anything
-//!   is sent.
+//! * An [`Error`] names the operation and the path it failed on
+//!   (`create /config/missing/child: node does not exist`); its [`ErrorKind`] says what went
+//!   wrong, and [`Error::is_retryable`] and [`Error::is_session_terminal`] what to do next. Bad
+//!   input (paths, sizes, TTLs) is refused before anything is sent.
 //!
 //! ```no_run
 //! use zookeeper_tokio::{Client, CreateOptions, MultiOp, Error};
@@ -66,7 +67,7 @@ mod watcher;
 pub use builder::{ClientBuilder, DEFAULT_MAX_OUTSTANDING, DEFAULT_SESSION_TIMEOUT};
 pub use client::Client;
 pub use connect_string::{ConnectString, HostPort, DEFAULT_PORT};
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 pub use ops::{MultiOp, MultiResult, ReadOp, ReadResult};
 pub use options::{CreateOptions, MAX_TTL};
 pub use path::validate_path;

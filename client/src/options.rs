@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use zookeeper_jute::{Acl, CreateMode};
 
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 
 /// Largest TTL servers accept (2^40 − 1 ms).
 pub const MAX_TTL: Duration = Duration::from_millis((1 << 40) - 1);
@@ -56,7 +56,7 @@ impl CreateOptions {
     }
 
     /// A persistent node removed after `ttl` without changes or children (the server needs
-    /// `zookeeper.extendedTypesEnabled=true`, else [`Error::Unimplemented`]).
+    /// `zookeeper.extendedTypesEnabled=true`, else [`ErrorKind::Unimplemented`]).
     pub fn with_ttl(ttl: Duration) -> CreateOptions {
         CreateOptions::new(CreateMode::PersistentWithTtl).ttl(ttl)
     }
@@ -77,25 +77,24 @@ impl CreateOptions {
     /// for TTL modes.
     pub(crate) fn validate(&self) -> Result<Option<i64>> {
         if self.acl.is_empty() {
-            return Err(Error::InvalidAcl);
+            return Err(ErrorKind::InvalidAcl.into());
         }
         match (self.mode.is_ttl(), self.ttl) {
             (true, Some(ttl)) => {
                 if ttl.is_zero() || ttl > MAX_TTL || ttl.as_millis() == 0 {
-                    return Err(Error::InvalidArgument(format!(
+                    return Err(ErrorKind::InvalidArgument(format!(
                         "TTL {ttl:?} outside 1 ms ..= {MAX_TTL:?}"
-                    )));
+                    ))
+                    .into());
                 }
                 Ok(Some(ttl.as_millis() as i64))
             }
-            (true, None) => Err(Error::InvalidArgument(format!(
-                "mode {:?} needs a TTL",
-                self.mode
-            ))),
-            (false, Some(_)) => Err(Error::InvalidArgument(format!(
-                "mode {:?} takes no TTL",
-                self.mode
-            ))),
+            (true, None) => {
+                Err(ErrorKind::InvalidArgument(format!("mode {:?} needs a TTL", self.mode)).into())
+            }
+            (false, Some(_)) => {
+                Err(ErrorKind::InvalidArgument(format!("mode {:?} takes no TTL", self.mode)).into())
+            }
             (false, None) => Ok(None),
         }
     }
@@ -127,7 +126,7 @@ mod tests {
             .is_err());
         assert_eq!(
             CreateOptions::persistent().acl(vec![]).validate(),
-            Err(Error::InvalidAcl)
+            Err(ErrorKind::InvalidAcl.into())
         );
     }
 }

@@ -6,7 +6,7 @@ use bytes::BytesMut;
 use tokio::sync::{mpsc, oneshot};
 use zookeeper_jute::{Encode, OpCode, Request, WatcherType};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::watcher::WatchedEvent;
 
 /// The body of a successful reply (`err == 0`), still encoded: the caller decodes it in its own
@@ -73,10 +73,11 @@ impl Packet {
         let opcode = request.opcode();
         let payload = 8 + request.encoded_len();
         if payload > max_frame {
-            return Err(Error::DataTooLarge {
+            return Err(ErrorKind::DataTooLarge {
                 size: payload,
                 max: max_frame,
-            });
+            }
+            .into());
         }
         let mut buf = BytesMut::with_capacity(4 + payload);
         zookeeper_jute::encode_request_frame(&mut buf, xid, request);
@@ -87,10 +88,11 @@ impl Packet {
     pub fn frame_len(request: &Request, max_frame: usize) -> Result<usize> {
         let payload = 8 + request.encoded_len();
         if payload > max_frame {
-            return Err(Error::DataTooLarge {
+            return Err(ErrorKind::DataTooLarge {
                 size: payload,
                 max: max_frame,
-            });
+            }
+            .into());
         }
         Ok(4 + payload)
     }

@@ -2,16 +2,17 @@
 
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 
 /// Checks a client path the way servers do (`PathUtils.validatePath`), so that a bad path gets a
 /// typed error naming the problem instead of a round trip and `BADARGUMENTS`.
 pub fn validate_path(path: &str) -> Result<()> {
     let fail = |reason: &'static str| {
-        Err(Error::InvalidPath {
+        Err(ErrorKind::InvalidPath {
             path: path.to_owned(),
             reason,
-        })
+        }
+        .into())
     };
     let bytes = path.as_bytes();
     if bytes.is_empty() {
@@ -136,8 +137,8 @@ mod tests {
     use super::*;
 
     fn reason(path: &str) -> &'static str {
-        match validate_path(path) {
-            Err(Error::InvalidPath { reason, .. }) => reason,
+        match validate_path(path).map_err(|e| e.kind().clone()) {
+            Err(ErrorKind::InvalidPath { reason, .. }) => reason,
             other => panic!("{path:?}: {other:?}"),
         }
     }

@@ -335,6 +335,7 @@ impl Drop for Admit {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorKind;
     use crate::packet::ReplyRx;
     use std::task::Wake;
 
@@ -430,13 +431,22 @@ mod tests {
         let Admission::Wait(mut a2) = q.submit(p2) else {
             panic!()
         };
-        q.close(Error::SessionExpired);
-        assert_eq!(r1.try_recv().unwrap().unwrap_err(), Error::SessionExpired);
+        q.close(ErrorKind::SessionExpired.into());
+        assert_eq!(
+            r1.try_recv().unwrap().unwrap_err(),
+            ErrorKind::SessionExpired
+        );
         assert!(poll(&mut a2).is_ready());
-        assert_eq!(r2.try_recv().unwrap().unwrap_err(), Error::SessionExpired);
+        assert_eq!(
+            r2.try_recv().unwrap().unwrap_err(),
+            ErrorKind::SessionExpired
+        );
         let (p3, mut r3) = packet(3);
         assert!(matches!(q.submit(p3), Admission::Admitted));
-        assert_eq!(r3.try_recv().unwrap().unwrap_err(), Error::SessionExpired);
+        assert_eq!(
+            r3.try_recv().unwrap().unwrap_err(),
+            ErrorKind::SessionExpired
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@ pub enum SessionState {
     /// Connected to a read-write server.
     Connected,
     /// Connected to a read-only server: reads work, writes fail with
-    /// [`Error::NotReadOnly`](crate::Error::NotReadOnly).
+    /// [`ErrorKind::NotReadOnly`](crate::ErrorKind::NotReadOnly).
     ConnectedReadOnly,
     /// The connection was lost; the client is reconnecting and the session may still be alive.
     Disconnected,

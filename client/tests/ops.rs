@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use common::{client, within};
 use zookeeper_tokio::{
-    perms, Acl, Client, CreateMode, CreateOptions, Error, ErrorCode, Id, MultiOp, MultiResult,
+    perms, Acl, Client, CreateMode, CreateOptions, ErrorCode, ErrorKind, Id, MultiOp, MultiResult,
     ReadOp, ReadResult,
 };
 
@@ -56,25 +56,29 @@ async fn create_errors_are_typed() {
     let c = client("create_errors").await;
     c.create("/a", b"", &persistent()).await.unwrap();
     assert_eq!(
-        c.create("/a", b"", &persistent()).await,
-        Err(Error::NodeExists)
+        c.create("/a", b"", &persistent()).await.unwrap_err(),
+        ErrorKind::NodeExists
     );
     assert_eq!(
-        c.create("/missing/x", b"", &persistent()).await,
-        Err(Error::NoNode)
+        c.create("/missing/x", b"", &persistent())
+            .await
+            .unwrap_err(),
+        ErrorKind::NoNode
     );
     c.create("/eph", b"", &CreateOptions::ephemeral())
         .await
         .unwrap();
     assert_eq!(
-        c.create("/eph/child", b"", &persistent()).await,
-        Err(Error::NoChildrenForEphemerals)
+        c.create("/eph/child", b"", &persistent())
+            .await
+            .unwrap_err(),
+        ErrorKind::NoChildrenForEphemerals
     );
     // `auth` ids without any authenticated identity.
     let creator = CreateOptions::persistent().acl(Acl::creator_all());
     assert_eq!(
-        c.create("/creator", b"", &creator).await,
-        Err(Error::InvalidAcl)
+        c.create("/creator", b"", &creator).await.unwrap_err(),
+        ErrorKind::InvalidAcl
     );
 }
 
@@ -82,7 +86,10 @@ async fn create_errors_are_typed() {
 async fn ttl_create_without_extended_types_is_unimplemented_and_the_session_goes_on() {
     let c = client("ttl_unimplemented").await;
     let ttl = CreateOptions::with_ttl(Duration::from_secs(10));
-    assert_eq!(c.create("/t", b"", &ttl).await, Err(Error::Unimplemented));
+    assert_eq!(
+        c.create("/t", b"", &ttl).await.unwrap_err(),
+        ErrorKind::Unimplemented
+    );
     c.create("/after", b"", &persistent()).await.unwrap();
 }
 
@@ -109,14 +116,14 @@ async fn delete_with_and_without_version() {
     let c = client("delete").await;
     let (_, stat) = c.create("/d", b"", &persistent()).await.unwrap();
     assert_eq!(
-        c.delete("/d", Some(stat.version + 1)).await,
-        Err(Error::BadVersion)
+        c.delete("/d", Some(stat.version + 1)).await.unwrap_err(),
+        ErrorKind::BadVersion
     );
     c.delete("/d", Some(stat.version)).await.unwrap();
-    assert_eq!(c.delete("/d", None).await, Err(Error::NoNode));
+    assert_eq!(c.delete("/d", None).await.unwrap_err(), ErrorKind::NoNode);
     c.create("/n", b"", &persistent()).await.unwrap();
     c.create("/n/child", b"", &persistent()).await.unwrap();
-    assert_eq!(c.delete("/n", None).await, Err(Error::NotEmpty));
+    assert_eq!(c.delete("/n", None).await.unwrap_err(), ErrorKind::NotEmpty);
     c.delete("/n/child", None).await.unwrap();
     c.delete("/n", None).await.unwrap();
     assert_eq!(c.exists("/n").await, Ok(None));
@@ -126,16 +133,19 @@ async fn delete_with_and_without_version() {
 async fn exists_get_set_data() {
     let c = client("data").await;
     assert_eq!(c.exists("/x").await, Ok(None));
-    assert_eq!(c.get_data("/x").await, Err(Error::NoNode));
-    assert_eq!(c.set_data("/x", b"", None).await, Err(Error::NoNode));
+    assert_eq!(c.get_data("/x").await.unwrap_err(), ErrorKind::NoNode);
+    assert_eq!(
+        c.set_data("/x", b"", None).await.unwrap_err(),
+        ErrorKind::NoNode
+    );
     c.create("/x", b"one", &persistent()).await.unwrap();
     let stat = c.exists("/x").await.unwrap().expect("exists");
     assert_eq!(stat.version, 0);
     let stat = c.set_data("/x", b"two", Some(0)).await.unwrap();
     assert_eq!(stat.version, 1);
     assert_eq!(
-        c.set_data("/x", b"three", Some(0)).await,
-        Err(Error::BadVersion)
+        c.set_data("/x", b"three", Some(0)).await.unwrap_err(),
+        ErrorKind::BadVersion
     );
     let (data, stat) = c.get_data("/x").await.unwrap();
     assert_eq!((&data[..], stat.version), (&b"two"[..], 1));
@@ -156,21 +166,26 @@ async fn acls_and_auth() {
         id: Id::anyone(),
     }];
     assert_eq!(
-        c.set_acl("/open", read_only.clone(), Some(5)).await,
-        Err(Error::BadVersion)
+        c.set_acl("/open", read_only.clone(), Some(5))
+            .await
+            .unwrap_err(),
+        ErrorKind::BadVersion
     );
     let stat = c
         .set_acl("/open", read_only.clone(), Some(0))
         .await
         .unwrap();
     assert_eq!(stat.aversion, 1);
-    assert_eq!(c.set_data("/open", b"x", None).await, Err(Error::NoAuth));
+    assert_eq!(
+        c.set_data("/open", b"x", None).await.unwrap_err(),
+        ErrorKind::NoAuth
+    );
     assert_eq!(c.get_acl("/open").await.unwrap().0, read_only);
     assert_eq!(
-        c.set_acl("/open", vec![], None).await,
-        Err(Error::InvalidAcl)
+        c.set_acl("/open", vec![], None).await.unwrap_err(),
+        ErrorKind::InvalidAcl
     );
-    assert_eq!(c.get_acl("/none").await, Err(Error::NoNode));
+    assert_eq!(c.get_acl("/none").await.unwrap_err(), ErrorKind::NoNode);
 
     // Digest identity: the creator can write, another session cannot.
     c.add_auth("digest", b"alice:secret").await.unwrap();
@@ -195,8 +210,8 @@ async fn acls_and_auth() {
     .await
     .unwrap();
     assert_eq!(
-        other.set_data("/mine", b"no", None).await,
-        Err(Error::NoAuth)
+        other.set_data("/mine", b"no", None).await.unwrap_err(),
+        ErrorKind::NoAuth
     );
     let bob = Client::builder(&zookeeper_testkit::shared_server().connect_string())
         .chroot(c.chroot().unwrap())
@@ -212,8 +227,8 @@ async fn unknown_auth_scheme_fails_the_session() {
     let c = client("auth_failed").await;
     let mut state = c.state_watcher();
     assert_eq!(
-        c.add_auth("no-such-scheme", b"x").await,
-        Err(Error::AuthFailed)
+        c.add_auth("no-such-scheme", b"x").await.unwrap_err(),
+        ErrorKind::AuthFailed
     );
     within(
         "auth failed state",
@@ -221,7 +236,7 @@ async fn unknown_auth_scheme_fails_the_session() {
     )
     .await
     .unwrap();
-    assert_eq!(c.get_data("/").await, Err(Error::AuthFailed));
+    assert_eq!(c.get_data("/").await.unwrap_err(), ErrorKind::AuthFailed);
 }
 
 #[tokio::test]
@@ -231,7 +246,7 @@ async fn builder_auth_with_unknown_scheme_fails_connect() {
         .connect()
         .await
         .unwrap_err();
-    assert_eq!(err, Error::AuthFailed);
+    assert_eq!(err, ErrorKind::AuthFailed);
 }
 
 #[tokio::test]
@@ -250,7 +265,10 @@ async fn children_counts_sync_ephemerals() {
     children.sort();
     assert_eq!(children, vec!["a", "b", "c"]);
     assert_eq!(stat.num_children, 3);
-    assert_eq!(c.get_children("/nope").await, Err(Error::NoNode));
+    assert_eq!(
+        c.get_children("/nope").await.unwrap_err(),
+        ErrorKind::NoNode
+    );
     assert_eq!(c.get_all_children_number("/parent").await, Ok(4));
     c.sync("/parent").await.unwrap();
 
@@ -297,12 +315,13 @@ async fn multi_commits_atomically_and_reports_the_failing_op() {
         .unwrap_err();
     assert_eq!(
         err,
-        Error::MultiFailed {
+        ErrorKind::MultiFailed {
             index: 1,
             code: ErrorCode::NodeExists
         }
     );
-    assert_eq!(err.multi_cause(), Some((1, Error::NodeExists)));
+    let (index, cause) = err.multi_cause().unwrap();
+    assert_eq!((index, cause.kind()), (1, &ErrorKind::NodeExists));
     // Nothing applied.
     assert!(c.exists("/m/s-0000000000").await.unwrap().is_some());
     assert_eq!(c.get_data("/m").await.unwrap().1.version, 1);
@@ -310,7 +329,7 @@ async fn multi_commits_atomically_and_reports_the_failing_op() {
     let err = c.multi(vec![MultiOp::check("/m", 7)]).await.unwrap_err();
     assert_eq!(
         err,
-        Error::MultiFailed {
+        ErrorKind::MultiFailed {
             index: 0,
             code: ErrorCode::BadVersion
         }
@@ -338,7 +357,7 @@ async fn multi_read_results_fail_independently() {
             children: vec!["kid".into()]
         }
     );
-    assert_eq!(results[2], ReadResult::Error(Error::NoNode));
+    assert!(matches!(&results[2], ReadResult::Error(e) if *e == ErrorKind::NoNode));
 }
 
 #[tokio::test]
@@ -353,35 +372,36 @@ async fn bad_input_is_refused_before_sending() {
         ("/nul\0", "path contains NUL"),
         ("", "path is empty"),
     ] {
-        match c.get_data(path).await {
-            Err(Error::InvalidPath { path: p, reason: r }) => {
+        match c.get_data(path).await.map_err(|e| e.kind().clone()) {
+            Err(ErrorKind::InvalidPath { path: p, reason: r }) => {
                 assert_eq!((p.as_str(), r), (path, reason));
             }
             other => panic!("{path:?}: {other:?}"),
         }
     }
+    let err = c
+        .create("/seq/", b"", &CreateOptions::persistent_sequential())
+        .await
+        .unwrap_err();
     assert!(matches!(
-        c.create("/seq/", b"", &CreateOptions::persistent_sequential())
-            .await,
-        Err(Error::InvalidPath {
+        err.kind(),
+        ErrorKind::InvalidPath {
             reason: "a sequential node's path must not end with '/'",
             ..
-        })
+        }
     ));
     let too_big = vec![0u8; 1_048_576];
-    assert!(matches!(
-        c.create("/big", &too_big, &persistent()).await,
-        Err(Error::DataTooLarge { .. })
-    ));
-    assert!(matches!(
-        c.create(
+    let err = c.create("/big", &too_big, &persistent()).await.unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::DataTooLarge { .. }));
+    let err = c
+        .create(
             "/ttl",
             b"",
-            &CreateOptions::new(CreateMode::PersistentWithTtl)
+            &CreateOptions::new(CreateMode::PersistentWithTtl),
         )
-        .await,
-        Err(Error::InvalidArgument(_))
-    ));
+        .await
+        .unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::InvalidArgument(_)));
     // None of it reached the server, and the session is fine.
     assert_eq!(c.state(), zookeeper_tokio::SessionState::Connected);
     assert_eq!(c.get_children("/").await.unwrap().0, Vec::<String>::new());
@@ -435,7 +455,10 @@ async fn request_timeout_fails_with_timeout() {
         .unwrap();
     proxy.set_latency(Duration::from_millis(500));
     let quick = c.with_request_timeout(Some(Duration::from_millis(100)));
-    assert_eq!(quick.get_data("/").await.map(|_| ()), Err(Error::Timeout));
+    assert_eq!(
+        quick.get_data("/").await.map(|_| ()).unwrap_err(),
+        ErrorKind::Timeout
+    );
     proxy.set_latency(Duration::ZERO);
     c.get_data("/").await.unwrap();
 }

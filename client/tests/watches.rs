@@ -5,7 +5,7 @@ mod common;
 use common::{client, next_events, within};
 use futures_core::Stream;
 use zookeeper_tokio::{
-    AddWatchMode, Client, CreateOptions, Error, EventType, SessionState, WatcherType,
+    AddWatchMode, Client, CreateOptions, ErrorKind, EventType, SessionState, WatcherType,
 };
 
 fn persistent() -> CreateOptions {
@@ -73,12 +73,15 @@ async fn child_watch_fires_on_new_child_and_delete_fires_all_kinds() {
 async fn failed_reads_set_no_watch() {
     let c = client("failed_reads").await;
     assert_eq!(
-        c.get_data_and_watch("/none").await.map(|_| ()),
-        Err(Error::NoNode)
+        c.get_data_and_watch("/none").await.map(|_| ()).unwrap_err(),
+        ErrorKind::NoNode
     );
     assert_eq!(
-        c.get_children_and_watch("/none").await.map(|_| ()),
-        Err(Error::NoNode)
+        c.get_children_and_watch("/none")
+            .await
+            .map(|_| ())
+            .unwrap_err(),
+        ErrorKind::NoNode
     );
 }
 
@@ -173,8 +176,8 @@ async fn remove_watches_on_the_server_and_locally() {
         EventType::DataWatchRemoved
     );
     assert_eq!(
-        c.remove_watches("/x", WatcherType::Data).await,
-        Err(Error::NoWatcher)
+        c.remove_watches("/x", WatcherType::Data).await.unwrap_err(),
+        ErrorKind::NoWatcher
     );
     c.remove_watches("/x", WatcherType::Children).await.unwrap();
     assert_eq!(
@@ -210,7 +213,10 @@ async fn close_resolves_every_watcher_and_ends_streams() {
         (EventType::None, SessionState::Closed)
     );
     assert!(p.next().await.is_none());
-    assert_eq!(c.get_data("/x").await.map(|_| ()), Err(Error::Closed));
+    assert_eq!(
+        c.get_data("/x").await.map(|_| ()).unwrap_err(),
+        ErrorKind::Closed
+    );
 }
 
 #[tokio::test]

@@ -8,7 +8,7 @@
 
 use tokio::time::Instant;
 use tracing::debug;
-use zookeeper_tokio::{Client, Stat};
+use zookeeper_tokio::{Client, ErrorKind, Stat};
 
 use crate::error::{Error, Result};
 use crate::naming::{child_name, contenders, join, Contender, Ordered};
@@ -91,7 +91,7 @@ pub(crate) async fn contend(
         let watched = match client.get_data_and_watch(&join(dir, &blocker)).await {
             Ok((_, _, watcher)) => watcher,
             // Gone already: look again.
-            Err(zookeeper_tokio::Error::NoNode) => continue,
+            Err(e) if e == ErrorKind::NoNode => continue,
             Err(e) if e.is_retryable() => {
                 wait_connected(client).await?;
                 continue;

@@ -1,7 +1,7 @@
 //! Creating the recipe's path, as Curator does: missing nodes become CONTAINER nodes, which the
 //! server removes once they are empty again, so lock paths do not pile up.
 
-use zookeeper_tokio::{Client, CreateOptions};
+use zookeeper_tokio::{Client, CreateOptions, ErrorKind};
 
 use crate::error::{Error, Result};
 
@@ -14,7 +14,8 @@ pub(crate) async fn ensure_path(client: &Client, path: &str) -> Result<()> {
         .collect();
     for create in creates {
         match create.await {
-            Ok(_) | Err(zookeeper_tokio::Error::NodeExists) => {}
+            Ok(_) => {}
+            Err(e) if e == ErrorKind::NodeExists => {}
             Err(e) => return Err(Error::Client(e)),
         }
     }

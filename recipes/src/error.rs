@@ -6,7 +6,7 @@
 pub enum Error {
     /// A ZooKeeper request failed in a way the recipe cannot repair (for example the session
     /// expired, or the node's ACL refused us). Ephemeral nodes of an ended session are gone
-    /// with it, so nothing is left behind.
+    /// with it, so nothing is left behind. Its message names the request's operation and path.
     #[error(transparent)]
     Client(#[from] zookeeper_tokio::Error),
     /// The recipe's path is not usable.

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 use tokio::time::Instant;
-use zookeeper_tokio::{Client, EventType, SessionState, StateChanges};
+use zookeeper_tokio::{Client, ErrorKind, EventType, SessionState, StateChanges};
 
 use crate::contend::ordered_queue;
 use crate::ensure_path::validate;
@@ -259,7 +259,7 @@ pub async fn participants(client: &Client, path: &str) -> Result<Vec<Participant
                 node: c.name,
                 is_leader: false,
             }),
-            Err(zookeeper_tokio::Error::NoNode) => {}
+            Err(e) if e == ErrorKind::NoNode => {}
             Err(e) => return Err(Error::Client(e)),
         }
     }
@@ -331,16 +331,16 @@ impl Follow {
                 }
                 Step::Wait(watcher, leading)
             }
-            Err(zookeeper_tokio::Error::NoNode) if leading => Step::End(LossReason::NodeDeleted),
-            Err(zookeeper_tokio::Error::NoNode) => Step::Again,
+            Err(e) if e == ErrorKind::NoNode && leading => Step::End(LossReason::NodeDeleted),
+            Err(e) if e == ErrorKind::NoNode => Step::Again,
             Err(e) => self.on_error(e),
         }
     }
 
     fn on_error(&self, e: zookeeper_tokio::Error) -> Step {
-        match e {
-            zookeeper_tokio::Error::SessionExpired => Step::End(LossReason::SessionExpired),
-            e if e.is_session_terminal() => Step::End(LossReason::SessionClosed),
+        match e.kind() {
+            ErrorKind::SessionExpired => Step::End(LossReason::SessionExpired),
+            _ if e.is_session_terminal() => Step::End(LossReason::SessionClosed),
             // Connection trouble: the session state decides what comes next.
             _ => Step::Again,
         }

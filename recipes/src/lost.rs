@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use tokio::sync::{oneshot, watch, Notify};
 use tokio::time::Instant;
-use zookeeper_tokio::{Client, EventType, OneshotWatcher, SessionState, StateChanges};
+use zookeeper_tokio::{Client, ErrorKind, EventType, OneshotWatcher, SessionState, StateChanges};
 
 use crate::transitions::{changes_stream, Phase, Transitions};
 
@@ -192,7 +192,8 @@ impl Monitor {
             Ok((_, stat, watcher)) if stat.ephemeral_owner == self.owner => {
                 NodeCheck::Watching(watcher)
             }
-            Ok(_) | Err(zookeeper_tokio::Error::NoNode) => NodeCheck::Gone,
+            Ok(_) => NodeCheck::Gone,
+            Err(e) if e == ErrorKind::NoNode => NodeCheck::Gone,
             Err(_) => NodeCheck::Unknown,
         }
     }

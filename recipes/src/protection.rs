@@ -15,7 +15,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use tracing::debug;
-use zookeeper_tokio::{Client, CreateOptions, Stat};
+use zookeeper_tokio::{Client, CreateOptions, ErrorKind, Stat};
 
 use crate::ensure_path::ensure_path;
 use crate::error::{Error, Result};
@@ -82,7 +82,7 @@ impl PendingNode {
                     self.node = Some((path.clone(), stat));
                     return Ok((path, stat));
                 }
-                Err(zookeeper_tokio::Error::NoNode) if parent_retries < PARENT_RETRIES => {
+                Err(e) if e == ErrorKind::NoNode && parent_retries < PARENT_RETRIES => {
                     parent_retries += 1;
                     ensure_path(&self.client, &self.dir).await?;
                     self.send_create();
@@ -215,7 +215,7 @@ pub(crate) async fn list_children(client: &Client, dir: &str) -> Result<Option<V
     loop {
         match client.get_children(dir).await {
             Ok((children, _)) => return Ok(Some(children)),
-            Err(zookeeper_tokio::Error::NoNode) => return Ok(None),
+            Err(e) if e == ErrorKind::NoNode => return Ok(None),
             Err(e) if e.is_retryable() => wait_connected(client).await?,
             Err(e) => return Err(Error::Client(e)),
         }

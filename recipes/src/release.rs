@@ -4,7 +4,7 @@
 
 use tokio::task::JoinHandle;
 use tracing::{debug, warn};
-use zookeeper_tokio::Client;
+use zookeeper_tokio::{Client, ErrorKind};
 
 use crate::error::{Error, Result};
 use crate::session::wait_connected;
@@ -14,10 +14,8 @@ use crate::session::wait_connected;
 pub(crate) async fn delete_until_gone(client: &Client, path: &str) -> Result<()> {
     loop {
         match client.delete(path, None).await {
-            Ok(()) | Err(zookeeper_tokio::Error::NoNode) => {
-                debug!(path, "lock node deleted");
-                return Ok(());
-            }
+            Ok(()) => {}
+            Err(e) if e == ErrorKind::NoNode => {}
             Err(e) if e.is_session_terminal() => return Ok(()),
             Err(e) if e.is_retryable() => match wait_connected(client).await {
                 Ok(()) => continue,
@@ -26,6 +24,8 @@ pub(crate) async fn delete_until_gone(client: &Client, path: &str) -> Result<()>
             },
             Err(e) => return Err(Error::Client(e)),
         }
+        debug!(path, "lock node deleted");
+        return Ok(());
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use zookeeper_tokio::{Client, SessionState};
+use zookeeper_tokio::{Client, ErrorKind, SessionState};
 
 use crate::error::{Error, Result};
 
@@ -26,7 +26,7 @@ pub(crate) async fn wait_connected(client: &Client) -> Result<()> {
                 _ => {}
             }
             if states.changed().await.is_err() {
-                return Err(Error::Client(zookeeper_tokio::Error::Closed));
+                return Err(Error::Client(ErrorKind::Closed.into()));
             }
         }
     };
@@ -38,9 +38,12 @@ pub(crate) async fn wait_connected(client: &Client) -> Result<()> {
 
 /// The client error that matches a terminal session state.
 pub(crate) fn terminal_error(state: SessionState) -> Error {
-    Error::Client(match state {
-        SessionState::Expired => zookeeper_tokio::Error::SessionExpired,
-        SessionState::AuthFailed => zookeeper_tokio::Error::AuthFailed,
-        _ => zookeeper_tokio::Error::Closed,
-    })
+    Error::Client(
+        match state {
+            SessionState::Expired => ErrorKind::SessionExpired,
+            SessionState::AuthFailed => ErrorKind::AuthFailed,
+            _ => ErrorKind::Closed,
+        }
+        .into(),
+    )
 }

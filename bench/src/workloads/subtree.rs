@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::try_join_all;
 use zookeeper_testkit::Proxy;
-use zookeeper_tokio::{AddWatchMode, Client, CreateOptions, EventType, SessionState};
+use zookeeper_tokio::{AddWatchMode, Client, CreateOptions, ErrorKind, EventType, SessionState};
 
 use crate::heap::live_bytes;
 use crate::raw_socket::RawSession;
@@ -60,7 +60,8 @@ async fn measure(ctx: &Ctx, dirs: usize, leaves: usize) -> Result<SubtreeFigures
     let setup = Client::connect(&ctx.zk.to_string()).await?;
     for path in ["/zookeeper-bench", root.as_str()] {
         match setup.create(path, b"", &CreateOptions::persistent()).await {
-            Ok(_) | Err(zookeeper_tokio::Error::NodeExists) => {}
+            Ok(_) => {}
+            Err(e) if e == ErrorKind::NodeExists => {}
             Err(e) => return Err(e.into()),
         }
     }

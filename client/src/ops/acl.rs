@@ -7,7 +7,7 @@ use zookeeper_jute::{
 };
 
 use crate::client::Client;
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 
 impl Client {
     /// The node's ACL and stat.
@@ -27,8 +27,8 @@ impl Client {
 
     /// Replaces the node's ACL, if `version` (the ACL version) is `None` or matches.
     ///
-    /// Errors: [`Error::NoNode`], [`Error::BadVersion`], [`Error::NoAuth`],
-    /// [`Error::InvalidAcl`] (also before anything is sent, for an empty ACL).
+    /// Errors: [`ErrorKind::NoNode`], [`ErrorKind::BadVersion`], [`ErrorKind::NoAuth`],
+    /// [`ErrorKind::InvalidAcl`] (also before anything is sent, for an empty ACL).
     pub fn set_acl(
         &self,
         path: &str,
@@ -36,7 +36,7 @@ impl Client {
         version: Option<i32>,
     ) -> impl Future<Output = Result<Stat>> + Send + 'static {
         let call = if acl.is_empty() {
-            Err(Error::InvalidAcl)
+            Err(ErrorKind::InvalidAcl.into())
         } else {
             self.server_path(path).and_then(|path| {
                 self.call(

@@ -16,7 +16,7 @@ use crate::watcher::OneshotWatcher;
 impl Client {
     /// The names of the node's children (unordered) and the node's stat.
     ///
-    /// Errors: [`Error::NoNode`](crate::Error::NoNode), [`Error::NoAuth`](crate::Error::NoAuth).
+    /// Errors: [`ErrorKind::NoNode`](crate::ErrorKind::NoNode), [`ErrorKind::NoAuth`](crate::ErrorKind::NoAuth).
     pub fn get_children(
         &self,
         path: &str,

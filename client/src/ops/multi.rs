@@ -10,7 +10,7 @@ use zookeeper_jute::{
 
 use super::node::create_request;
 use crate::client::{Call, Client};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::options::CreateOptions;
 use crate::path::Chroot;
 
@@ -98,7 +98,7 @@ impl MultiOp {
                 Request::CreateContainer(r) => W::CreateContainer(r),
                 Request::CreateTtl(r) => W::CreateTtl(r),
                 Request::Create(r) => W::Create(r),
-                _ => return Err(Error::InvalidArgument("not a create".into())),
+                _ => return Err(ErrorKind::InvalidArgument("not a create".into()).into()),
             },
             MultiOp::Delete { path, version } => W::Delete(DeleteRequest {
                 path: chroot.to_server(path)?,
@@ -200,7 +200,7 @@ pub enum ReadResult {
 impl Client {
     /// Applies every write atomically, or none.
     ///
-    /// On failure returns [`Error::MultiFailed`] with the index and code of the first failing
+    /// On failure returns [`ErrorKind::MultiFailed`] with the index and code of the first failing
     /// operation; nothing was applied. An empty list succeeds at once without a round trip.
     pub fn multi(
         &self,
@@ -215,7 +215,7 @@ impl Client {
             let mut reply = call?.await?;
             let response = MultiResponse::decode(&mut reply.body)?;
             if let Some((index, code)) = first_failure(&response) {
-                return Err(Error::MultiFailed { index, code });
+                return Err(ErrorKind::MultiFailed { index, code }.into());
             }
             response
                 .results
@@ -232,9 +232,9 @@ impl Client {
                     MultiOpResult::Delete => Ok(MultiResult::Delete),
                     MultiOpResult::SetData { stat } => Ok(MultiResult::SetData { stat }),
                     MultiOpResult::Check => Ok(MultiResult::Check),
-                    other => Err(Error::Protocol(format!(
-                        "unexpected multi result {other:?}"
-                    ))),
+                    other => Err(
+                        ErrorKind::Protocol(format!("unexpected multi result {other:?}")).into(),
+                    ),
                 })
                 .collect()
         }
@@ -266,9 +266,10 @@ impl Client {
                         Ok(ReadResult::Children { children })
                     }
                     MultiOpResult::Error { err } => Ok(ReadResult::Error(Error::from_code(err))),
-                    other => Err(Error::Protocol(format!(
+                    other => Err(ErrorKind::Protocol(format!(
                         "unexpected multiRead result {other:?}"
-                    ))),
+                    ))
+                    .into()),
                 })
                 .collect()
         }

@@ -10,7 +10,7 @@ use zookeeper_jute::{
 };
 
 use crate::client::{Call, Client};
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 use crate::options::CreateOptions;
 use crate::packet::WatchRegistration;
 use crate::watcher::OneshotWatcher;
@@ -19,11 +19,11 @@ impl Client {
     /// Creates a node and returns its actual path (with the sequence suffix for sequential
     /// modes, chroot stripped) and its stat.
     ///
-    /// Errors: [`Error::NodeExists`], [`Error::NoNode`] (no parent),
-    /// [`Error::NoChildrenForEphemerals`], [`Error::InvalidAcl`], [`Error::NoAuth`],
-    /// [`Error::Unimplemented`] (TTL modes on a server without extended types), and, before
-    /// anything is sent, [`Error::InvalidPath`], [`Error::DataTooLarge`] or
-    /// [`Error::InvalidArgument`] (TTL missing or out of range).
+    /// Errors: [`ErrorKind::NodeExists`], [`ErrorKind::NoNode`] (no parent),
+    /// [`ErrorKind::NoChildrenForEphemerals`], [`ErrorKind::InvalidAcl`], [`ErrorKind::NoAuth`],
+    /// [`ErrorKind::Unimplemented`] (TTL modes on a server without extended types), and, before
+    /// anything is sent, [`ErrorKind::InvalidPath`], [`ErrorKind::DataTooLarge`] or
+    /// [`ErrorKind::InvalidArgument`] (TTL missing or out of range).
     pub fn create(
         &self,
         path: &str,
@@ -41,10 +41,11 @@ impl Client {
 
     fn create_call(&self, path: &str, data: &[u8], options: &CreateOptions) -> Result<Call> {
         if options.mode.is_sequential() && path.len() > 1 && path.ends_with('/') {
-            return Err(Error::InvalidPath {
+            return Err(ErrorKind::InvalidPath {
                 path: path.to_owned(),
                 reason: "a sequential node's path must not end with '/'",
-            });
+            }
+            .into());
         }
         let path = self.server_path(path)?;
         let request = create_request(path, data, options)?;
@@ -53,7 +54,7 @@ impl Client {
 
     /// Deletes a node, if `version` is `None` or matches.
     ///
-    /// Errors: [`Error::NoNode`], [`Error::BadVersion`], [`Error::NotEmpty`], [`Error::NoAuth`].
+    /// Errors: [`ErrorKind::NoNode`], [`ErrorKind::BadVersion`], [`ErrorKind::NotEmpty`], [`ErrorKind::NoAuth`].
     pub fn delete(
         &self,
         path: &str,
@@ -109,7 +110,7 @@ impl Client {
 
     /// The node's data and stat.
     ///
-    /// Errors: [`Error::NoNode`], [`Error::NoAuth`].
+    /// Errors: [`ErrorKind::NoNode`], [`ErrorKind::NoAuth`].
     pub fn get_data(
         &self,
         path: &str,
@@ -147,8 +148,8 @@ impl Client {
 
     /// Replaces the node's data, if `version` is `None` or matches; returns the new stat.
     ///
-    /// Errors: [`Error::NoNode`], [`Error::BadVersion`], [`Error::NoAuth`], and
-    /// [`Error::DataTooLarge`] before anything is sent.
+    /// Errors: [`ErrorKind::NoNode`], [`ErrorKind::BadVersion`], [`ErrorKind::NoAuth`], and
+    /// [`ErrorKind::DataTooLarge`] before anything is sent.
     pub fn set_data(
         &self,
         path: &str,
@@ -209,7 +210,7 @@ pub(crate) fn create_request(
 async fn exists_reply(call: Result<Call>) -> Result<Option<Stat>> {
     match call?.await {
         Ok(mut reply) => Ok(Some(ExistsResponse::decode(&mut reply.body)?.stat)),
-        Err(Error::NoNode) => Ok(None),
+        Err(e) if e == ErrorKind::NoNode => Ok(None),
         Err(e) => Err(e),
     }
 }

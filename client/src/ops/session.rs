@@ -9,7 +9,7 @@ use zookeeper_jute::{
 };
 
 use crate::client::Client;
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 use crate::packet::PacketKind;
 
 impl Client {
@@ -28,7 +28,7 @@ impl Client {
     /// Adds an identity to the session (for example `("digest", b"user:password")`). It is
     /// replayed after every reconnect once accepted.
     ///
-    /// A refused identity fails with [`Error::AuthFailed`] and ends the session (the server
+    /// A refused identity fails with [`ErrorKind::AuthFailed`] and ends the session (the server
     /// closes the connection).
     pub fn add_auth(
         &self,
@@ -37,7 +37,7 @@ impl Client {
     ) -> impl Future<Output = Result<()>> + Send + 'static {
         let auth = Bytes::copy_from_slice(auth);
         let call = if scheme.is_empty() {
-            Err(Error::InvalidArgument("auth scheme is empty".into()))
+            Err(ErrorKind::InvalidArgument("auth scheme is empty".into()).into())
         } else {
             self.call_kind(
                 Request::Auth(AuthPacket {
@@ -60,7 +60,7 @@ impl Client {
     }
 
     /// The identities the server associates with this session (servers 3.7+; older servers
-    /// answer [`Error::Unimplemented`] and drop the connection, which the client re-opens).
+    /// answer [`ErrorKind::Unimplemented`] and drop the connection, which the client re-opens).
     pub fn who_am_i(&self) -> impl Future<Output = Result<Vec<ClientInfo>>> + Send + 'static {
         let call = self.call(Request::WhoAmI, None);
         async move {
@@ -78,10 +78,11 @@ impl Client {
     ) -> impl Future<Output = Result<Vec<String>>> + Send + 'static {
         let chroot = self.chroot_ref().clone();
         let call = if !prefix.starts_with('/') || prefix.contains('\0') {
-            Err(Error::InvalidPath {
+            Err(ErrorKind::InvalidPath {
                 path: prefix.to_owned(),
                 reason: "prefix must start with '/' and contain no NUL",
-            })
+            }
+            .into())
         } else {
             let server_prefix = match chroot.as_str() {
                 Some(root) => format!("{root}{prefix}"),

@@ -6,7 +6,7 @@ use tokio::sync::mpsc;
 use zookeeper_jute::{AddWatchMode, AddWatchRequest, RemoveWatchesRequest, Request, WatcherType};
 
 use crate::client::Client;
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 use crate::packet::WatchRegistration;
 use crate::watcher::PersistentWatcher;
 
@@ -37,9 +37,9 @@ impl Client {
         let recursive = match mode {
             AddWatchMode::Persistent => Ok(false),
             AddWatchMode::PersistentRecursive => Ok(true),
-            other => Err(Error::InvalidArgument(format!(
-                "unknown watch mode {other:?}"
-            ))),
+            other => {
+                Err(ErrorKind::InvalidArgument(format!("unknown watch mode {other:?}")).into())
+            }
         };
         let call = recursive.and_then(|recursive| {
             let path = self.server_path(path)?;
@@ -67,8 +67,8 @@ impl Client {
     ///
     /// `WatcherType::Data` covers data and exist watches, `Any` every kind. `Persistent` and
     /// `PersistentRecursive` need servers 3.9+ (older ones answer
-    /// [`Error::MarshallingError`]); on 3.6–3.8 servers `Any` removes persistent watches too.
-    /// Fails with [`Error::NoWatcher`] if the server holds no such watch.
+    /// [`ErrorKind::MarshallingError`]); on 3.6–3.8 servers `Any` removes persistent watches too.
+    /// Fails with [`ErrorKind::NoWatcher`] if the server holds no such watch.
     pub fn remove_watches(
         &self,
         path: &str,

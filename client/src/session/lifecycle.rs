@@ -11,7 +11,7 @@ use super::handshake;
 use super::pending::{Pending, PendingAuth};
 use super::{Action, Phase, Probe, Session, PROBE_MIN};
 use crate::connect_string::HostPort;
-use crate::error::Error;
+use crate::error::ErrorKind;
 use crate::state::SessionState;
 
 impl Session {
@@ -58,13 +58,13 @@ impl Session {
         warn!(reason, "connection lost");
         self.drop_connection();
         self.ping_outstanding = false;
-        self.completed += self.pending.fail_all(&Error::ConnectionLoss);
+        self.completed += self.pending.fail_all(&ErrorKind::ConnectionLoss.into());
         self.watches.abandon_reads();
         self.set_state(SessionState::Disconnected);
         if self.cfg.fail_fast {
             for packet in self.unsent.drain(..) {
                 self.completed += 1;
-                packet.fail(Error::ConnectionLoss);
+                packet.fail(ErrorKind::ConnectionLoss.into());
             }
         }
         // The next server at once; backoff starts only when a whole round fails.

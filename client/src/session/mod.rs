@@ -33,7 +33,7 @@ use tracing::{debug, info, trace, warn};
 use zookeeper_jute::{encode_request_frame, xid, Request};
 
 use crate::connect_string::HostPort;
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::packet::{Packet, PacketKind};
 use crate::path::Chroot;
 use crate::state::{SessionState, StatePublisher};
@@ -288,7 +288,7 @@ impl Session {
             }
             _ if self.cfg.fail_fast && self.state != SessionState::Connecting => {
                 self.completed += 1;
-                packet.fail(Error::ConnectionLoss);
+                packet.fail(ErrorKind::ConnectionLoss.into());
             }
             _ => self.unsent.push_back(packet),
         }
@@ -477,10 +477,11 @@ impl Session {
 
     fn terminal_error(&self) -> Error {
         match self.state {
-            SessionState::Expired => Error::SessionExpired,
-            SessionState::AuthFailed => Error::AuthFailed,
-            _ => Error::Closed,
+            SessionState::Expired => ErrorKind::SessionExpired,
+            SessionState::AuthFailed => ErrorKind::AuthFailed,
+            _ => ErrorKind::Closed,
         }
+        .into()
     }
 
     fn set_state(&mut self, state: SessionState) {

@@ -9,7 +9,7 @@ use zookeeper_jute::{xid, Decode, ErrorCode, ReplyHeader, WatcherEvent};
 
 use super::pending::Pending;
 use super::Session;
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::packet::{RawReply, WatchRegistration};
 use crate::state::SessionState;
 
@@ -69,7 +69,7 @@ impl Session {
         warn!(scheme = auth.scheme, err = ?header.err, "authentication failed");
         if let Some(reply) = auth.reply {
             self.completed += 1;
-            let _ = reply.send(Err(Error::AuthFailed));
+            let _ = reply.send(Err(ErrorKind::AuthFailed.into()));
         }
         self.terminate(SessionState::AuthFailed);
     }

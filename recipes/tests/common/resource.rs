@@ -3,12 +3,13 @@
 //! reader creates `RES/r-<tag>` and must not see `RES/w`. An overlap the lock should have
 //! prevented fails the test.
 
-use zookeeper_tokio::{Client, CreateOptions};
+use zookeeper_tokio::{Client, CreateOptions, ErrorKind};
 
 /// Creates `res` (persistent) if missing.
 pub async fn prepare(c: &Client, res: &str) {
     match c.create(res, b"", &CreateOptions::persistent()).await {
-        Ok(_) | Err(zookeeper_tokio::Error::NodeExists) => {}
+        Ok(_) => {}
+        Err(e) if e == ErrorKind::NodeExists => {}
         Err(e) => panic!("create {res}: {e}"),
     }
 }
@@ -23,7 +24,7 @@ pub async fn enter_exclusive(c: &Client, res: &str, tag: &str) {
         .await
     {
         Ok(_) => {}
-        Err(zookeeper_tokio::Error::NodeExists) => {
+        Err(e) if e == ErrorKind::NodeExists => {
             panic!("violation: {tag} found another writer inside")
         }
         Err(e) => panic!("enter: {e}"),

@@ -253,8 +253,11 @@ fn connected() -> Harness {
     h
 }
 
-fn result(rx: &mut ReplyRx) -> Option<Result<(), Error>> {
-    rx.try_recv().ok().map(|r| r.map(|_| ()))
+/// The reply's outcome, if there is one yet; requests fail here with a bare kind.
+fn result(rx: &mut ReplyRx) -> Option<Result<(), ErrorKind>> {
+    rx.try_recv()
+        .ok()
+        .map(|r| r.map(|_| ()).map_err(|e| e.kind().clone()))
 }
 
 fn read_only_config(n: u16) -> SessionConfig {

@@ -328,7 +328,7 @@ fn a_session_ending_during_the_first_walk_answers_the_call() {
     let walk = one_read(&mut h, list("/r"));
     assert!(walk > 2, "the walk goes out after the getData");
     h.reply(2, 0x10, ErrorCode::SessionExpired, &[]);
-    assert_eq!(result(&mut other), Some(Err(Error::SessionExpired)));
+    assert_eq!(result(&mut other), Some(Err(ErrorKind::SessionExpired)));
     assert_eq!(h.state(), SessionState::Expired);
     assert_eq!(result(&mut reply), Some(Ok(())));
     let end = rx.try_recv().unwrap();

@@ -28,7 +28,7 @@ fn read_only_server_is_used_while_probing_for_a_read_write_one() {
     // A read-write server answers: move there at once.
     let mut pending = h.get_data("/a");
     h.s.on_probe_result(second.clone(), true, h.now);
-    assert_eq!(result(&mut pending), Some(Err(Error::ConnectionLoss)));
+    assert_eq!(result(&mut pending), Some(Err(ErrorKind::ConnectionLoss)));
     assert_eq!(
         h.actions(),
         vec![Action::Disconnect, Action::Connect(second)]

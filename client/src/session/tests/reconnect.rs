@@ -9,7 +9,7 @@ fn disconnect_fails_pending_with_connection_loss_never_hangs() {
     let mut rxs: Vec<_> = (0..5).map(|i| h.get_data(&format!("/{i}"))).collect();
     h.s.on_disconnected(h.now, "eof");
     for rx in &mut rxs {
-        assert_eq!(result(rx), Some(Err(Error::ConnectionLoss)));
+        assert_eq!(result(rx), Some(Err(ErrorKind::ConnectionLoss)));
     }
     assert_eq!(h.state(), SessionState::Disconnected);
 }
@@ -25,7 +25,7 @@ fn close_sends_close_session_after_earlier_requests() {
         vec![(1, OpCode::GetData), (2, OpCode::CloseSession)]
     );
     let mut late = h.get_data("/late");
-    assert_eq!(result(&mut late), Some(Err(Error::Closed)));
+    assert_eq!(result(&mut late), Some(Err(ErrorKind::Closed)));
     h.reply(1, 3, ErrorCode::Ok, &[]);
     assert!(matches!(a.try_recv(), Ok(Ok(_))));
     assert!(
@@ -47,7 +47,7 @@ fn close_while_disconnected_ends_at_once_and_fails_waiting_requests() {
     assert_eq!(result(&mut waiting), None, "held for the reconnect");
     h.s.close(None, h.now);
     assert_eq!(h.state(), SessionState::Closed);
-    assert_eq!(result(&mut waiting), Some(Err(Error::Closed)));
+    assert_eq!(result(&mut waiting), Some(Err(ErrorKind::Closed)));
 }
 
 /// Reconnect after a loss: same session id and password, the last zxid from replies (not from
@@ -216,9 +216,9 @@ fn expired_on_reconnect_ends_everything() {
         wrx.try_recv().unwrap(),
         WatchedEvent::session(SessionState::Expired, "/w")
     );
-    assert_eq!(result(&mut waiting), Some(Err(Error::SessionExpired)));
+    assert_eq!(result(&mut waiting), Some(Err(ErrorKind::SessionExpired)));
     let mut late = h.get_data("/y");
-    assert_eq!(result(&mut late), Some(Err(Error::SessionExpired)));
+    assert_eq!(result(&mut late), Some(Err(ErrorKind::SessionExpired)));
     assert!(h.s.is_terminated());
 }
 
@@ -263,7 +263,7 @@ fn fail_fast_fails_requests_made_while_disconnected() {
     h.establish(1, 3000);
     h.s.on_disconnected(h.now, "eof");
     let mut rx = h.get_data("/a");
-    assert_eq!(result(&mut rx), Some(Err(Error::ConnectionLoss)));
+    assert_eq!(result(&mut rx), Some(Err(ErrorKind::ConnectionLoss)));
 }
 
 #[test]
@@ -287,5 +287,5 @@ fn auth_failure_is_terminal() {
     h.reply(-4, 0, ErrorCode::AuthFailed, &[]);
     assert_eq!(h.state(), SessionState::AuthFailed);
     let mut late = h.get_data("/a");
-    assert_eq!(result(&mut late), Some(Err(Error::AuthFailed)));
+    assert_eq!(result(&mut late), Some(Err(ErrorKind::AuthFailed)));
 }

@@ -9,8 +9,8 @@ fn xid_mismatch_is_a_protocol_error_that_fails_every_pending_request() {
     let mut b = h.get_data("/b");
     assert_eq!(h.xids(), vec![(1, OpCode::GetData), (2, OpCode::GetData)]);
     h.reply(2, 10, ErrorCode::Ok, &[]);
-    assert_eq!(result(&mut a), Some(Err(Error::ConnectionLoss)));
-    assert_eq!(result(&mut b), Some(Err(Error::ConnectionLoss)));
+    assert_eq!(result(&mut a), Some(Err(ErrorKind::ConnectionLoss)));
+    assert_eq!(result(&mut b), Some(Err(ErrorKind::ConnectionLoss)));
     assert_eq!(h.state(), SessionState::Disconnected);
     assert_eq!(
         h.s.last_zxid(),
@@ -33,7 +33,7 @@ fn oversized_frame_is_a_protocol_error() {
     let mut buf = BytesMut::new();
     buf.put_i32(2 << 20);
     h.s.on_bytes(&mut buf, h.now);
-    assert_eq!(result(&mut rx), Some(Err(Error::ConnectionLoss)));
+    assert_eq!(result(&mut rx), Some(Err(ErrorKind::ConnectionLoss)));
     assert!(buf.is_empty());
 }
 
@@ -44,7 +44,7 @@ fn replies_complete_in_order_and_errors_are_typed() {
     let mut b = h.get_data("/b");
     h.xids();
     h.reply(1, 7, ErrorCode::NoNode, &[]);
-    assert_eq!(result(&mut a), Some(Err(Error::NoNode)));
+    assert_eq!(result(&mut a), Some(Err(ErrorKind::NoNode)));
     assert_eq!(result(&mut b), None);
     h.reply(2, 8, ErrorCode::Ok, b"body");
     let reply = b.try_recv().unwrap().unwrap();

@@ -45,7 +45,7 @@ fn read_timeout_drops_the_connection_and_fails_pending() {
     assert_eq!(result(&mut rx), None);
     h.advance(Duration::from_millis(1));
     assert_eq!(h.state(), SessionState::Disconnected);
-    assert_eq!(result(&mut rx), Some(Err(Error::ConnectionLoss)));
+    assert_eq!(result(&mut rx), Some(Err(ErrorKind::ConnectionLoss)));
     let actions = h.actions();
     assert_eq!(actions[0], Action::Disconnect);
     assert!(
