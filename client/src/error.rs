@@ -333,6 +333,29 @@ impl Error {
         }
         self
     }
+
+    /// Names the transaction `operation` and its operation `index` (`op` on `path`) that
+    /// failed, unless a context closer to the failure was already set.
+    pub(crate) fn at_multi_op(
+        mut self,
+        operation: &'static str,
+        index: usize,
+        op: &'static str,
+        path: String,
+    ) -> Error {
+        if self.context.is_none() {
+            self.context = Some(Box::new(Context {
+                operation,
+                path: None,
+                failed_op: Some(FailedOp {
+                    index,
+                    operation: op,
+                    path,
+                }),
+            }));
+        }
+        self
+    }
 }
 
 impl fmt::Display for Error {
@@ -481,6 +504,44 @@ mod tests {
             .at("delete", Some("/x".into()))
             .at("get_data", Some("/y".into()));
         assert_eq!(err.to_string(), "delete /x: node does not exist");
+    }
+
+    #[test]
+    fn multi_failure_names_the_failing_operation() {
+        let err = Error::from(ErrorKind::MultiFailed {
+            index: 1,
+            code: ErrorCode::NodeExists,
+        })
+        .at_multi_op("multi", 1, "create", "/a/b".into());
+        assert_eq!(
+            err.to_string(),
+            "multi: operation 1 (create /a/b) failed: node already exists"
+        );
+        assert_eq!((err.operation(), err.path()), (Some("multi"), None));
+        assert_eq!(err.code(), Some(ErrorCode::NodeExists));
+
+        let (index, cause) = err.multi_cause().unwrap();
+        assert_eq!(index, 1);
+        assert_eq!(cause, ErrorKind::NodeExists);
+        assert_eq!(cause.operation(), Some("create"));
+        assert_eq!(cause.path(), Some("/a/b"));
+        assert_eq!(cause.to_string(), "create /a/b: node already exists");
+    }
+
+    #[test]
+    fn multi_failure_found_before_sending_names_the_operation() {
+        let kind = ErrorKind::InvalidPath {
+            path: "b".into(),
+            reason: "path must start with '/'",
+        };
+        let err = Error::from(kind.clone()).at_multi_op("multi", 2, "delete", "b".into());
+        assert_eq!(
+            err.to_string(),
+            "multi: operation 2 (delete) failed: invalid path \"b\": path must start with '/'"
+        );
+        let (index, cause) = err.multi_cause().unwrap();
+        assert_eq!((index, cause.kind()), (2, &kind));
+        assert_eq!(cause.path(), Some("b"));
     }
 
     #[test]

@@ -6,6 +6,7 @@ use zookeeper_jute::{
     Acl, Decode, GetAclRequest, GetAclResponse, Request, SetAclRequest, SetAclResponse, Stat,
 };
 
+use super::{at, reply};
 use crate::client::Client;
 use crate::error::{ErrorKind, Result};
 
@@ -18,11 +19,10 @@ impl Client {
         let call = self
             .server_path(path)
             .and_then(|path| self.call(Request::GetAcl(GetAclRequest { path }), None));
-        async move {
-            let mut reply = call?.await?;
-            let response = GetAclResponse::decode(&mut reply.body)?;
+        reply(call, at("get_acl", path), |reply| {
+            let response = GetAclResponse::decode(&mut reply?.body)?;
             Ok((response.acl, response.stat))
-        }
+        })
     }
 
     /// Replaces the node's ACL, if `version` (the ACL version) is `None` or matches.
@@ -49,9 +49,8 @@ impl Client {
                 )
             })
         };
-        async move {
-            let mut reply = call?.await?;
-            Ok(SetAclResponse::decode(&mut reply.body)?.stat)
-        }
+        reply(call, at("set_acl", path), |reply| {
+            Ok(SetAclResponse::decode(&mut reply?.body)?.stat)
+        })
     }
 }

@@ -8,9 +8,10 @@ use zookeeper_jute::{
     OpCode, Request, Stat,
 };
 
+use super::{at, reply};
 use crate::client::{Call, Client};
 use crate::error::Result;
-use crate::packet::WatchRegistration;
+use crate::packet::{RawReply, WatchRegistration};
 use crate::watcher::OneshotWatcher;
 
 impl Client {
@@ -21,8 +22,11 @@ impl Client {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<(Vec<String>, Stat)>> + Send + 'static {
-        let call = self.children_call(path, None);
-        async move { children_reply(call).await }
+        reply(
+            self.children_call(path, None),
+            at("get_children", path),
+            children_reply,
+        )
     }
 
     /// Like [`Client::get_children`], and watches the child list: the watcher fires when a
@@ -35,10 +39,10 @@ impl Client {
         let (tx, rx) = oneshot::channel();
         let call = self.children_call(path, Some(tx));
         let watcher = OneshotWatcher::new(rx, path.to_owned());
-        async move {
-            let (children, stat) = children_reply(call).await?;
+        reply(call, at("get_children_and_watch", path), move |reply| {
+            let (children, stat) = children_reply(reply)?;
             Ok((children, stat, watcher))
-        }
+        })
     }
 
     fn children_call(
@@ -64,15 +68,13 @@ impl Client {
                 None,
             )
         });
-        async move {
-            let mut reply = call?.await?;
-            Ok(GetAllChildrenNumberResponse::decode(&mut reply.body)?.total_number)
-        }
+        reply(call, at("get_all_children_number", path), |reply| {
+            Ok(GetAllChildrenNumberResponse::decode(&mut reply?.body)?.total_number)
+        })
     }
 }
 
-async fn children_reply(call: Result<Call>) -> Result<(Vec<String>, Stat)> {
-    let mut reply = call?.await?;
-    let response = GetChildren2Response::decode(&mut reply.body)?;
+fn children_reply(reply: Result<RawReply>) -> Result<(Vec<String>, Stat)> {
+    let response = GetChildren2Response::decode(&mut reply?.body)?;
     Ok((response.children, response.stat))
 }

@@ -9,3 +9,71 @@ mod session;
 mod watch;
 
 pub use multi::{MultiOp, MultiResult, ReadOp, ReadResult};
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use crate::client::Call;
+use crate::error::{Error, ErrorKind, Result};
+use crate::packet::RawReply;
+
+/// The future of one operation: waits for the reply of `call` and decodes it with `decode`.
+/// Every error of the operation, found before sending (`call` is then an error) or in the
+/// reply, passes once through `locate`, which names the operation and its path: the one place
+/// where an operation's errors get their context.
+pub(crate) fn reply<T, L, D>(call: Result<Call>, locate: L, decode: D) -> Reply<L, D>
+where
+    L: FnOnce(Error) -> Error + Unpin,
+    D: FnOnce(Result<RawReply>) -> Result<T> + Unpin,
+{
+    Reply {
+        call,
+        finish: Some((locate, decode)),
+    }
+}
+
+/// See [`reply`]. Written by hand rather than as an `async` block, which would hold its
+/// captures twice: every operation returns one of these, and futures are moved on every call.
+pub(crate) struct Reply<L, D> {
+    call: Result<Call>,
+    /// Taken when the reply is in.
+    finish: Option<(L, D)>,
+}
+
+impl<T, L, D> Future for Reply<L, D>
+where
+    L: FnOnce(Error) -> Error + Unpin,
+    D: FnOnce(Result<RawReply>) -> Result<T> + Unpin,
+{
+    type Output = Result<T>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T>> {
+        let this = self.get_mut();
+        let reply = match &mut this.call {
+            Ok(call) => match Pin::new(call).poll(cx) {
+                Poll::Ready(reply) => reply,
+                Poll::Pending => return Poll::Pending,
+            },
+            // The placeholder is never seen: the future is done after this poll.
+            Err(e) => Err(std::mem::replace(e, ErrorKind::Closed.into())),
+        };
+        let (locate, decode) = this
+            .finish
+            .take()
+            .expect("operation future polled after completion");
+        Poll::Ready(decode(reply).map_err(locate))
+    }
+}
+
+/// A `locate` for [`reply`]: names `operation` and `path` as the caller gave it. The path is
+/// copied now, since the future outlives the caller's borrow.
+pub(crate) fn at(operation: &'static str, path: &str) -> impl FnOnce(Error) -> Error + Unpin {
+    let path = path.to_owned();
+    move |e| e.at(operation, Some(path))
+}
+
+/// A `locate` for [`reply`]: names `operation`, which takes no path.
+pub(crate) fn named(operation: &'static str) -> impl FnOnce(Error) -> Error + Unpin {
+    move |e| e.at(operation, None)
+}

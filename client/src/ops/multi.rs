@@ -9,9 +9,11 @@ use zookeeper_jute::{
 };
 
 use super::node::create_request;
+use super::{named, reply};
 use crate::client::{Call, Client};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::CreateOptions;
+use crate::packet::RawReply;
 use crate::path::Chroot;
 
 /// One write of a [`Client::multi`] transaction.
@@ -85,7 +87,9 @@ impl MultiOp {
             version,
         }
     }
+}
 
+impl TransactionOp for MultiOp {
     fn to_wire(&self, chroot: &Chroot) -> Result<zookeeper_jute::MultiOp> {
         use zookeeper_jute::MultiOp as W;
         Ok(match self {
@@ -118,6 +122,33 @@ impl MultiOp {
                 version: *version,
             }),
         })
+    }
+
+    fn operation(&self) -> &'static str {
+        match self {
+            MultiOp::Create { .. } => "create",
+            MultiOp::Delete { .. } => "delete",
+            MultiOp::SetData { .. } => "set_data",
+            MultiOp::Check { .. } => "check",
+        }
+    }
+
+    fn path(&self) -> &str {
+        match self {
+            MultiOp::Create { path, .. }
+            | MultiOp::Delete { path, .. }
+            | MultiOp::SetData { path, .. }
+            | MultiOp::Check { path, .. } => path,
+        }
+    }
+
+    fn into_path(self) -> String {
+        match self {
+            MultiOp::Create { path, .. }
+            | MultiOp::Delete { path, .. }
+            | MultiOp::SetData { path, .. }
+            | MultiOp::Check { path, .. } => path,
+        }
     }
 }
 
@@ -161,7 +192,9 @@ impl ReadOp {
     pub fn get_children(path: &str) -> ReadOp {
         ReadOp::GetChildren(path.to_owned())
     }
+}
 
+impl TransactionOp for ReadOp {
     fn to_wire(&self, chroot: &Chroot) -> Result<zookeeper_jute::MultiOp> {
         use zookeeper_jute::MultiOp as W;
         // Watches are ignored inside a multiRead; send false as the reference client does.
@@ -175,6 +208,25 @@ impl ReadOp {
                 watch: false,
             }),
         })
+    }
+
+    fn operation(&self) -> &'static str {
+        match self {
+            ReadOp::GetData(_) => "get_data",
+            ReadOp::GetChildren(_) => "get_children",
+        }
+    }
+
+    fn path(&self) -> &str {
+        match self {
+            ReadOp::GetData(p) | ReadOp::GetChildren(p) => p,
+        }
+    }
+
+    fn into_path(self) -> String {
+        match self {
+            ReadOp::GetData(p) | ReadOp::GetChildren(p) => p,
+        }
     }
 }
 
@@ -193,27 +245,34 @@ pub enum ReadResult {
         /// Bare names, unordered.
         children: Vec<String>,
     },
-    /// This read failed.
+    /// This read failed; the error names the read and its path.
     Error(Error),
 }
 
 impl Client {
     /// Applies every write atomically, or none.
     ///
-    /// On failure returns [`ErrorKind::MultiFailed`] with the index and code of the first failing
-    /// operation; nothing was applied. An empty list succeeds at once without a round trip.
+    /// On failure returns [`ErrorKind::MultiFailed`] with the index and code of the first
+    /// failing operation; nothing was applied. The error displays that operation and its path
+    /// (`multi: operation 1 (create /a/b) failed: node already exists`), and
+    /// [`Error::multi_cause`] gives its own error. An empty list succeeds at once without a
+    /// round trip.
     pub fn multi(
         &self,
         ops: Vec<MultiOp>,
     ) -> impl Future<Output = Result<Vec<MultiResult>>> + Send + 'static {
         let chroot = self.chroot_ref().clone();
-        let call = self.transaction(&ops, |op| op.to_wire(&chroot), Request::Multi);
-        async move {
-            let Some(call) = call else {
-                return Ok(Vec::new());
-            };
-            let mut reply = call?.await?;
-            let response = MultiResponse::decode(&mut reply.body)?;
+        let call = self.transaction("multi", &ops, Request::Multi);
+        let sites = sites(ops);
+        let locate = move |e: Error| match *e.kind() {
+            ErrorKind::MultiFailed { index, .. } => match sites.into_iter().nth(index) {
+                Some((op, path)) => e.at_multi_op("multi", index, op, path),
+                None => e.at("multi", None),
+            },
+            _ => e.at("multi", None),
+        };
+        let decode = move |reply: Result<RawReply>| {
+            let response = MultiResponse::decode(&mut reply?.body)?;
             if let Some((index, code)) = first_failure(&response) {
                 return Err(ErrorKind::MultiFailed { index, code }.into());
             }
@@ -237,64 +296,110 @@ impl Client {
                     ),
                 })
                 .collect()
+        };
+        async move {
+            match call {
+                Some(call) => reply(call, locate, decode).await,
+                None => Ok(Vec::new()),
+            }
         }
     }
 
     /// Runs several reads in one round trip (servers 3.6+). Each read succeeds or fails on its
-    /// own; no watches are set.
+    /// own, with an error naming it and its path (`get_data /a: node does not exist`); no
+    /// watches are set.
     pub fn multi_read(
         &self,
         ops: Vec<ReadOp>,
     ) -> impl Future<Output = Result<Vec<ReadResult>>> + Send + 'static {
-        let chroot = self.chroot_ref().clone();
-        let call = self.transaction(&ops, |op| op.to_wire(&chroot), Request::MultiRead);
-        async move {
-            let Some(call) = call else {
-                return Ok(Vec::new());
-            };
-            let mut reply = call?.await?;
-            let response = MultiResponse::decode(&mut reply.body)?;
+        let call = self.transaction("multi_read", &ops, Request::MultiRead);
+        let sites = sites(ops);
+        let decode = move |reply: Result<RawReply>| {
+            let response = MultiResponse::decode(&mut reply?.body)?;
+            let mut sites = sites.into_iter();
             response
                 .results
                 .into_iter()
-                .map(|r| match r {
-                    MultiOpResult::GetData { data, stat } => Ok(ReadResult::Data {
-                        data: data.unwrap_or_default(),
-                        stat,
-                    }),
-                    MultiOpResult::GetChildren { children } => {
-                        Ok(ReadResult::Children { children })
+                .map(|r| {
+                    let site = sites.next();
+                    match r {
+                        MultiOpResult::GetData { data, stat } => Ok(ReadResult::Data {
+                            data: data.unwrap_or_default(),
+                            stat,
+                        }),
+                        MultiOpResult::GetChildren { children } => {
+                            Ok(ReadResult::Children { children })
+                        }
+                        MultiOpResult::Error { err } => {
+                            let e = Error::from_code(err);
+                            Ok(ReadResult::Error(match site {
+                                Some((op, path)) => e.at(op, Some(path)),
+                                None => e,
+                            }))
+                        }
+                        other => Err(ErrorKind::Protocol(format!(
+                            "unexpected multiRead result {other:?}"
+                        ))
+                        .into()),
                     }
-                    MultiOpResult::Error { err } => Ok(ReadResult::Error(Error::from_code(err))),
-                    other => Err(ErrorKind::Protocol(format!(
-                        "unexpected multiRead result {other:?}"
-                    ))
-                    .into()),
                 })
                 .collect()
+        };
+        async move {
+            match call {
+                Some(call) => reply(call, named("multi_read"), decode).await,
+                None => Ok(Vec::new()),
+            }
         }
     }
 }
 
 impl Client {
     /// Queues a multi or multiRead of `ops` now; `None` for an empty list, which needs no round
-    /// trip (the reference client does not send one either).
-    fn transaction<T>(
+    /// trip (the reference client does not send one either). An operation refused before
+    /// sending names itself, its index and its path in the error.
+    fn transaction<T: TransactionOp>(
         &self,
+        operation: &'static str,
         ops: &[T],
-        to_wire: impl Fn(&T) -> Result<zookeeper_jute::MultiOp>,
         request: fn(MultiRequest) -> Request,
     ) -> Option<Result<Call>> {
         if ops.is_empty() {
             return None;
         }
+        let chroot = self.chroot_ref();
         Some(
             ops.iter()
-                .map(to_wire)
+                .enumerate()
+                .map(|(index, op)| {
+                    op.to_wire(chroot).map_err(|e| {
+                        e.at_multi_op(operation, index, op.operation(), op.path().to_owned())
+                    })
+                })
                 .collect::<Result<Vec<_>>>()
                 .and_then(|ops| self.call(request(MultiRequest { ops }), None)),
         )
     }
+}
+
+/// One operation of a transaction: its wire form, and what an error calls it.
+trait TransactionOp {
+    /// The wire operation, with the server path.
+    fn to_wire(&self, chroot: &Chroot) -> Result<zookeeper_jute::MultiOp>;
+    /// The client method this operation stands for (`"create"`, `"get_data"`, ...).
+    fn operation(&self) -> &'static str;
+    /// The path as the caller gave it.
+    fn path(&self) -> &str;
+    /// The path, moved out.
+    fn into_path(self) -> String;
+}
+
+/// Each operation's name and client path, kept until the reply to name a failing one; the
+/// paths are moved, not copied, and the operations' data is freed once the request is queued.
+fn sites<T: TransactionOp>(ops: Vec<T>) -> Vec<(&'static str, String)> {
+    ops.into_iter()
+        .map(|op| (op.operation(), op.into_path()))
+        .collect()
 }
 
 /// A failed multi reports every op as an error result: OK before the failure, the real code at

@@ -9,10 +9,11 @@ use zookeeper_jute::{
     ExistsResponse, GetDataResponse, OpCode, Request, SetDataRequest, SetDataResponse, Stat,
 };
 
+use super::{at, reply};
 use crate::client::{Call, Client};
 use crate::error::{ErrorKind, Result};
 use crate::options::CreateOptions;
-use crate::packet::WatchRegistration;
+use crate::packet::{RawReply, WatchRegistration};
 use crate::watcher::OneshotWatcher;
 
 impl Client {
@@ -32,11 +33,10 @@ impl Client {
     ) -> impl Future<Output = Result<(String, Stat)>> + Send + 'static {
         let call = self.create_call(path, data, options);
         let chroot = self.chroot_ref().clone();
-        async move {
-            let mut reply = call?.await?;
-            let response = Create2Response::decode(&mut reply.body)?;
+        reply(call, at("create", path), move |reply| {
+            let response = Create2Response::decode(&mut reply?.body)?;
             Ok((chroot.strip(&response.path), response.stat))
-        }
+        })
     }
 
     fn create_call(&self, path: &str, data: &[u8], options: &CreateOptions) -> Result<Call> {
@@ -69,10 +69,7 @@ impl Client {
                 None,
             )
         });
-        async move {
-            call?.await?;
-            Ok(())
-        }
+        reply(call, at("delete", path), |reply| reply.map(drop))
     }
 
     /// The node's stat, or `None` if it does not exist.
@@ -80,8 +77,11 @@ impl Client {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<Option<Stat>>> + Send + 'static {
-        let call = self.exists_call(path, None);
-        async move { exists_reply(call).await }
+        reply(
+            self.exists_call(path, None),
+            at("exists", path),
+            exists_reply,
+        )
     }
 
     /// Like [`Client::exists`], and watches the node: the watcher fires on its creation,
@@ -93,7 +93,9 @@ impl Client {
         let (tx, rx) = oneshot::channel();
         let call = self.exists_call(path, Some(tx));
         let watcher = OneshotWatcher::new(rx, path.to_owned());
-        async move { Ok((exists_reply(call).await?, watcher)) }
+        reply(call, at("exists_and_watch", path), move |reply| {
+            Ok((exists_reply(reply)?, watcher))
+        })
     }
 
     fn exists_call(
@@ -115,8 +117,11 @@ impl Client {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<(Bytes, Stat)>> + Send + 'static {
-        let call = self.get_data_call(path, None);
-        async move { get_data_reply(call).await }
+        reply(
+            self.get_data_call(path, None),
+            at("get_data", path),
+            get_data_reply,
+        )
     }
 
     /// Like [`Client::get_data`], and watches the node: the watcher fires on its next data
@@ -128,10 +133,10 @@ impl Client {
         let (tx, rx) = oneshot::channel();
         let call = self.get_data_call(path, Some(tx));
         let watcher = OneshotWatcher::new(rx, path.to_owned());
-        async move {
-            let (data, stat) = get_data_reply(call).await?;
+        reply(call, at("get_data_and_watch", path), move |reply| {
+            let (data, stat) = get_data_reply(reply)?;
             Ok((data, stat, watcher))
-        }
+        })
     }
 
     fn get_data_call(
@@ -166,10 +171,9 @@ impl Client {
                 None,
             )
         });
-        async move {
-            let mut reply = call?.await?;
-            Ok(SetDataResponse::decode(&mut reply.body)?.stat)
-        }
+        reply(call, at("set_data", path), |reply| {
+            Ok(SetDataResponse::decode(&mut reply?.body)?.stat)
+        })
     }
 }
 
@@ -207,16 +211,15 @@ pub(crate) fn create_request(
     })
 }
 
-async fn exists_reply(call: Result<Call>) -> Result<Option<Stat>> {
-    match call?.await {
+fn exists_reply(reply: Result<RawReply>) -> Result<Option<Stat>> {
+    match reply {
         Ok(mut reply) => Ok(Some(ExistsResponse::decode(&mut reply.body)?.stat)),
         Err(e) if e == ErrorKind::NoNode => Ok(None),
         Err(e) => Err(e),
     }
 }
 
-async fn get_data_reply(call: Result<Call>) -> Result<(Bytes, Stat)> {
-    let mut reply = call?.await?;
-    let response = GetDataResponse::decode(&mut reply.body)?;
+fn get_data_reply(reply: Result<RawReply>) -> Result<(Bytes, Stat)> {
+    let response = GetDataResponse::decode(&mut reply?.body)?;
     Ok((response.data.unwrap_or_default(), response.stat))
 }

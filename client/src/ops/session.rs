@@ -8,6 +8,7 @@ use zookeeper_jute::{
     SyncRequest, WhoAmIResponse,
 };
 
+use super::{at, named, reply};
 use crate::client::Client;
 use crate::error::{ErrorKind, Result};
 use crate::packet::PacketKind;
@@ -19,10 +20,7 @@ impl Client {
         let call = self
             .server_path(path)
             .and_then(|path| self.call(Request::Sync(SyncRequest { path }), None));
-        async move {
-            call?.await?;
-            Ok(())
-        }
+        reply(call, at("sync", path), |reply| reply.map(drop))
     }
 
     /// Adds an identity to the session (for example `("digest", b"user:password")`). It is
@@ -53,20 +51,16 @@ impl Client {
                 xid::AUTH,
             )
         };
-        async move {
-            call?.await?;
-            Ok(())
-        }
+        reply(call, named("add_auth"), |reply| reply.map(drop))
     }
 
     /// The identities the server associates with this session (servers 3.7+; older servers
     /// answer [`ErrorKind::Unimplemented`] and drop the connection, which the client re-opens).
     pub fn who_am_i(&self) -> impl Future<Output = Result<Vec<ClientInfo>>> + Send + 'static {
         let call = self.call(Request::WhoAmI, None);
-        async move {
-            let mut reply = call?.await?;
-            Ok(WhoAmIResponse::decode(&mut reply.body)?.client_info)
-        }
+        reply(call, named("who_am_i"), |reply| {
+            Ok(WhoAmIResponse::decode(&mut reply?.body)?.client_info)
+        })
     }
 
     /// The paths of this session's ephemeral nodes whose path starts with `prefix` (a string
@@ -95,14 +89,13 @@ impl Client {
                 None,
             )
         };
-        async move {
-            let mut reply = call?.await?;
-            let response = GetEphemeralsResponse::decode(&mut reply.body)?;
+        reply(call, at("get_ephemerals", prefix), move |reply| {
+            let response = GetEphemeralsResponse::decode(&mut reply?.body)?;
             Ok(response
                 .ephemerals
                 .iter()
                 .filter_map(|p| chroot.strip_ref(p).map(str::to_owned))
                 .collect())
-        }
+        })
     }
 }

@@ -5,6 +5,7 @@ use std::future::Future;
 use tokio::sync::mpsc;
 use zookeeper_jute::{AddWatchMode, AddWatchRequest, RemoveWatchesRequest, Request, WatcherType};
 
+use super::{at, reply};
 use crate::client::Client;
 use crate::error::{ErrorKind, Result};
 use crate::packet::WatchRegistration;
@@ -55,10 +56,10 @@ impl Client {
                 }),
             )
         });
-        async move {
-            call?.await?;
+        reply(call, at("add_watch", path), move |reply| {
+            reply?;
             Ok(PersistentWatcher::new(rx))
-        }
+        })
     }
 
     /// Removes this session's watches of `watcher_type` on `path`, on the server and here:
@@ -83,9 +84,6 @@ impl Client {
                 Some(WatchRegistration::Remove(path, watcher_type)),
             )
         });
-        async move {
-            call?.await?;
-            Ok(())
-        }
+        reply(call, at("remove_watches", path), |reply| reply.map(drop))
     }
 }
