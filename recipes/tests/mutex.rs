@@ -1,6 +1,6 @@
 //! The mutex against a real server: layouts, try/timeout/cancellation leaving nothing
 //! behind, reentrancy, mutual exclusion with fencing tokens, one notification per release,
-//! and a thousand contenders.
+//! a thousand contenders, and a refused request named in the error.
 
 mod common;
 
@@ -397,4 +397,33 @@ async fn handoff_needs_no_listing() {
         "the handoff cost requests {asked:?}: {log:?}"
     );
     g.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_request_names_its_operation_and_path() {
+    let c = client(&chroot_connect("mutex_refused")).await;
+    let read_only = vec![zookeeper_tokio::Acl {
+        perms: zookeeper_tokio::perms::READ,
+        id: zookeeper_tokio::Id::anyone(),
+    }];
+    c.create(
+        "/ro",
+        b"",
+        &zookeeper_tokio::CreateOptions::persistent().acl(read_only),
+    )
+    .await
+    .unwrap();
+    let m = Mutex::new(&c, "/ro/lock").unwrap();
+    let err = bounded("acquire", m.acquire()).await.unwrap_err();
+    match &err {
+        zookeeper_recipes::Error::Client(e) => {
+            assert_eq!(*e, zookeeper_tokio::ErrorKind::NoAuth);
+            assert_eq!(e.path(), Some("/ro/lock"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        err.to_string(),
+        "create /ro/lock: not authorised by the node's ACL"
+    );
 }
