@@ -156,8 +156,8 @@ impl ClientBuilder {
     /// Starts the session task and waits until a server accepted the session.
     ///
     /// Fails with [`ErrorKind::Connect`] if no server answered within the connect timeout,
-    /// [`ErrorKind::AuthFailed`] if an identity was refused, or [`ErrorKind::InvalidConnectString`].
-    /// Must be called inside a tokio runtime.
+    /// [`ErrorKind::AuthFailed`] if an identity was refused, or
+    /// [`ErrorKind::InvalidConnectString`]. Must be called inside a tokio runtime.
     pub async fn connect(self) -> Result<Client> {
         let parsed = ConnectString::parse(&self.connect_string)?;
         let chroot = match self.chroot.as_deref().or(parsed.chroot.as_deref()) {

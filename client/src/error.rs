@@ -144,17 +144,18 @@ pub type Result<T> = std::result::Result<T, Error>;
 /// A failed request, or a failure of the session: its [`ErrorKind`] and, for a request, the
 /// operation and the path it was given.
 ///
-/// `Display` says where: `create /config/missing/child: node does not exist`. Errors of the session
-/// itself (connecting, an invalid connect string) carry no operation. Decide what to do from the
-/// kind: [`Error::is_retryable`], [`Error::is_session_terminal`], or match on [`Error::kind`];
-/// an error also compares equal to its kind (`err == ErrorKind::NoNode`).
+/// `Display` says where: `create /config/missing/child: node does not exist`. Errors of the
+/// session itself (connecting, an invalid connect string) carry no operation. Decide what to do
+/// from the kind: [`Error::is_retryable`], [`Error::is_session_terminal`], or match on
+/// [`Error::kind`]; an error also compares equal to its kind (`err == ErrorKind::NoNode`).
 ///
 /// A **write** that failed with [`ErrorKind::ConnectionLoss`] or [`ErrorKind::Timeout`] may or
 /// may not have been applied; see [`ErrorKind`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
     kind: ErrorKind,
-    /// Boxed, and only on failure: every operation's future holds a `Result<_, Error>`.
+    /// Boxed, and allocated only when an operation fails: every operation's future holds a
+    /// `Result<_, Error>`, which must stay small.
     context: Option<Box<Context>>,
 }
 
@@ -165,7 +166,7 @@ struct Context {
     operation: &'static str,
     /// The path as the caller gave it (no chroot), for operations that take one.
     path: Option<String>,
-    /// For a `multi` or `multiRead`, the operation of the transaction that failed.
+    /// For a `multi` or `multi_read`, the operation of the transaction that failed.
     failed_op: Option<FailedOp>,
 }
 

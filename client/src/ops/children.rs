@@ -17,7 +17,8 @@ use crate::watcher::OneshotWatcher;
 impl Client {
     /// The names of the node's children (unordered) and the node's stat.
     ///
-    /// Errors: [`ErrorKind::NoNode`](crate::ErrorKind::NoNode), [`ErrorKind::NoAuth`](crate::ErrorKind::NoAuth).
+    /// Errors: [`ErrorKind::NoNode`](crate::ErrorKind::NoNode),
+    /// [`ErrorKind::NoAuth`](crate::ErrorKind::NoAuth).
     pub fn get_children(
         &self,
         path: &str,

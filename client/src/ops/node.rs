@@ -54,7 +54,8 @@ impl Client {
 
     /// Deletes a node, if `version` is `None` or matches.
     ///
-    /// Errors: [`ErrorKind::NoNode`], [`ErrorKind::BadVersion`], [`ErrorKind::NotEmpty`], [`ErrorKind::NoAuth`].
+    /// Errors: [`ErrorKind::NoNode`], [`ErrorKind::BadVersion`], [`ErrorKind::NotEmpty`],
+    /// [`ErrorKind::NoAuth`].
     pub fn delete(
         &self,
         path: &str,
