@@ -80,6 +80,26 @@ pub enum Error {
         /// The ZooKeeper error code.
         code: i32,
     },
+    /// A program the harness runs (a Kerberos tool, say) is not installed.
+    #[error(
+        "`{program}` not found; run `{SETUP_COMMAND}` as root (installs Debian's `{package}`)"
+    )]
+    ProgramNotFound {
+        /// The program's path.
+        program: String,
+        /// The Debian package that provides it.
+        package: String,
+    },
+    /// A program the harness ran failed.
+    #[error("{what} failed ({status}): {output}")]
+    CommandFailed {
+        /// What the harness was doing.
+        what: String,
+        /// The exit status as the OS reported it.
+        status: String,
+        /// What the program printed.
+        output: String,
+    },
     /// An index that names no ensemble member.
     #[error("no ensemble member {index} (the ensemble has {size})")]
     NoSuchMember {

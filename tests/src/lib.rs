@@ -53,12 +53,14 @@ mod ensemble;
 mod error;
 pub mod four_letter;
 mod install;
+mod kdc;
 mod node;
 pub mod options;
 mod ports;
 mod process;
 pub mod proxy;
 mod raw_client;
+mod sasl;
 mod server;
 mod shared;
 mod tempdir;
@@ -70,9 +72,11 @@ pub use four_letter::{
     Srvr,
 };
 pub use install::{Installation, CLASSPATH_ENV, HOME_ENV, JAVA_ENV};
+pub use kdc::Kdc;
 pub use options::Options;
 pub use ports::free_port;
 pub use proxy::{Cut, FrameEvent, Proxy, Upstreams};
+pub use sasl::{digest_jaas, kerberos_jaas, DIGEST_SERVER_NAME, JAAS_FILE};
 pub use server::{ServerBuilder, ZkServer};
 pub use shared::{chroot_for, shared_server, unique_chroot, CHROOT_PARENT};
 pub use tempdir::{KEEP_DIRS_ENV, TMPDIR_ENV};

@@ -55,6 +55,9 @@ impl Node {
         write(&log4j, &log4j_properties(&log_file))?;
         let logback = root.join("logback.xml");
         write(&logback, &logback_xml(&log_file))?;
+        for (name, text) in &options.files {
+            write(&root.join(name), text)?;
+        }
 
         let mut args: Vec<String> = [
             // Small and quick to start: several servers share two cores in CI.

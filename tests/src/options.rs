@@ -27,6 +27,8 @@ pub struct Options {
     pub(crate) config: Vec<(String, String)>,
     pub(crate) system_properties: Vec<(String, String)>,
     pub(crate) jvm_args: Vec<String>,
+    /// Files written into each server's directory before it starts: (relative name, text).
+    pub(crate) files: Vec<(String, String)>,
     pub(crate) start_timeout: Duration,
     pub(crate) installation: Option<Installation>,
 }
@@ -44,6 +46,7 @@ impl Default for Options {
             config: Vec::new(),
             system_properties: Vec::new(),
             jvm_args: Vec::new(),
+            files: Vec::new(),
             start_timeout: DEFAULT_START_TIMEOUT,
             installation: None,
         }
@@ -88,6 +91,13 @@ macro_rules! option_setters {
         /// An extra JVM argument, e.g. `-Xmx512m`.
         pub fn jvm_arg(mut self, arg: impl Into<String>) -> Self {
             self.options.jvm_args.push(arg.into());
+            self
+        }
+
+        /// A file written into the server's directory (its working directory) before it
+        /// starts, e.g. a JAAS configuration that a system property names by relative path.
+        pub fn file(mut self, name: impl Into<String>, text: impl Into<String>) -> Self {
+            self.options.files.push((name.into(), text.into()));
             self
         }
 
