@@ -17,11 +17,11 @@ use crate::server::{blocking, BIND_ATTEMPTS};
 use crate::tempdir::TempDir;
 
 /// The realm of every KDC the harness starts.
-pub const REALM: &str = "ZKTESTKIT.LOCAL";
+pub(crate) const REALM: &str = "ZKTESTKIT.LOCAL";
 /// The host part of the ZooKeeper service principal: clients name the server `localhost`.
-pub const SERVICE_HOST: &str = "localhost";
+pub(crate) const SERVICE_HOST: &str = "localhost";
 /// The user principal created with every KDC (without the realm).
-pub const USER: &str = "alice";
+pub(crate) const USER: &str = "alice";
 
 const KDB5_UTIL: &str = "/usr/sbin/kdb5_util";
 const KADMIN_LOCAL: &str = "/usr/sbin/kadmin.local";
@@ -131,7 +131,7 @@ impl Kdc {
         std::fs::read_to_string(self.dir.path().join("kdc.log")).unwrap_or_default()
     }
 
-    /// The realm, [`REALM`].
+    /// The realm, `ZKTESTKIT.LOCAL`.
     pub fn realm(&self) -> &'static str {
         REALM
     }

@@ -4,6 +4,11 @@
 //!   directory; killed and cleaned up on drop.
 //! * [`shared_server`] and [`chroot_for`]: one server per test binary, a chroot per test.
 //! * [`Ensemble`]: N members on loopback; find the leader, kill, restart, pause, resume.
+//! * [`ReconfigEnsemble`]: an ensemble with dynamic configuration that starts new members
+//!   (participants or observers) and adds and removes them with `reconfig`.
+//! * SASL servers: [`ServerBuilder::sasl_digest`] (DIGEST-MD5 users),
+//!   [`ServerBuilder::sasl_kerberos`] (GSSAPI against a [`Kdc`] on loopback),
+//!   [`ServerBuilder::require_sasl`]; the same on [`EnsembleBuilder`].
 //! * [`Proxy`]: a TCP proxy a client connects through, to drop connections, refuse them,
 //!   black-hole them, add latency, hold replies, or cut a connection right after a given
 //!   request; it can also log the frames it passes on, in order ([`FrameEvent`]).
@@ -60,6 +65,8 @@ mod ports;
 mod process;
 pub mod proxy;
 mod raw_client;
+mod raw_reconfig;
+mod reconfig;
 mod sasl;
 mod server;
 mod shared;
@@ -76,6 +83,9 @@ pub use kdc::Kdc;
 pub use options::Options;
 pub use ports::free_port;
 pub use proxy::{Cut, FrameEvent, Proxy, Upstreams};
+pub use reconfig::{
+    config_ids, ReconfigEnsemble, ReconfigEnsembleBuilder, Role, SUPER_PASSWORD, SUPER_USER,
+};
 pub use sasl::{digest_jaas, kerberos_jaas, DIGEST_SERVER_NAME, JAAS_FILE};
 pub use server::{ServerBuilder, ZkServer};
 pub use shared::{chroot_for, shared_server, unique_chroot, CHROOT_PARENT};

@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 
 const OP_CREATE: i32 = 1;
-const OP_CLOSE_SESSION: i32 = -11;
+pub(crate) const OP_CLOSE_SESSION: i32 = -11;
 const ERR_NODE_EXISTS: i32 = -110;
 const PERMS_ALL: i32 = 31;
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -19,28 +19,7 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) fn create_all(addr: SocketAddr, path: &str) -> Result<()> {
     let what = |step: &str| format!("{step} on {addr} (creating {path})");
     let io = |step: &'static str| move |e| Error::io(what(step), e);
-    let mut stream = TcpStream::connect_timeout(&addr, TIMEOUT).map_err(io("connecting"))?;
-    stream
-        .set_read_timeout(Some(TIMEOUT))
-        .map_err(io("connecting"))?;
-    stream.set_nodelay(true).map_err(io("connecting"))?;
-
-    let mut connect = Vec::new();
-    put_i32(&mut connect, 0); // protocol version
-    put_i64(&mut connect, 0); // last zxid seen
-    put_i32(&mut connect, 10_000); // session timeout
-    put_i64(&mut connect, 0); // session id: new session
-    put_i32(&mut connect, 16);
-    connect.extend_from_slice(&[0; 16]); // password
-    connect.push(0); // read-only: false
-    send(&mut stream, &connect).map_err(io("handshake"))?;
-    let response = receive(&mut stream).map_err(io("handshake"))?;
-    if response.len() < 8 || i32::from_be_bytes(response[4..8].try_into().unwrap_or([0; 4])) <= 0 {
-        return Err(Error::ServerError {
-            what: what("handshake"),
-            code: 0,
-        });
-    }
+    let mut stream = open(addr, &format!("creating {path}"))?;
 
     let mut xid = 0;
     let mut prefix = String::new();
@@ -77,8 +56,37 @@ pub(crate) fn create_all(addr: SocketAddr, path: &str) -> Result<()> {
     Ok(())
 }
 
+/// Connects and opens a session (10 s timeout) with a blocking socket.
+pub(crate) fn open(addr: SocketAddr, purpose: &str) -> Result<TcpStream> {
+    let what = |step: &str| format!("{step} on {addr} ({purpose})");
+    let io = |step: &'static str| move |e| Error::io(what(step), e);
+    let mut stream = TcpStream::connect_timeout(&addr, TIMEOUT).map_err(io("connecting"))?;
+    stream
+        .set_read_timeout(Some(TIMEOUT))
+        .map_err(io("connecting"))?;
+    stream.set_nodelay(true).map_err(io("connecting"))?;
+
+    let mut connect = Vec::new();
+    put_i32(&mut connect, 0); // protocol version
+    put_i64(&mut connect, 0); // last zxid seen
+    put_i32(&mut connect, 10_000); // session timeout
+    put_i64(&mut connect, 0); // session id: new session
+    put_i32(&mut connect, 16);
+    connect.extend_from_slice(&[0; 16]); // password
+    connect.push(0); // read-only: false
+    send(&mut stream, &connect).map_err(io("handshake"))?;
+    let response = receive(&mut stream).map_err(io("handshake"))?;
+    if response.len() < 8 || i32::from_be_bytes(response[4..8].try_into().unwrap_or([0; 4])) <= 0 {
+        return Err(Error::ServerError {
+            what: what("handshake"),
+            code: 0,
+        });
+    }
+    Ok(stream)
+}
+
 /// Reads replies until the one for `xid` (skipping notifications) and returns its error code.
-fn reply_code(stream: &mut TcpStream, xid: i32) -> std::io::Result<i32> {
+pub(crate) fn reply_code(stream: &mut TcpStream, xid: i32) -> std::io::Result<i32> {
     loop {
         let reply = receive(stream)?;
         if reply.len() < 16 {
@@ -96,14 +104,14 @@ fn reply_code(stream: &mut TcpStream, xid: i32) -> std::io::Result<i32> {
     }
 }
 
-fn send(stream: &mut TcpStream, body: &[u8]) -> std::io::Result<()> {
+pub(crate) fn send(stream: &mut TcpStream, body: &[u8]) -> std::io::Result<()> {
     let mut frame = Vec::with_capacity(body.len() + 4);
     put_i32(&mut frame, body.len() as i32);
     frame.extend_from_slice(body);
     stream.write_all(&frame)
 }
 
-fn receive(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+pub(crate) fn receive(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
     let mut len = [0; 4];
     stream.read_exact(&mut len)?;
     let len = i32::from_be_bytes(len);
@@ -118,15 +126,15 @@ fn receive(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
     Ok(body)
 }
 
-fn put_i32(buf: &mut Vec<u8>, v: i32) {
+pub(crate) fn put_i32(buf: &mut Vec<u8>, v: i32) {
     buf.extend_from_slice(&v.to_be_bytes());
 }
 
-fn put_i64(buf: &mut Vec<u8>, v: i64) {
+pub(crate) fn put_i64(buf: &mut Vec<u8>, v: i64) {
     buf.extend_from_slice(&v.to_be_bytes());
 }
 
-fn put_bytes(buf: &mut Vec<u8>, bytes: &[u8]) {
+pub(crate) fn put_bytes(buf: &mut Vec<u8>, bytes: &[u8]) {
     put_i32(buf, bytes.len() as i32);
     buf.extend_from_slice(bytes);
 }
