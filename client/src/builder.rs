@@ -1,5 +1,6 @@
 //! Session settings and `connect`.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -11,6 +12,7 @@ use crate::driver;
 use crate::error::{ErrorKind, Result};
 use crate::path::{validate_path, Chroot};
 use crate::queue::RequestQueue;
+use crate::sasl::SaslFactory;
 use crate::session::{Session, SessionConfig, SET_WATCHES_MAX_BYTES};
 use crate::state::{SessionId, SessionState, StatePublisher};
 
@@ -29,6 +31,7 @@ pub struct ClientBuilder {
     chroot: Option<String>,
     read_only: bool,
     auth: Vec<(String, Bytes)>,
+    sasl: Option<Arc<dyn SaslFactory>>,
     request_timeout: Option<Duration>,
     fail_fast: bool,
     max_outstanding: usize,
@@ -48,6 +51,7 @@ impl ClientBuilder {
             chroot: None,
             read_only: false,
             auth: Vec::new(),
+            sasl: None,
             request_timeout: None,
             fail_fast: false,
             max_outstanding: DEFAULT_MAX_OUTSTANDING,
@@ -107,6 +111,43 @@ impl ClientBuilder {
     pub fn auth(mut self, scheme: &str, auth: &[u8]) -> Self {
         self.auth
             .push((scheme.to_owned(), Bytes::copy_from_slice(auth)));
+        self
+    }
+
+    /// Log in with SASL DIGEST-MD5 as `user` (a user of the server's JAAS `DigestLoginModule`)
+    /// on every connection, before any request is sent; the session then has the identity
+    /// `sasl:<user>`. A refused login ends the session with [`ErrorKind::AuthFailed`] (and
+    /// `connect` fails with it). The password never appears in `Debug` output or logs.
+    #[cfg(feature = "sasl-digest")]
+    pub fn sasl_digest(mut self, user: &str, password: &str) -> Self {
+        self.sasl = Some(Arc::new(crate::sasl::digest::DigestMd5 {
+            user: user.to_owned(),
+            password: crate::sasl::Secret(password.to_owned()),
+        }));
+        self
+    }
+
+    /// Log in with SASL GSSAPI (Kerberos) on every connection, before any request is sent,
+    /// with the default credentials of the process (the ticket cache named by `KRB5CCNAME`,
+    /// or a client keytab), to the service principal `zookeeper/<host>` where `<host>` is
+    /// the server's host as written in the connect string; see
+    /// [`ClientBuilder::sasl_gssapi_service`] to name it. The session then has the
+    /// identity `sasl:<principal>`. A refused login ends the session with
+    /// [`ErrorKind::AuthFailed`].
+    #[cfg(feature = "sasl-gssapi")]
+    pub fn sasl_gssapi(self) -> Self {
+        self.sasl_gssapi_service("zookeeper", None)
+    }
+
+    /// Like [`ClientBuilder::sasl_gssapi`] with the service principal `<service>/<host>`:
+    /// `host` names every server alike (`None`: each server's host from the connect
+    /// string). ZooKeeper's default is the service `zookeeper`.
+    #[cfg(feature = "sasl-gssapi")]
+    pub fn sasl_gssapi_service(mut self, service: &str, host: Option<&str>) -> Self {
+        self.sasl = Some(Arc::new(crate::sasl::gssapi::Gssapi {
+            service: service.to_owned(),
+            host: host.map(str::to_owned),
+        }));
         self
     }
 
@@ -187,6 +228,7 @@ impl ClientBuilder {
             max_incoming_frame: self.max_incoming_frame,
             set_watches_max_bytes: self.set_watches_max_bytes,
             auth: self.auth,
+            sasl: self.sasl,
             seed,
             resume: self.resume,
         };

@@ -33,6 +33,7 @@ impl Session {
 
     pub(super) fn drop_connection(&mut self) {
         self.probe = None;
+        self.sasl = None;
         self.epoch += 1;
         self.out.clear();
         self.actions.push_back(Action::Disconnect);
@@ -163,6 +164,15 @@ impl Session {
             read_only = self.read_only_conn,
             "session established"
         );
+        if !self.start_sasl(now) {
+            self.connection_ready(now);
+        }
+    }
+
+    /// The connection is ready for requests (handshake and any SASL login done): replays,
+    /// watches and held requests go out, and the state turns connected once every identity
+    /// is back in place.
+    pub(super) fn connection_ready(&mut self, now: Instant) {
         self.prime(now);
         if self.auth_replays == 0 {
             self.set_connected_state();

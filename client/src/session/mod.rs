@@ -18,6 +18,7 @@ mod learn;
 mod lifecycle;
 mod pending;
 mod replies;
+mod sasl;
 mod watch_memo;
 pub(crate) mod watches;
 
@@ -25,6 +26,7 @@ pub(crate) mod watches;
 mod tests;
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
@@ -36,6 +38,7 @@ use crate::connect_string::HostPort;
 use crate::error::{Error, ErrorKind};
 use crate::packet::{Packet, PacketKind};
 use crate::path::Chroot;
+use crate::sasl::SaslFactory;
 use crate::state::{SessionState, StatePublisher};
 
 use hosts::{HostRing, Rng};
@@ -71,6 +74,8 @@ pub(crate) struct SessionConfig {
     pub set_watches_max_bytes: usize,
     /// Identities to authenticate with on every connection (`digest` and the like).
     pub auth: Vec<(String, Bytes)>,
+    /// The SASL login run after every handshake, before anything else is sent.
+    pub sasl: Option<Arc<dyn SaslFactory>>,
     /// Seed for host shuffling and backoff jitter.
     pub seed: u64,
     /// A session to resume instead of creating one: id and password.
@@ -169,6 +174,8 @@ pub(crate) struct Session {
     /// Auth replays of this connection still unanswered: the state turns connected only once
     /// every identity is back in place.
     auth_replays: usize,
+    /// The SASL login of this connection, while it runs.
+    sasl: Option<sasl::SaslExchange>,
 }
 
 impl Session {
@@ -208,6 +215,7 @@ impl Session {
             close_waiters: Vec::new(),
             epoch: 0,
             auth_replays: 0,
+            sasl: None,
         };
         session.start_attempt(now);
         session
@@ -254,7 +262,7 @@ impl Session {
             Phase::Connecting { deadline } | Phase::Handshaking { deadline } => Some(deadline),
             Phase::Connected => {
                 let mut d = self.last_recv + t * 2 / 3;
-                if !self.ping_outstanding {
+                if !self.ping_outstanding && !self.sasl_in_progress() {
                     d = d.min(self.last_send + t / 3);
                 }
                 match self.probe {
@@ -281,6 +289,8 @@ impl Session {
             return;
         }
         match self.phase {
+            // A login under way holds everything back (see `sasl`).
+            Phase::Connected if self.sasl_in_progress() => self.unsent.push_back(packet),
             Phase::Connected => self.send_packet(packet, now),
             Phase::Closing { .. } | Phase::Terminated => {
                 self.completed += 1;
@@ -392,7 +402,10 @@ impl Session {
                 if now >= self.last_recv + t * 2 / 3 {
                     return self.connection_lost(now, "read timeout");
                 }
-                if !self.ping_outstanding && now >= self.last_send + t / 3 {
+                if !self.ping_outstanding
+                    && !self.sasl_in_progress()
+                    && now >= self.last_send + t / 3
+                {
                     trace!("ping");
                     encode_request_frame(&mut self.out, xid::PING, &Request::Ping);
                     self.ping_outstanding = true;

@@ -38,6 +38,7 @@ impl Session {
             }
             xid::PING => self.ping_outstanding = false,
             xid::AUTH => self.on_auth_reply(header, now),
+            x if x > 0 && self.is_sasl_reply(x) => self.on_sasl_reply(&header, frame, now),
             x if x > 0 => self.on_ordered_reply(header, frame, now),
             other => self.protocol_error(now, &format!("reply with unexpected xid {other}")),
         }

@@ -5,6 +5,7 @@ mod persistent;
 mod read_only;
 mod reconnect;
 mod replies;
+mod sasl;
 mod timing;
 
 use std::time::{Duration, Instant};
@@ -43,6 +44,7 @@ fn config(n: u16) -> SessionConfig {
         max_incoming_frame: 1 << 20,
         set_watches_max_bytes: SET_WATCHES_MAX_BYTES,
         auth: Vec::new(),
+        sasl: None,
         seed: 1,
         resume: None,
     }
