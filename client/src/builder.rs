@@ -39,6 +39,7 @@ pub struct ClientBuilder {
     max_incoming_frame: usize,
     set_watches_max_bytes: usize,
     resume: Option<(i64, Bytes)>,
+    follow_config: bool,
 }
 
 impl ClientBuilder {
@@ -59,6 +60,7 @@ impl ClientBuilder {
             max_incoming_frame: 4 * DEFAULT_MAX_FRAME,
             set_watches_max_bytes: SET_WATCHES_MAX_BYTES,
             resume: None,
+            follow_config: false,
         }
     }
 
@@ -187,6 +189,15 @@ impl ClientBuilder {
         self
     }
 
+    /// Follow the ensemble's membership (default false): once connected, the client reads
+    /// and watches `/zookeeper/config` and, whenever members join or leave, replaces its
+    /// server list with their client addresses through [`Client::update_server_list`]'s
+    /// rebalancing. Servers without dynamic configuration (before 3.5) are left alone.
+    pub fn follow_config(mut self, follow: bool) -> Self {
+        self.follow_config = follow;
+        self
+    }
+
     /// Bytes of paths per `setWatches` frame when watches are restored after a reconnect.
     #[doc(hidden)]
     pub fn set_watches_max_bytes(mut self, bytes: usize) -> Self {
@@ -267,7 +278,12 @@ impl ClientBuilder {
         })
         .await;
         match outcome {
-            Ok(Ok(())) => Ok(client),
+            Ok(Ok(())) => {
+                if self.follow_config {
+                    crate::servers::follow_config(&client);
+                }
+                Ok(client)
+            }
             Ok(Err(kind)) => Err(kind.into()),
             Err(_) => Err(ErrorKind::Connect(format!(
                 "no server of {:?} accepted a session within {connect_timeout:?}",

@@ -186,6 +186,30 @@ impl Client {
         }
     }
 
+    pub(crate) fn inner(&self) -> &Inner {
+        &self.inner
+    }
+
+    /// A reference to the session that does not keep it alive.
+    pub(crate) fn downgrade(&self) -> std::sync::Weak<Inner> {
+        Arc::downgrade(&self.inner)
+    }
+
+    /// A handle again, if some handle still keeps the session alive.
+    pub(crate) fn upgrade(
+        weak: &std::sync::Weak<Inner>,
+        request_timeout: Option<Duration>,
+    ) -> Option<Client> {
+        weak.upgrade().map(|inner| Client {
+            inner,
+            request_timeout,
+        })
+    }
+
+    pub(crate) fn request_timeout(&self) -> Option<Duration> {
+        self.request_timeout
+    }
+
     pub(crate) fn chroot_ref(&self) -> &Chroot {
         &self.inner.chroot
     }

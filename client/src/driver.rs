@@ -156,6 +156,7 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, span: tracing::Span
                     session.submit(s.into_packet(frame), now);
                 }
                 Item::Close(done) => session.close(done, now),
+                Item::ServerList(hosts) => session.update_hosts(hosts, now),
             }
         }
         // Write what is ready now rather than on the next turn: one wake-up less per batch.

@@ -30,6 +30,8 @@ pub(crate) enum Item {
     Staged(Staged),
     /// Close the session; the sender (if any) is told when it is done.
     Close(Option<oneshot::Sender<()>>),
+    /// Replace the server list (and rebalance).
+    ServerList(Vec<crate::connect_string::HostPort>),
 }
 
 /// A request whose frame lives in the staging buffer.
@@ -214,6 +216,19 @@ impl RequestQueue {
         }
     }
 
+    /// Asks the session to replace its server list.
+    pub fn push_server_list(&self, hosts: Vec<crate::connect_string::HostPort>) {
+        let mut inner = self.lock();
+        if inner.closed.is_some() {
+            return;
+        }
+        let was_empty = inner.items.is_empty();
+        inner.items.push(Item::ServerList(hosts));
+        if was_empty {
+            self.notify.notify_one();
+        }
+    }
+
     /// Moves every queued item into `out` (session task), and returns the staged frames.
     pub fn take_all(&self, out: &mut Vec<Item>) -> Bytes {
         let mut inner = self.lock();
@@ -258,7 +273,7 @@ impl RequestQueue {
                 Item::Close(Some(done)) => {
                     let _ = done.send(());
                 }
-                Item::Close(None) => {}
+                Item::Close(None) | Item::ServerList(_) => {}
             }
         }
         for (_, w) in waiters {
@@ -369,7 +384,7 @@ mod tests {
             .map(|i| match i {
                 Item::Packet(p) => p.frame[0],
                 Item::Staged(_) => 255,
-                Item::Close(_) => 0,
+                Item::Close(_) | Item::ServerList(_) => 0,
             })
             .collect()
     }

@@ -109,6 +109,11 @@ pub(crate) struct SessionInfo {
     pub session_id: std::sync::atomic::AtomicI64,
     pub timeout_ms: std::sync::atomic::AtomicU64,
     pub password: std::sync::Mutex<bytes::Bytes>,
+    /// The server list in rotation order, and the server of the current connection.
+    pub servers: std::sync::Mutex<(
+        Vec<crate::connect_string::HostPort>,
+        Option<crate::connect_string::HostPort>,
+    )>,
 }
 
 impl SessionInfo {
@@ -118,6 +123,18 @@ impl SessionInfo {
         self.timeout_ms
             .store(timeout.as_millis() as u64, Ordering::Release);
         self.session_id.store(session_id, Ordering::Release);
+    }
+
+    pub fn record_servers(
+        &self,
+        list: Option<&[crate::connect_string::HostPort]>,
+        current: Option<&crate::connect_string::HostPort>,
+    ) {
+        let mut servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(list) = list {
+            servers.0 = list.to_vec();
+        }
+        servers.1 = current.cloned();
     }
 }
 

@@ -3,6 +3,7 @@
 
 mod acl;
 mod children;
+mod config;
 mod multi;
 mod node;
 mod session;

@@ -37,6 +37,11 @@ impl Rng {
     pub fn below(&mut self, n: u64) -> u64 {
         self.next_u64() % n
     }
+
+    /// A value in `[0, 1)`.
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
 }
 
 /// The rotation over the ensemble.
@@ -50,11 +55,7 @@ pub(crate) struct HostRing {
 
 impl HostRing {
     pub fn new(mut hosts: Vec<HostPort>, rng: &mut Rng) -> HostRing {
-        // Fisher–Yates.
-        for i in (1..hosts.len()).rev() {
-            let j = rng.below(i as u64 + 1) as usize;
-            hosts.swap(i, j);
-        }
+        shuffle(&mut hosts, rng);
         HostRing {
             hosts,
             next: 0,
@@ -93,6 +94,127 @@ impl HostRing {
     /// Records a successful handshake: the next loss starts a fresh round from the next host.
     pub fn connected(&mut self) {
         self.failures = 0;
+    }
+}
+
+/// Fisher–Yates.
+fn shuffle(hosts: &mut [HostPort], rng: &mut Rng) {
+    for i in (1..hosts.len()).rev() {
+        let j = rng.below(i as u64 + 1) as usize;
+        hosts.swap(i, j);
+    }
+}
+
+/// How a client connected to `current` reacts to the server list going from `old` to `new`,
+/// so that clients spread evenly over the new list while as few as possible move.
+///
+/// Say the old list had `n` servers, all equally loaded, and the new one has `m`, of which
+/// `k` were in the old list ("kept") and `m − k` were not ("added"). Each server should end up
+/// with `1/m` of the clients.
+/// * The list grows (`m > n`) and `current` stays: each kept server holds `1/n` but should
+///   hold `1/m`, so a fraction `1 − n/m` of its clients moves, to the added servers.
+/// * `current` was removed: its clients must move. When the list grows, the kept servers
+///   already shed load, so they go to the added servers. When it does not grow, the kept
+///   servers each take `x` more so that `1/n + x = 1/m`, from the `(n − k)/n` of clients that
+///   must move: a mover goes to a kept server with probability
+///   `k·(n − m) / (m·(n − k))`, else to an added one.
+/// * The list shrinks or keeps its size and `current` stays: its load can only grow; nobody
+///   moves.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct MovePlan {
+    /// Probability that this client moves at all.
+    pub p_move: f64,
+    /// Given a move, probability that it goes to an added server (else a kept one).
+    pub p_added: f64,
+}
+
+pub(crate) fn move_plan(old: &[HostPort], new: &[HostPort], current: &HostPort) -> MovePlan {
+    let n = old.len() as f64;
+    let m = new.len() as f64;
+    let kept = new.iter().filter(|h| old.contains(h)).count();
+    let added = new.len() - kept;
+    let k = kept as f64;
+    let stays = new.contains(current);
+    let mut plan = match (stays, m > n) {
+        (true, true) => MovePlan {
+            p_move: 1.0 - n / m,
+            p_added: 1.0,
+        },
+        (true, false) => MovePlan {
+            p_move: 0.0,
+            p_added: 0.0,
+        },
+        (false, true) => MovePlan {
+            p_move: 1.0,
+            p_added: 1.0,
+        },
+        (false, false) => MovePlan {
+            p_move: 1.0,
+            // Every old server kept but ours: ours was not in the old list; spread evenly.
+            p_added: if n > k {
+                1.0 - k * (n - m) / (m * (n - k))
+            } else {
+                1.0 - k / m
+            },
+        },
+    };
+    // Nowhere to go in a group means the other one.
+    if added == 0 {
+        plan.p_added = 0.0;
+    } else if kept == 0 || kept == 1 && stays {
+        plan.p_added = 1.0;
+    }
+    plan.p_added = plan.p_added.clamp(0.0, 1.0);
+    plan
+}
+
+impl HostRing {
+    /// The servers in rotation order.
+    pub fn hosts(&self) -> &[HostPort] {
+        &self.hosts
+    }
+
+    /// Replaces the server list (shuffled). `current` is the server the client is connected
+    /// to, if any: when the new list calls for this client to move (see [`move_plan`]), the
+    /// server to move to is returned and the rotation continues after it; otherwise the
+    /// rotation continues after `current`.
+    pub fn replace(
+        &mut self,
+        mut hosts: Vec<HostPort>,
+        current: Option<&HostPort>,
+        rng: &mut Rng,
+    ) -> Option<HostPort> {
+        let mut unique: Vec<HostPort> = Vec::with_capacity(hosts.len());
+        for host in hosts.drain(..) {
+            if !unique.contains(&host) {
+                unique.push(host);
+            }
+        }
+        let mut hosts = unique;
+        shuffle(&mut hosts, rng);
+        let old = std::mem::replace(&mut self.hosts, hosts);
+        let position = |ring: &HostRing, host: &HostPort| ring.hosts.iter().position(|h| h == host);
+        let Some(current) = current else {
+            self.next = 0;
+            return None;
+        };
+        let plan = move_plan(&old, &self.hosts, current);
+        if plan.p_move > 0.0 && rng.unit() < plan.p_move {
+            let to_added = rng.unit() < plan.p_added;
+            let group: Vec<&HostPort> = self
+                .hosts
+                .iter()
+                .filter(|h| *h != current && old.contains(h) != to_added)
+                .collect();
+            if !group.is_empty() {
+                let target = group[rng.below(group.len() as u64) as usize].clone();
+                let at = position(self, &target).unwrap_or(0);
+                self.next = (at + 1) % self.hosts.len();
+                return Some(target);
+            }
+        }
+        self.next = position(self, current).map_or(0, |at| (at + 1) % self.hosts.len());
+        None
     }
 }
 
@@ -164,5 +286,124 @@ mod tests {
         let mut ring = HostRing::new(hosts(1), &mut rng);
         assert!(ring.failed(&mut rng) > Duration::ZERO);
         assert!(ring.failed(&mut rng) > Duration::ZERO);
+    }
+
+    fn named(names: &[&str]) -> Vec<HostPort> {
+        names
+            .iter()
+            .map(|n| HostPort {
+                host: (*n).into(),
+                port: 2181,
+            })
+            .collect()
+    }
+
+    /// Puts `clients` evenly on `old` (as if balanced), replaces the list with `new` for each
+    /// with its own seeded generator, and counts where everyone ends up and how many moved.
+    fn simulate(old: &[&str], new: &[&str], clients: usize) -> (Vec<(String, usize)>, usize) {
+        let (old, new) = (named(old), named(new));
+        let mut counts: Vec<(String, usize)> = new.iter().map(|h| (h.host.clone(), 0)).collect();
+        let mut moved = 0;
+        for c in 0..clients {
+            let mut rng = Rng::new(c as u64 * 2654435761 + 17);
+            let mut ring = HostRing::new(old.clone(), &mut rng);
+            let current = old[c % old.len()].clone();
+            let end = match ring.replace(new.clone(), Some(&current), &mut rng) {
+                Some(target) => {
+                    moved += 1;
+                    assert_ne!(target, current);
+                    assert_ne!(ring.next_host().1, target, "rotation continues after it");
+                    target
+                }
+                None => {
+                    assert!(
+                        new.contains(&current),
+                        "a removed server's client must move"
+                    );
+                    current
+                }
+            };
+            counts.iter_mut().find(|(h, _)| *h == end.host).unwrap().1 += 1;
+        }
+        (counts, moved)
+    }
+
+    fn assert_even(counts: &[(String, usize)], clients: usize, tolerance: f64) {
+        let share = clients as f64 / counts.len() as f64;
+        for (host, count) in counts {
+            let off = (*count as f64 - share).abs() / share;
+            assert!(
+                off <= tolerance,
+                "{host}: {count} of {clients} ({counts:?})"
+            );
+        }
+    }
+
+    #[test]
+    fn nobody_moves_when_the_list_is_unchanged_or_reordered() {
+        let (_, moved) = simulate(&["a", "b", "c"], &["a", "b", "c"], 3000);
+        assert_eq!(moved, 0);
+        let (_, moved) = simulate(&["a", "b", "c"], &["c", "a", "b", "a"], 3000);
+        assert_eq!(moved, 0);
+    }
+
+    #[test]
+    fn growing_moves_the_fraction_that_evens_the_load() {
+        let clients = 30_000;
+        let (counts, moved) = simulate(&["a", "b", "c"], &["a", "b", "c", "d", "e"], clients);
+        // 1 − 3/5 of the clients move, all to the two new servers.
+        let expected = clients as f64 * 0.4;
+        assert!((moved as f64 - expected).abs() < expected * 0.03, "{moved}");
+        assert_even(&counts, clients, 0.05);
+    }
+
+    #[test]
+    fn everyone_on_a_removed_server_moves_and_the_rest_stay() {
+        let clients = 30_000;
+        let (counts, moved) = simulate(&["a", "b", "c", "d", "e"], &["a", "b", "c"], clients);
+        assert_eq!(moved, clients * 2 / 5, "exactly the clients of d and e");
+        assert_even(&counts, clients, 0.05);
+    }
+
+    #[test]
+    fn replacing_and_shrinking_at_once_still_evens_the_load() {
+        let clients = 30_000;
+        for (old, new) in [
+            (&["a", "b", "c"][..], &["a", "b", "d", "e"][..]),
+            (&["a", "b", "c", "d", "e"][..], &["a", "b", "f"][..]),
+            (&["a", "b", "c"][..], &["d", "e", "f"][..]),
+            (&["a", "b", "c", "d"][..], &["a", "e"][..]),
+        ] {
+            let (counts, _) = simulate(old, new, clients);
+            assert_even(&counts, clients, 0.05);
+        }
+    }
+
+    #[test]
+    fn the_plan_matches_the_arithmetic() {
+        let plan = move_plan(
+            &named(&["a", "b", "c"]),
+            &named(&["a", "b", "c", "d", "e"]),
+            &named(&["a"])[0],
+        );
+        assert!((plan.p_move - 0.4).abs() < 1e-9);
+        assert_eq!(plan.p_added, 1.0);
+        let plan = move_plan(
+            &named(&["a", "b", "c", "d", "e"]),
+            &named(&["a", "b", "f"]),
+            &named(&["c"])[0],
+        );
+        assert_eq!(plan.p_move, 1.0);
+        assert!((plan.p_added - 5.0 / 9.0).abs() < 1e-9, "{plan:?}");
+    }
+
+    #[test]
+    fn a_disconnected_client_just_takes_the_new_list() {
+        let mut rng = Rng::new(5);
+        let mut ring = HostRing::new(named(&["a", "b"]), &mut rng);
+        assert_eq!(ring.replace(named(&["c", "d", "d"]), None, &mut rng), None);
+        let mut seen: Vec<String> = (0..2).map(|_| ring.next_host().1.host).collect();
+        seen.sort();
+        assert_eq!(seen, vec!["c", "d"], "duplicates dropped");
     }
 }

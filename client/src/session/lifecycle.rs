@@ -34,6 +34,7 @@ impl Session {
     pub(super) fn drop_connection(&mut self) {
         self.probe = None;
         self.sasl = None;
+        self.moving_to = None;
         self.epoch += 1;
         self.out.clear();
         self.actions.push_back(Action::Disconnect);
@@ -57,6 +58,8 @@ impl Session {
     /// the next server.
     pub(super) fn connection_lost_to(&mut self, now: Instant, reason: &str, to: Option<HostPort>) {
         warn!(reason, "connection lost");
+        // A move that was waiting for replies goes where it meant to go.
+        let to = to.or_else(|| self.moving_to.take());
         self.drop_connection();
         self.ping_outstanding = false;
         self.completed += self.pending.fail_all(&ErrorKind::ConnectionLoss.into());
@@ -151,6 +154,9 @@ impl Session {
         }
         self.last_heard = Some(now);
         self.hosts.connected();
+        self.state_tx
+            .info
+            .record_servers(None, self.current_host.as_ref());
         self.state_tx.info.record(
             self.session_id,
             Duration::from_millis(response.timeout as u64),

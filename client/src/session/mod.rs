@@ -17,6 +17,7 @@ pub(crate) mod hosts;
 mod learn;
 mod lifecycle;
 mod pending;
+mod rebalance;
 mod replies;
 mod sasl;
 mod watch_memo;
@@ -176,6 +177,8 @@ pub(crate) struct Session {
     auth_replays: usize,
     /// The SASL login of this connection, while it runs.
     sasl: Option<sasl::SaslExchange>,
+    /// A new server list asked this client to move there once nothing is in flight.
+    moving_to: Option<HostPort>,
 }
 
 impl Session {
@@ -216,7 +219,12 @@ impl Session {
             epoch: 0,
             auth_replays: 0,
             sasl: None,
+            moving_to: None,
         };
+        session
+            .state_tx
+            .info
+            .record_servers(Some(session.hosts.hosts()), None);
         session.start_attempt(now);
         session
     }
@@ -290,7 +298,9 @@ impl Session {
         }
         match self.phase {
             // A login under way holds everything back (see `sasl`).
-            Phase::Connected if self.sasl_in_progress() => self.unsent.push_back(packet),
+            Phase::Connected if self.sasl_in_progress() || self.moving_to.is_some() => {
+                self.unsent.push_back(packet)
+            }
             Phase::Connected => self.send_packet(packet, now),
             Phase::Closing { .. } | Phase::Terminated => {
                 self.completed += 1;
@@ -546,6 +556,9 @@ impl Session {
             Phase::Handshaking { .. } => self.on_connect_response(frame, now),
             Phase::Connected | Phase::Closing { .. } => self.on_reply(frame, now),
             _ => {}
+        }
+        if self.moving_to.is_some() {
+            self.try_move(now);
         }
     }
 }

@@ -3,6 +3,7 @@
 mod catch_up_model;
 mod persistent;
 mod read_only;
+mod rebalance;
 mod reconnect;
 mod replies;
 mod sasl;
