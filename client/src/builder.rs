@@ -21,6 +21,24 @@ pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default bound on requests queued or in flight.
 pub const DEFAULT_MAX_OUTSTANDING: usize = 16 * 1024;
 
+/// A seed for the session's host shuffling, jitter and rebalancing draws. Sessions created
+/// in the same instant must still draw independently (clients that all made the same draw
+/// would rebalance as one), so the clock goes through the standard library's hasher, whose
+/// keys come from the operating system's random source.
+fn session_seed() -> u64 {
+    use std::collections::hash_map::RandomState;
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = RandomState::new().build_hasher();
+    hasher.write_u128(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    hasher.write_u32(std::process::id());
+    hasher.finish()
+}
+
 /// Builds a [`Client`]. Obtain one with [`Client::builder`].
 #[derive(Debug, Clone)]
 pub struct ClientBuilder {
@@ -224,11 +242,7 @@ impl ClientBuilder {
                 ErrorKind::InvalidArgument("session timeout must not be zero".into()).into(),
             );
         }
-        let seed = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0)
-            ^ (std::process::id() as u64) << 32;
+        let seed = session_seed();
         let cfg = SessionConfig {
             hosts: parsed.hosts,
             chroot: chroot.clone(),

@@ -301,12 +301,14 @@ impl ReconfigEnsemble {
     }
 
     /// Starts a new member with the next free id, configured with the ensemble's current
-    /// configuration plus itself; waits until it has synced with the leader (it serves
-    /// once [`ReconfigEnsemble::join`] added it). Returns its id.
+    /// configuration plus itself, and waits until it follows the leader and serves clients
+    /// (before [`ReconfigEnsemble::join`] adds it: a reconfig that adds a member needs only
+    /// a quorum of the new configuration, so it may commit before a slow member is up,
+    /// and clients sent there would find nothing listening). Returns its id.
     pub async fn start_member(&self, role: Role) -> Result<u32> {
         let config = self.config().await?;
         let inner = self.inner.clone();
-        blocking(move || {
+        let id = blocking(move || {
             let mut members = inner.members.lock().unwrap_or_else(|e| e.into_inner());
             let id = members.iter().map(|m| m.id).max().unwrap_or(0) + 1;
             let ports = new_ports()?;
@@ -333,7 +335,9 @@ impl ReconfigEnsemble {
             });
             Ok(id)
         })
-        .await
+        .await?;
+        self.wait_serving(id).await?;
+        Ok(id)
     }
 
     /// Adds started member `id` to the configuration (`reconfig -add`), retrying while the
@@ -364,6 +368,14 @@ impl ReconfigEnsemble {
             .await?;
         self.members().retain(|m| m.id != id);
         Ok(config)
+    }
+
+    /// Stops member `id` and forgets it, without a reconfig: for a member that a client
+    /// already took out of the configuration.
+    pub fn stop(&self, id: u32) -> Result<()> {
+        self.addr(id)?;
+        self.members().retain(|m| m.id != id);
+        Ok(())
     }
 
     async fn reconfig(&self, change: Change<'_>) -> Result<String> {
