@@ -10,6 +10,12 @@
 //!   Expiry is terminal and reported to every watcher and to [`Client::state_watcher`].
 //! * With [`ClientBuilder::read_only`], a member without quorum serves reads while the client
 //!   looks for a read-write one.
+//! * SASL logins (DIGEST-MD5 with the `sasl-digest` feature, Kerberos with `sasl-gssapi`) run
+//!   after every handshake, before anything else is sent; a refused one is terminal
+//!   ([`ErrorKind::AuthFailed`]).
+//! * The ensemble may change: [`Client::get_config`] and the `reconfig_*` operations,
+//!   [`Client::update_server_list`] with load-evening moves, and
+//!   [`ClientBuilder::follow_config`] to track `/zookeeper/config` by itself.
 //! * An [`Error`] names the operation and the path it failed on
 //!   (`create /config/missing/child: node does not exist`); its [`ErrorKind`] says what went
 //!   wrong, and [`Error::is_retryable`] and [`Error::is_session_terminal`] what to do next. Bad
