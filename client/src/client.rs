@@ -55,7 +55,7 @@ impl Drop for Inner {
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field("session_id", &self.session_id())
+            .field("session_id", &format_args!("{}", self.session_id()))
             .field("state", &self.state())
             .finish()
     }
@@ -378,6 +378,22 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn debug_shows_the_session_id_in_hex_as_logs_do() {
+        let (c, _queue) = offline_client(None);
+        c.inner.info.record(
+            0x1000008321d000b,
+            Duration::from_secs(10),
+            &bytes::Bytes::from_static(b"0123456789abcdef"),
+        );
+        let debug = format!("{c:?}");
+        assert_eq!(
+            debug,
+            "Client { session_id: 0x1000008321d000b, state: Connecting }"
+        );
+        assert!(!debug.contains("0123456789abcdef"), "{debug}");
     }
 
     #[tokio::test]

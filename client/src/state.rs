@@ -53,12 +53,21 @@ impl fmt::Display for SessionState {
 }
 
 /// A session id as the server assigned it. Compare with `Stat::ephemeral_owner` through `.0`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+///
+/// Printed in hexadecimal, as ZooKeeper's own logs and four-letter words print it:
+/// `0x1000008321d000b` (`Display`), `SessionId(0x1000008321d000b)` (`Debug`).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct SessionId(pub i64);
 
 impl fmt::Display for SessionId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "0x{:x}", self.0 as u64)
+    }
+}
+
+impl fmt::Debug for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SessionId({self})")
     }
 }
 
@@ -184,6 +193,10 @@ mod tests {
             "0x1000008321d000b"
         );
         assert_eq!(SessionId(-1).to_string(), "0xffffffffffffffff");
+        assert_eq!(
+            format!("{:?}", SessionId(0x1000008321d000b)),
+            "SessionId(0x1000008321d000b)"
+        );
     }
 
     #[test]
