@@ -30,8 +30,15 @@ const READ_CHUNK: usize = 64 * 1024;
 
 /// Spawns the task; it ends once the session is terminated.
 pub(crate) fn spawn(session: Session, queue: Arc<RequestQueue>) {
+    // The machine records the id here when a server grants one; a resumed session has it now.
     let span = tracing::info_span!("zk_session", session_id = tracing::field::Empty);
-    tokio::spawn(run(session, queue, span.clone()).instrument(span));
+    if session.session_id() != 0 {
+        span.record(
+            "session_id",
+            tracing::field::display(crate::state::SessionId(session.session_id())),
+        );
+    }
+    tokio::spawn(run(session, queue).instrument(span));
 }
 
 enum Wake {
@@ -43,14 +50,13 @@ enum Wake {
     Timer,
 }
 
-async fn run(mut session: Session, queue: Arc<RequestQueue>, span: tracing::Span) {
+async fn run(mut session: Session, queue: Arc<RequestQueue>) {
     let mut reader: Option<OwnedReadHalf> = None;
     let mut writer: Option<OwnedWriteHalf> = None;
     let mut connecting: Option<ConnectFuture> = None;
     let mut probing: Option<ProbeFuture> = None;
     let mut read_buf = BytesMut::with_capacity(READ_CHUNK);
     let mut items = Vec::new();
-    let mut recorded_id = 0;
     // One timer, re-armed only when the machine's deadline moves: registering a fresh timer on
     // every turn would cost more than the turn itself under load.
     let timer = tokio::time::sleep(std::time::Duration::ZERO);
@@ -73,13 +79,6 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, span: tracing::Span
             }
         }
         queue.release(session.take_completed());
-        if session.session_id() != recorded_id {
-            recorded_id = session.session_id();
-            span.record(
-                "session_id",
-                tracing::field::display(crate::state::SessionId(recorded_id)),
-            );
-        }
         if session.is_terminated() {
             break;
         }

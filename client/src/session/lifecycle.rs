@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use tracing::field::display;
 use tracing::{debug, info, warn};
 use zookeeper_jute::encode_request_frame;
 
@@ -57,7 +58,8 @@ impl Session {
     /// Drops the connection, fails what was in flight, and reconnects at once: to `to`, or to
     /// the next server.
     pub(super) fn connection_lost_to(&mut self, now: Instant, reason: &str, to: Option<HostPort>) {
-        warn!(reason, "connection lost");
+        let host = self.current_host.as_ref().map(|h| display(h.to_addr_string()));
+        warn!(reason, host, "connection lost");
         // A move that was waiting for replies goes where it meant to go.
         let to = to.or_else(|| self.moving_to.take());
         self.drop_connection();
@@ -124,7 +126,7 @@ impl Session {
             return self.attempt_failed(now);
         }
         if response.timeout <= 0 {
-            warn!(session_id = %crate::state::SessionId(self.session_id), "server reports the session expired");
+            warn!("server reports the session expired");
             return self.terminate(SessionState::Expired);
         }
         if self.sent_session_id != 0 && response.session_id != self.sent_session_id {
@@ -135,6 +137,13 @@ impl Session {
                 old = %crate::state::SessionId(self.session_id),
                 new = %crate::state::SessionId(response.session_id),
                 "the read-only session is replaced by a session of the ensemble"
+            );
+        }
+        if response.session_id != self.session_id {
+            // Log lines carry the id through the session task's span, once.
+            tracing::Span::current().record(
+                "session_id",
+                tracing::field::display(crate::state::SessionId(response.session_id)),
             );
         }
         self.session_id = response.session_id;
@@ -165,7 +174,6 @@ impl Session {
         self.phase = Phase::Connected;
         self.ping_outstanding = false;
         info!(
-            session_id = %crate::state::SessionId(self.session_id),
             timeout_ms = response.timeout,
             read_only = self.read_only_conn,
             "session established"

@@ -509,7 +509,7 @@ impl Session {
 
     fn set_state(&mut self, state: SessionState) {
         if self.state != state {
-            info!(session_id = %crate::state::SessionId(self.session_id), ?state, "session state");
+            info!(?state, "session state");
             self.state = state;
             self.state_tx.publish(state);
         }
