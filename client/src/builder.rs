@@ -18,6 +18,9 @@ use crate::state::{SessionId, SessionState, StatePublisher};
 
 /// Default requested session timeout.
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest default wait of [`ClientBuilder::connect`] for the first session: the default
+/// connect timeout is the session timeout, at most this.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default bound on requests queued or in flight.
 pub const DEFAULT_MAX_OUTSTANDING: usize = 16 * 1024;
 
@@ -90,14 +93,19 @@ impl ClientBuilder {
     }
 
     /// How long [`ClientBuilder::connect`] waits for the first session (default: the session
-    /// timeout).
+    /// timeout, at most [`DEFAULT_CONNECT_TIMEOUT`], 5 s), so that a dead ensemble is reported
+    /// in seconds while the session, once established, keeps its longer timeout. Until then
+    /// each attempt gets a share of this wait (see [`ClientBuilder::attempt_timeout`]), so a
+    /// silent server tried first cannot use it all up.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = Some(timeout);
         self
     }
 
     /// How long one connection attempt to one server may take, handshake included (default:
-    /// session timeout divided by the number of servers).
+    /// the negotiated session timeout divided by the number of servers; before the first
+    /// session, the connect timeout divided by one more than the number of servers, so that
+    /// every server is tried before `connect` gives up).
     pub fn attempt_timeout(mut self, timeout: Duration) -> Self {
         self.attempt_timeout = Some(timeout);
         self
@@ -225,7 +233,8 @@ impl ClientBuilder {
 
     /// Starts the session task and waits until a server accepted the session.
     ///
-    /// Fails with [`ErrorKind::Connect`] if no server answered within the connect timeout,
+    /// Fails with [`ErrorKind::Connect`] if no server accepted a session within the connect
+    /// timeout (its message names each server tried and how it failed),
     /// [`ErrorKind::AuthFailed`] if an identity was refused, or
     /// [`ErrorKind::InvalidConnectString`]. Must be called inside a tokio runtime.
     pub async fn connect(self) -> Result<Client> {
@@ -243,11 +252,16 @@ impl ClientBuilder {
             );
         }
         let seed = session_seed();
+        let connect_timeout = self
+            .connect_timeout
+            .unwrap_or(self.session_timeout.min(DEFAULT_CONNECT_TIMEOUT));
+        let hosts = parsed.hosts.clone();
         let cfg = SessionConfig {
             hosts: parsed.hosts,
             chroot: chroot.clone(),
             session_timeout: self.session_timeout,
             attempt_timeout: self.attempt_timeout,
+            connect_timeout,
             read_only: self.read_only,
             fail_fast: self.fail_fast,
             max_incoming_frame: self.max_incoming_frame,
@@ -269,7 +283,7 @@ impl ClientBuilder {
         let client = Client::from_inner(
             Inner {
                 queue,
-                info,
+                info: info.clone(),
                 state_rx: state_rx.clone(),
                 publisher: state_tx,
                 chroot,
@@ -277,7 +291,6 @@ impl ClientBuilder {
             },
             self.request_timeout,
         );
-        let connect_timeout = self.connect_timeout.unwrap_or(self.session_timeout);
         let outcome = tokio::time::timeout(connect_timeout, async {
             let state = *state_rx
                 .wait_for(|s| s.is_connected() || s.is_terminal())
@@ -299,11 +312,7 @@ impl ClientBuilder {
                 Ok(client)
             }
             Ok(Err(kind)) => Err(kind.into()),
-            Err(_) => Err(ErrorKind::Connect(format!(
-                "no server of {:?} accepted a session within {connect_timeout:?}",
-                self.connect_string
-            ))
-            .into()),
+            Err(_) => Err(ErrorKind::Connect(info.connect_failure(&hosts, connect_timeout)).into()),
         }
         // On failure `client` drops here, which stops the session task.
     }

@@ -102,8 +102,12 @@ pub enum ErrorKind {
     /// The request's deadline passed before a reply arrived. A write may have been applied.
     #[error("request timed out")]
     Timeout,
-    /// No server could be reached within the connect timeout.
-    #[error("could not connect to any server: {0}")]
+    /// No server accepted a session within the connect timeout of
+    /// [`ClientBuilder::connect`](crate::ClientBuilder::connect). The text names each server
+    /// tried and how its last attempt failed, and those that had not answered yet:
+    /// `could not connect: no server accepted a session within 5s; tried 10.0.0.1:2181
+    /// (Connection refused (os error 111))`.
+    #[error("could not connect: {0}")]
     Connect(String),
     /// The server sent bytes that do not follow the protocol; the connection was dropped.
     #[error("protocol error: {0}")]

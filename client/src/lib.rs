@@ -73,7 +73,9 @@ mod session;
 mod state;
 mod watcher;
 
-pub use builder::{ClientBuilder, DEFAULT_MAX_OUTSTANDING, DEFAULT_SESSION_TIMEOUT};
+pub use builder::{
+    ClientBuilder, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_OUTSTANDING, DEFAULT_SESSION_TIMEOUT,
+};
 pub use client::Client;
 pub use connect_string::{ConnectString, HostPort, DEFAULT_PORT};
 pub use ensemble_config::{EnsembleConfig, EnsembleMember, MemberRole};

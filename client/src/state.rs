@@ -123,7 +123,14 @@ pub(crate) struct SessionInfo {
         Vec<crate::connect_string::HostPort>,
         Option<crate::connect_string::HostPort>,
     )>,
+    /// Since the last session was established: each server whose connection attempt failed
+    /// and its last failure, in the order first tried. `connect` names them when it gives up.
+    pub attempt_failures: std::sync::Mutex<Vec<(crate::connect_string::HostPort, String)>>,
 }
+
+/// At most this many servers are remembered in [`SessionInfo::attempt_failures`]: a server
+/// list replaced again and again while disconnected must not grow it without bound.
+const ATTEMPT_FAILURES_MAX: usize = 64;
 
 impl SessionInfo {
     pub fn record(&self, session_id: i64, timeout: std::time::Duration, password: &bytes::Bytes) {
@@ -132,6 +139,59 @@ impl SessionInfo {
         self.timeout_ms
             .store(timeout.as_millis() as u64, Ordering::Release);
         self.session_id.store(session_id, Ordering::Release);
+        self.attempt_failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
+    pub fn record_attempt_failure(&self, host: &crate::connect_string::HostPort, reason: &str) {
+        let mut failures = self
+            .attempt_failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        match failures.iter_mut().find(|(h, _)| h == host) {
+            Some((_, last)) => reason.clone_into(last),
+            None => {
+                if failures.len() == ATTEMPT_FAILURES_MAX {
+                    failures.remove(0);
+                }
+                failures.push((host.clone(), reason.to_owned()));
+            }
+        }
+    }
+
+    /// Why `connect` gave up after `waited`: every server tried and how it last failed, and
+    /// the servers of `hosts` not tried in that time.
+    pub fn connect_failure(
+        &self,
+        hosts: &[crate::connect_string::HostPort],
+        waited: std::time::Duration,
+    ) -> String {
+        let failures = self
+            .attempt_failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let mut text = format!("no server accepted a session within {waited:?}");
+        let tried: Vec<String> = failures
+            .iter()
+            .map(|(host, reason)| format!("{} ({reason})", host.to_addr_string()))
+            .collect();
+        if !tried.is_empty() {
+            text.push_str("; tried ");
+            text.push_str(&tried.join(", "));
+        }
+        let untried: Vec<String> = hosts
+            .iter()
+            .filter(|h| !failures.iter().any(|(f, _)| f == *h))
+            .map(|h| h.to_addr_string())
+            .collect();
+        if !untried.is_empty() {
+            text.push_str(if tried.is_empty() { "; " } else { "; and " });
+            text.push_str("no answer yet from ");
+            text.push_str(&untried.join(", "));
+        }
+        text
     }
 
     pub fn record_servers(

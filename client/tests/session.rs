@@ -2,11 +2,16 @@
 
 mod common;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use tokio::net::TcpListener;
 
 use common::{assert_black_hole_noticed, next_state, wait_state, within};
 use zookeeper_testkit::{Proxy, ZkServer};
-use zookeeper_tokio::{Client, CreateOptions, ErrorKind, EventType, SessionState};
+use zookeeper_tokio::{
+    Client, CreateOptions, ErrorKind, EventType, SessionState, DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_SESSION_TIMEOUT,
+};
 
 async fn behind_proxy(timeout: Duration) -> (ZkServer, Proxy, Client) {
     common::init_tracing();
@@ -196,6 +201,72 @@ async fn connect_to_nothing_fails_with_connect_error() {
         .await
         .unwrap_err();
     assert!(matches!(err.kind(), ErrorKind::Connect(_)), "{err:?}");
+}
+
+/// A dead server is reported in seconds by default, with the server named; the session
+/// timeout stays as set for the sessions that do get established.
+#[tokio::test]
+async fn connect_to_a_closed_port_fails_within_the_default_connect_timeout() {
+    let port = zookeeper_testkit::free_port().unwrap();
+    let started = Instant::now();
+    let err = Client::connect(&format!("127.0.0.1:{port}"))
+        .await
+        .unwrap_err();
+    let waited = started.elapsed();
+    assert!(matches!(err.kind(), ErrorKind::Connect(_)), "{err:?}");
+    // Generous slack for a loaded machine; without the default it took the 30 s session timeout.
+    assert!(
+        waited <= DEFAULT_CONNECT_TIMEOUT + Duration::from_secs(5),
+        "{waited:?}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!("tried 127.0.0.1:{port} (")),
+        "{text}"
+    );
+
+    let client = Client::connect(&common::connect_string("default_session_timeout"))
+        .await
+        .unwrap();
+    assert_eq!(client.session_timeout(), DEFAULT_SESSION_TIMEOUT);
+}
+
+/// Servers that accept the connection and then say nothing each get a share of the connect
+/// wait, so every one is tried before `connect` gives up, and the error says so.
+#[tokio::test]
+async fn silent_servers_each_get_a_share_of_the_connect_wait() {
+    // Bound but never accepted: the kernel completes the handshake, nothing ever answers.
+    let silent = [
+        TcpListener::bind("127.0.0.1:0").await.unwrap(),
+        TcpListener::bind("127.0.0.1:0").await.unwrap(),
+    ];
+    let addrs: Vec<String> = silent
+        .iter()
+        .map(|l| l.local_addr().unwrap().to_string())
+        .collect();
+    let err = within("connect", Client::connect(&addrs.join(",")))
+        .await
+        .unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Connect(_)), "{err:?}");
+    let text = err.to_string();
+    for addr in &addrs {
+        assert!(
+            text.contains(&format!("{addr} (no answer within")),
+            "{text}"
+        );
+    }
+}
+
+/// A silent server listed before a live one does not use up the connect wait.
+#[tokio::test]
+async fn a_silent_server_in_the_list_does_not_stop_connect() {
+    let silent = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let live = common::connect_string("silent_server_in_the_list");
+    let servers = format!("{},{live}", silent.local_addr().unwrap());
+    let client = within("connect", Client::connect(&servers))
+        .await
+        .expect("the live server accepts the session");
+    assert!(client.state().is_connected());
 }
 
 #[tokio::test]

@@ -41,7 +41,10 @@ impl Session {
         self.actions.push_back(Action::Disconnect);
     }
 
-    pub(super) fn attempt_failed(&mut self, now: Instant) {
+    pub(super) fn attempt_failed(&mut self, now: Instant, reason: &str) {
+        if let Some(host) = &self.current_host {
+            self.state_tx.info.record_attempt_failure(host, reason);
+        }
         self.drop_connection();
         let delay = self.hosts.failed(&mut self.rng);
         if delay.is_zero() {
@@ -58,7 +61,10 @@ impl Session {
     /// Drops the connection, fails what was in flight, and reconnects at once: to `to`, or to
     /// the next server.
     pub(super) fn connection_lost_to(&mut self, now: Instant, reason: &str, to: Option<HostPort>) {
-        let host = self.current_host.as_ref().map(|h| display(h.to_addr_string()));
+        let host = self
+            .current_host
+            .as_ref()
+            .map(|h| display(h.to_addr_string()));
         warn!(reason, host, "connection lost");
         // A move that was waiting for replies goes where it meant to go.
         let to = to.or_else(|| self.moving_to.take());
@@ -85,7 +91,9 @@ impl Session {
         match self.phase {
             Phase::Connected => self.connection_lost(now, reason),
             Phase::Closing { .. } => self.terminate(SessionState::Closed),
-            Phase::Connecting { .. } | Phase::Handshaking { .. } => self.attempt_failed(now),
+            Phase::Connecting { .. } | Phase::Handshaking { .. } => {
+                self.attempt_failed(now, reason)
+            }
             _ => {}
         }
     }
@@ -122,8 +130,9 @@ impl Session {
             // A read-only member only knows its own local sessions: its "expired" for a session
             // of the ensemble is not authoritative (3.8 answers so for any global session it
             // has not seen). Try another server; local expiry still bounds the search.
-            debug!("read-only server does not know the session: trying another");
-            return self.attempt_failed(now);
+            let reason = "read-only server does not know the session";
+            debug!("{reason}: trying another");
+            return self.attempt_failed(now, reason);
         }
         if response.timeout <= 0 {
             warn!("server reports the session expired");

@@ -63,8 +63,13 @@ pub(crate) struct SessionConfig {
     pub chroot: Chroot,
     /// Requested session timeout.
     pub session_timeout: Duration,
-    /// Per-attempt connect timeout; `None` means `T / hosts`.
+    /// Per-attempt connect timeout; `None` means the negotiated session timeout / hosts, and
+    /// before the first session the shorter of the requested one and `connect_timeout`,
+    /// / (hosts + 1).
     pub attempt_timeout: Option<Duration>,
+    /// How long `connect` waits for the first session: until then a round over every server
+    /// must fit in it, or a silent server tried first would use up the wait.
+    pub connect_timeout: Duration,
     /// Accept read-only servers.
     pub read_only: bool,
     /// Fail requests made while disconnected at once instead of holding them for the reconnect.
@@ -341,7 +346,7 @@ impl Session {
         match self.phase {
             Phase::Connecting { .. } | Phase::Handshaking { .. } => {
                 debug!(reason, "connection attempt failed");
-                self.attempt_failed(now);
+                self.attempt_failed(now, reason);
             }
             Phase::Connected => self.connection_lost(now, reason),
             Phase::Closing { .. } => self.terminate(SessionState::Closed),
@@ -405,8 +410,9 @@ impl Session {
         match self.phase {
             Phase::Backoff { until } if now >= until => self.start_attempt(now),
             Phase::Connecting { deadline } | Phase::Handshaking { deadline } if now >= deadline => {
-                debug!("connection attempt timed out");
-                self.attempt_failed(now);
+                let reason = format!("no answer within {:?}", self.attempt_timeout());
+                debug!(reason, "connection attempt timed out");
+                self.attempt_failed(now, &reason);
             }
             Phase::Connected => {
                 if now >= self.last_recv + t * 2 / 3 {
@@ -477,7 +483,15 @@ impl Session {
     fn attempt_timeout(&self) -> Duration {
         self.cfg
             .attempt_timeout
-            .unwrap_or_else(|| self.timeout() / self.hosts.len().max(1) as u32)
+            .unwrap_or_else(|| {
+                let n = self.hosts.len().max(1) as u32;
+                match self.negotiated {
+                    Some(t) => t / n,
+                    // `connect` is waiting: a round over every server, and a first retry,
+                    // end before it gives up.
+                    None => self.cfg.session_timeout.min(self.cfg.connect_timeout) / (n + 1),
+                }
+            })
             .max(MIN_ATTEMPT_TIMEOUT)
     }
 

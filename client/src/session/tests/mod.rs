@@ -40,6 +40,7 @@ fn config(n: u16) -> SessionConfig {
         chroot: Chroot::new(None),
         session_timeout: T,
         attempt_timeout: None,
+        connect_timeout: T,
         read_only: false,
         fail_fast: false,
         max_incoming_frame: 1 << 20,

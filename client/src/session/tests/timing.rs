@@ -139,8 +139,25 @@ fn host_rotation_tries_every_host_before_pausing() {
 }
 
 #[test]
-fn connect_attempt_times_out_at_timeout_over_hosts() {
-    let mut h = Harness::new(config(3));
+fn before_the_first_session_attempts_share_the_connect_wait() {
+    // `connect` waits 2 s: a round over three servers and a first retry fit in it.
+    let mut cfg = config(3);
+    cfg.connect_timeout = Duration::from_millis(2000);
+    let mut h = Harness::new(cfg);
+    h.actions();
+    h.advance(Duration::from_millis(499));
+    assert!(h.actions().is_empty());
+    h.advance(Duration::from_millis(1));
+    assert!(matches!(h.actions().last(), Some(Action::Connect(_))));
+}
+
+#[test]
+fn once_a_session_exists_attempts_time_out_at_its_timeout_over_hosts() {
+    let mut cfg = config(3);
+    cfg.connect_timeout = Duration::from_millis(2000);
+    let mut h = Harness::new(cfg);
+    h.establish(0x42, 3000);
+    h.s.on_disconnected(h.now, "reset by peer");
     h.actions();
     h.advance(Duration::from_millis(999));
     assert!(h.actions().is_empty());
