@@ -43,6 +43,45 @@ fn session_seed() -> u64 {
 }
 
 /// Builds a [`Client`]. Obtain one with [`Client::builder`].
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> zookeeper_tokio::Result<()> {
+/// use std::time::Duration;
+/// use zookeeper_tokio::{Client, CreateOptions, ErrorKind};
+///
+/// let servers = "zk1:2181,zk2:2181,zk3:2181";
+/// let app = "/app";
+/// # let servers = &zookeeper_testkit::shared_server().connect_string();
+/// # let chroot = zookeeper_testkit::chroot_for("doc_client_builder");
+/// # let app = chroot.as_str();
+/// let client = Client::builder(servers)
+///     .chroot(app) // every path below lives under /app on the servers
+///     .session_timeout(Duration::from_secs(10))
+///     .request_timeout(Duration::from_secs(2)) // no call waits longer for its reply
+///     .digest_auth("deployer", "secret") // replayed on every reconnect
+///     .connect()
+///     .await?;
+/// assert_eq!(client.chroot(), Some(app));
+/// assert_eq!(client.session_timeout(), Duration::from_secs(10)); // as the server granted it
+/// client.create("/config", b"v1", &CreateOptions::persistent()).await?;
+/// # let full = format!("{app}/config");
+/// # let outside = Client::connect(&zookeeper_testkit::shared_server().connect_string()).await?;
+/// # assert!(outside.exists(&full).await?.is_some());
+///
+/// // Nothing listening: connect gives up after its timeout (5 s by default) and names the
+/// // servers it tried.
+/// let dead = "127.0.0.1:1";
+/// let err = Client::builder(dead)
+///     .connect_timeout(Duration::from_millis(500))
+///     .connect()
+///     .await
+///     .unwrap_err();
+/// assert!(matches!(err.kind(), ErrorKind::Connect(_)));
+/// assert!(err.to_string().contains("tried 127.0.0.1:1"), "{err}");
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct ClientBuilder {
     connect_string: String,

@@ -31,6 +31,37 @@ use crate::state::{SessionId, SessionState, StateChanges, StatePublisher};
 /// Dropping a returned future does not cancel a request that was already sent. Requests are
 /// pipelined; at most [`ClientBuilder::max_outstanding`] are queued or in flight at once, and
 /// calls beyond that wait (still in call order) for room.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> zookeeper_tokio::Result<()> {
+/// use zookeeper_tokio::{Client, CreateOptions, ErrorKind};
+///
+/// let servers = "127.0.0.1:2181";
+/// # let servers = &zookeeper_testkit::shared_server()
+/// #     .connect_string_with_chroot(&zookeeper_testkit::chroot_for("doc_client"));
+/// let client = Client::connect(servers).await?;
+///
+/// // Both requests are on the wire before either reply is awaited, in call order.
+/// let other = client.clone();
+/// let create = client.create("/jobs", b"", &CreateOptions::persistent());
+/// let list = other.get_children("/jobs");
+/// let ((path, _stat), (children, _)) = (create.await?, list.await?);
+/// assert_eq!(path, "/jobs");
+/// assert!(children.is_empty());
+///
+/// // Versions make a read-modify-write safe against concurrent writers.
+/// let (data, stat) = client.get_data("/jobs").await?;
+/// assert!(data.is_empty());
+/// client.set_data("/jobs", b"paused", Some(stat.version)).await?;
+/// let stale = client.set_data("/jobs", b"running", Some(stat.version)).await;
+/// assert_eq!(stale.unwrap_err(), ErrorKind::BadVersion);
+///
+/// println!("{client:?}"); // Client { session_id: 0x..., state: Connected }
+/// client.close().await;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,

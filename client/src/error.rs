@@ -15,6 +15,33 @@ use zookeeper_jute::{DecodeError, ErrorCode};
 /// may not have been applied by the server: the request could have been sent before the answer
 /// was lost. Use versions (or read back) before retrying a non-idempotent write such as a
 /// sequential create.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> zookeeper_tokio::Result<()> {
+/// use zookeeper_tokio::{Client, CreateOptions, ErrorKind};
+///
+/// let servers = "127.0.0.1:2181";
+/// # let servers = &zookeeper_testkit::shared_server()
+/// #     .connect_string_with_chroot(&zookeeper_testkit::chroot_for("doc_error_kind"));
+/// let client = Client::connect(servers).await?;
+///
+/// // Create-if-absent: an existing node is not a failure here.
+/// match client.create("/config", b"v1", &CreateOptions::persistent()).await {
+///     Ok(_) => {}
+///     Err(e) if e.kind() == &ErrorKind::NodeExists => {}
+///     Err(e) => return Err(e),
+/// }
+/// let again = client.create("/config", b"v1", &CreateOptions::persistent()).await;
+/// assert!(matches!(again.unwrap_err().kind(), ErrorKind::NodeExists));
+///
+/// // What to do next, without listing variants.
+/// assert!(ErrorKind::ConnectionLoss.is_retryable());
+/// assert!(ErrorKind::SessionExpired.is_session_terminal());
+/// assert!(!ErrorKind::BadVersion.is_retryable());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ErrorKind {
@@ -155,6 +182,32 @@ pub type Result<T> = std::result::Result<T, Error>;
 ///
 /// A **write** that failed with [`ErrorKind::ConnectionLoss`] or [`ErrorKind::Timeout`] may or
 /// may not have been applied; see [`ErrorKind`].
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use zookeeper_tokio::{Client, CreateOptions, ErrorKind};
+///
+/// let servers = "127.0.0.1:2181";
+/// # let servers = &zookeeper_testkit::shared_server()
+/// #     .connect_string_with_chroot(&zookeeper_testkit::chroot_for("doc_error"));
+/// let client = Client::connect(servers).await?;
+/// let err = client
+///     .create("/config/missing/child", b"", &CreateOptions::persistent())
+///     .await
+///     .unwrap_err();
+/// assert_eq!(err.to_string(), "create /config/missing/child: node does not exist");
+/// assert_eq!(err, ErrorKind::NoNode);
+/// assert_eq!(err.operation(), Some("create"));
+/// assert_eq!(err.path(), Some("/config/missing/child"));
+/// assert!(!err.is_retryable() && !err.is_session_terminal());
+///
+/// // It converts into the usual error boxes (and anyhow's), message included.
+/// let boxed: Box<dyn std::error::Error> = err.into();
+/// assert!(boxed.to_string().starts_with("create /config/missing/child"));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
     kind: ErrorKind,

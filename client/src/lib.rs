@@ -21,11 +21,16 @@
 //!   wrong, and [`Error::is_retryable`] and [`Error::is_session_terminal`] what to do next. Bad
 //!   input (paths, sizes, TTLs) is refused before anything is sent.
 //!
-//! ```no_run
+//! ```
 //! use zookeeper_tokio::{Client, CreateOptions, MultiOp, Error};
 //!
-//! # async fn demo() -> Result<(), Error> {
-//! let client = Client::builder("127.0.0.1:2181,127.0.0.1:2182/app")
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Error> {
+//! // Several servers and a chroot: every path below lives under /app.
+//! let servers = "127.0.0.1:2181,127.0.0.1:2182/app";
+//! # let servers = &zookeeper_testkit::shared_server()
+//! #     .connect_string_with_chroot(&zookeeper_testkit::chroot_for("doc_crate"));
+//! let client = Client::builder(servers)
 //!     .session_timeout(std::time::Duration::from_secs(10))
 //!     .connect()
 //!     .await?;

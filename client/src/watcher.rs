@@ -37,6 +37,31 @@ impl WatchedEvent {
 /// reconnects (the client re-registers it); if the session ends (expired, closed, auth failed)
 /// it resolves to an event of type [`EventType::None`] carrying that state. Dropping it
 /// unregisters the client side: the watch is not re-registered after a reconnect.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> zookeeper_tokio::Result<()> {
+/// use zookeeper_tokio::{Client, CreateOptions, EventType};
+///
+/// let servers = "127.0.0.1:2181";
+/// # let servers = &zookeeper_testkit::shared_server()
+/// #     .connect_string_with_chroot(&zookeeper_testkit::chroot_for("doc_oneshot"));
+/// let client = Client::connect(servers).await?;
+///
+/// // Watch a node that does not exist yet: the watcher fires when it is created.
+/// let (stat, created) = client.exists_and_watch("/ready").await?;
+/// assert!(stat.is_none());
+/// client.create("/ready", b"", &CreateOptions::persistent()).await?;
+/// let event = created.await;
+/// assert_eq!((event.event_type, event.path.as_str()), (EventType::NodeCreated, "/ready"));
+///
+/// // One event per watch: read again to watch again.
+/// let (_data, stat, changed) = client.get_data_and_watch("/ready").await?;
+/// client.set_data("/ready", b"go", Some(stat.version)).await?;
+/// assert_eq!(changed.await.event_type, EventType::NodeDataChanged);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct OneshotWatcher {
     rx: oneshot::Receiver<WatchedEvent>,
@@ -71,6 +96,40 @@ impl Future for OneshotWatcher {
 /// type [`EventType::None`] with the terminal state, or after `remove_watches` removed it (the
 /// last event is then [`EventType::PersistentWatchRemoved`]). Dropping it unregisters the client
 /// side; the server-side watch stays until the session ends or `remove_watches` is called.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> zookeeper_tokio::Result<()> {
+/// use zookeeper_tokio::{AddWatchMode, Client, CreateOptions, EventType};
+///
+/// let servers = "127.0.0.1:2181";
+/// # let servers = &zookeeper_testkit::shared_server()
+/// #     .connect_string_with_chroot(&zookeeper_testkit::chroot_for("doc_persistent"));
+/// let client = Client::connect(servers).await?;
+/// client.create("/jobs", b"", &CreateOptions::persistent()).await?;
+///
+/// // Every change under /jobs, for as long as the watcher is kept.
+/// let mut events = client.add_watch("/jobs", AddWatchMode::PersistentRecursive).await?;
+/// client.create("/jobs/1", b"", &CreateOptions::persistent()).await?;
+/// client.set_data("/jobs/1", b"done", None).await?;
+/// client.delete("/jobs/1", None).await?;
+///
+/// let mut seen = Vec::new();
+/// while seen.len() < 3 {
+///     let event = events.next().await.expect("the session is alive");
+///     seen.push((event.event_type, event.path));
+/// }
+/// assert_eq!(
+///     seen,
+///     [
+///         (EventType::NodeCreated, "/jobs/1".to_string()),
+///         (EventType::NodeDataChanged, "/jobs/1".to_string()),
+///         (EventType::NodeDeleted, "/jobs/1".to_string()),
+///     ]
+/// );
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct PersistentWatcher {
     rx: mpsc::UnboundedReceiver<WatchedEvent>,
