@@ -105,6 +105,34 @@ pub(crate) fn first_guard(node: Arc<HeldNode>, slot: Option<&HoldSlot>) -> LockG
 ///
 /// Guards taken reentrantly through the same handle share one node, deleted when the last of
 /// them goes.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use zookeeper_recipes::{LockState, LossReason, Mutex};
+///
+/// let servers = "127.0.0.1:2181";
+/// # let servers = &zookeeper_testkit::shared_server()
+/// #     .connect_string_with_chroot(&zookeeper_testkit::chroot_for("doc_lock_guard"));
+/// let client = zookeeper_tokio::Client::connect(servers).await?;
+/// let mutex = Mutex::new(&client, "/locks/report")?;
+/// let guard = mutex.acquire().await?;
+/// assert_eq!(guard.state(), LockState::Held);
+///
+/// // Reentrant through the same handle: one node, two holds.
+/// let again = mutex.acquire().await?;
+/// assert_eq!((again.path(), guard.hold_count()), (guard.path(), 2));
+/// again.release().await?;
+///
+/// // The lost signal fires the moment the lock cannot be trusted; here someone deletes our
+/// // node (a session expiry or a long disconnect does the same).
+/// let lost = guard.lost();
+/// client.delete(guard.path(), None).await?;
+/// assert_eq!(lost.await, LossReason::NodeDeleted);
+/// assert_eq!(guard.state(), LockState::Lost(LossReason::NodeDeleted));
+/// # Ok(())
+/// # }
+/// ```
 #[must_use = "the lock is released when the guard is dropped"]
 pub struct LockGuard {
     node: Arc<HeldNode>,

@@ -81,15 +81,30 @@ changes_stream! {
 
 /// A participant in a leader election on a path.
 ///
-/// ```no_run
-/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// use zookeeper_recipes::LeaderLatch;
-/// let client = zookeeper_tokio::Client::connect("127.0.0.1:2181").await?;
-/// let latch = LeaderLatch::start(&client, "/election/scheduler", "node-a").await?;
-/// latch.await_leadership().await?;
-/// println!("leading with token {}", latch.fencing_token());
-/// latch.resign().await?;
-/// # Ok(()) }
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use zookeeper_recipes::{LeaderLatch, Leadership};
+///
+/// let servers = "127.0.0.1:2181";
+/// # let servers = &zookeeper_testkit::shared_server()
+/// #     .connect_string_with_chroot(&zookeeper_testkit::chroot_for("doc_leader_latch"));
+/// let client = zookeeper_tokio::Client::connect(servers).await?;
+/// let a = LeaderLatch::start(&client, "/election/scheduler", "node-a").await?;
+/// a.await_leadership().await?;
+/// println!("{} leads with token {}", a.id(), a.fencing_token());
+///
+/// // A second participant (normally another process) follows until the leader resigns.
+/// let b = LeaderLatch::start(&client, "/election/scheduler", "node-b").await?;
+/// let mut changes = b.changes();
+/// while changes.next().await != Some(Leadership::Follower) {}
+/// a.resign().await?;
+/// b.await_leadership().await?;
+/// assert!(b.fencing_token() > a.fencing_token());
+/// assert_eq!(a.state(), Leadership::Closed);
+/// b.resign().await?;
+/// # Ok(())
+/// # }
 /// ```
 pub struct LeaderLatch {
     client: Client,

@@ -18,15 +18,21 @@
 //! failed `try_` calls. A create whose reply is lost with the connection is found again by
 //! the GUID in its name and adopted only if our session owns it.
 //!
-//! ```no_run
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use zookeeper_recipes::Mutex;
-//! let client = zookeeper_tokio::Client::connect("127.0.0.1:2181").await?;
+//!
+//! let servers = "127.0.0.1:2181";
+//! # let servers = &zookeeper_testkit::shared_server()
+//! #     .connect_string_with_chroot(&zookeeper_testkit::chroot_for("doc_recipes"));
+//! let client = zookeeper_tokio::Client::connect(servers).await?;
 //! let mutex = Mutex::new(&client, "/locks/orders")?;
 //! let guard = mutex.acquire().await?;
 //! println!("holding {} with token {}", guard.path(), guard.fencing_token());
 //! guard.release().await?;
-//! # Ok(()) }
+//! # Ok(())
+//! # }
 //! ```
 #![warn(missing_docs)]
 

@@ -21,19 +21,37 @@ use crate::protection::list_children;
 /// `InterProcessMutex` does per thread); the node is deleted when every guard is gone. To
 /// contend within one process, give each contender its own `Mutex`.
 ///
-/// ```no_run
-/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
 /// use zookeeper_recipes::Mutex;
-/// let client = zookeeper_tokio::Client::connect("127.0.0.1:2181").await?;
+///
+/// let servers = "127.0.0.1:2181";
+/// # let servers = &zookeeper_testkit::shared_server()
+/// #     .connect_string_with_chroot(&zookeeper_testkit::chroot_for("doc_mutex"));
+/// let client = zookeeper_tokio::Client::connect(servers).await?;
 /// let mutex = Mutex::new(&client, "/locks/orders")?;
 /// let guard = mutex.acquire().await?;
 /// let token = guard.fencing_token(); // hand this to the protected resource
+///
+/// // Another contender (normally another process) waits, or gives up.
+/// let other = Mutex::new(&client, "/locks/orders")?;
+/// assert!(other.try_acquire().await?.is_none());
+/// assert!(other.acquire_timeout(Duration::from_millis(100)).await?.is_none());
+///
 /// tokio::select! {
 ///     reason = guard.lost() => eprintln!("lock lost: {reason:?}"),
 ///     _ = async { /* protected work using `token` */ } => {}
 /// }
 /// guard.release().await?;
-/// # Ok(()) }
+///
+/// // Each grant carries a larger token than the one before.
+/// let next = other.acquire().await?;
+/// assert!(next.fencing_token() > token);
+/// next.release().await?;
+/// # Ok(())
+/// # }
 /// ```
 pub struct Mutex {
     client: Client,

@@ -32,16 +32,32 @@ const WRITE: usize = 1;
 /// behind in between). Taking the write lock while holding only the read lock would wait for
 /// ourselves and fails with [`Error::UpgradeWouldDeadlock`].
 ///
-/// ```no_run
-/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use zookeeper_recipes::ReadWriteLock;
-/// let client = zookeeper_tokio::Client::connect("127.0.0.1:2181").await?;
-/// let lock = ReadWriteLock::new(&client, "/locks/catalog")?;
-/// let read = lock.read().await?;
-/// read.release().await?;
-/// let write = lock.write().await?;
+///
+/// let servers = "127.0.0.1:2181";
+/// # let servers = &zookeeper_testkit::shared_server()
+/// #     .connect_string_with_chroot(&zookeeper_testkit::chroot_for("doc_rwlock"));
+/// let client = zookeeper_tokio::Client::connect(servers).await?;
+/// // Three participants (normally in three processes) on one lock.
+/// let a = ReadWriteLock::new(&client, "/locks/catalog")?;
+/// let b = ReadWriteLock::new(&client, "/locks/catalog")?;
+/// let writer = ReadWriteLock::new(&client, "/locks/catalog")?;
+///
+/// // Readers share the lock; a writer waits for them all.
+/// let read_a = a.read().await?;
+/// let read_b = b.read().await?;
+/// assert!(writer.try_write().await?.is_none());
+/// read_a.release().await?;
+/// read_b.release().await?;
+///
+/// let write = writer.write().await?;
+/// assert!(a.try_read().await?.is_none());
 /// write.release().await?;
-/// # Ok(()) }
+/// # Ok(())
+/// # }
 /// ```
 pub struct ReadWriteLock {
     client: Client,

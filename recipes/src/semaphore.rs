@@ -23,14 +23,28 @@ pub type Lease = LockGuard;
 
 /// A distributed counting semaphore with a fixed number of leases.
 ///
-/// ```no_run
-/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use zookeeper_recipes::Semaphore;
-/// let client = zookeeper_tokio::Client::connect("127.0.0.1:2181").await?;
-/// let pool = Semaphore::new(&client, "/semaphores/db", 3)?;
-/// let lease = pool.acquire().await?;
-/// lease.release().await?;
-/// # Ok(()) }
+///
+/// let servers = "127.0.0.1:2181";
+/// # let servers = &zookeeper_testkit::shared_server()
+/// #     .connect_string_with_chroot(&zookeeper_testkit::chroot_for("doc_semaphore"));
+/// let client = zookeeper_tokio::Client::connect(servers).await?;
+/// // At most two connections to the database, across every process.
+/// let pool = Semaphore::new(&client, "/semaphores/db", 2)?;
+/// let first = pool.acquire().await?;
+/// let second = pool.acquire().await?;
+/// assert!(pool.try_acquire().await?.is_none(), "both leases are out");
+///
+/// first.release().await?;
+/// let third = pool.try_acquire().await?.expect("a lease came back");
+/// println!("lease {} with token {}", third.path(), third.fencing_token());
+/// second.release().await?;
+/// third.release().await?;
+/// # Ok(())
+/// # }
 /// ```
 #[derive(Debug)]
 pub struct Semaphore {
