@@ -18,8 +18,9 @@ pub(crate) const BIND_ATTEMPTS: usize = 5;
 /// A standalone ZooKeeper server in its own temporary directory, listening on
 /// `127.0.0.1:<free port>`. Dropping it kills the JVM and removes the directory.
 ///
-/// ```no_run
-/// # async fn demo() -> zookeeper_testkit::Result<()> {
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> zookeeper_testkit::Result<()> {
 /// let server = zookeeper_testkit::ZkServer::start().await?;
 /// let connect = server.connect_string(); // "127.0.0.1:PORT"
 /// assert_eq!(server.srvr().await?.mode, zookeeper_testkit::Mode::Standalone);

@@ -138,8 +138,9 @@ impl Shared {
 /// A fault-injecting TCP proxy on `127.0.0.1:<ephemeral port>`; see the [module
 /// docs](self).
 ///
-/// ```no_run
-/// # async fn demo() -> zookeeper_testkit::Result<()> {
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> zookeeper_testkit::Result<()> {
 /// use std::time::Duration;
 /// let server = zookeeper_testkit::ZkServer::start().await?;
 /// let proxy = zookeeper_testkit::Proxy::start(server.addr()).await?;
