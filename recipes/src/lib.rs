@@ -61,3 +61,9 @@ pub use mutex::Mutex;
 pub use naming::Layout;
 pub use rwlock::ReadWriteLock;
 pub use semaphore::{Lease, Semaphore};
+
+// The workspace README's examples, compiled and run with this crate's doctests (it can reach
+// every crate they use).
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
