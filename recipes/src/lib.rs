@@ -65,5 +65,5 @@ pub use semaphore::{Lease, Semaphore};
 // The workspace README's examples, compiled and run with this crate's doctests (it can reach
 // every crate they use).
 #[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
+#[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
