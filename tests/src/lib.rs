@@ -92,6 +92,6 @@ pub use reconfig::{
 };
 pub use sasl::{digest_jaas, kerberos_jaas, DIGEST_SERVER_NAME, JAAS_FILE};
 pub use server::{ServerBuilder, ZkServer};
-pub use shared::{chroot_for, shared_server, unique_chroot, CHROOT_PARENT};
+pub use shared::{chroot_for, keep_until_exit, shared_server, unique_chroot, CHROOT_PARENT};
 pub use tempdir::{KEEP_DIRS_ENV, TMPDIR_ENV};
 pub use tls::{CertificateAuthority, ClientAuth, Identity, ServerTls, TlsOptions};

@@ -181,6 +181,13 @@ impl ZkServer {
         self.node().dir().to_path_buf()
     }
 
+    /// Every directory the server owns: its working directory, and its TLS files if any.
+    pub(crate) fn dirs(&self) -> Vec<PathBuf> {
+        let mut dirs = vec![self.dir()];
+        dirs.extend(self.tls.as_ref().map(|tls| tls.dir().to_path_buf()));
+        dirs
+    }
+
     /// The last `lines` lines of the server's log, for failure messages.
     pub fn log_tail(&self, lines: usize) -> String {
         self.node().log_tail(lines)

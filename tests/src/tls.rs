@@ -382,6 +382,10 @@ impl ServerTls {
         lines.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
     }
 
+    pub(crate) fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
     fn key_store_file(&self) -> PathBuf {
         self.dir.path().join("server.pem")
     }
