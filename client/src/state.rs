@@ -114,6 +114,17 @@ pub(crate) struct SessionInfo {
         Vec<crate::connect_string::HostPort>,
         Option<crate::connect_string::HostPort>,
     )>,
+    pub failures: watch::Sender<AttemptFailures>,
+}
+
+/// What failed connection attempts ran into that the session state does not show.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct AttemptFailures {
+    /// The last TLS failure ([`ErrorKind::Tls`](crate::ErrorKind::Tls)), kept after later successes.
+    pub last_tls: Option<crate::error::ErrorKind>,
+    /// Every server of the connect string, in a row up to now, failed on TLS: certificates
+    /// must change before any attempt can succeed, so `connect` stops waiting.
+    pub every_server_tls: bool,
 }
 
 impl SessionInfo {
