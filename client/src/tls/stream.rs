@@ -1,5 +1,6 @@
 //! A TLS connection split for the driver: the halves of one `tokio-rustls` stream.
 
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -30,7 +31,14 @@ pub(crate) struct TlsSession {
 pub(crate) struct TlsReader {
     half: ReadHalf<TlsStream<TcpStream>>,
     peer: Arc<Peer>,
+    /// The end of the stream or an error met while taking more records after some data: the
+    /// next read reports it.
+    deferred: Option<io::Result<usize>>,
+    noop: Waker,
 }
+
+/// Plaintext taken from already-received records in one read, at most (bounds the buffer).
+const DRAIN_MAX: usize = 256 * 1024;
 
 /// The sending half.
 pub(crate) struct TlsWriter {
@@ -45,6 +53,12 @@ struct NoopWake;
 
 impl Wake for NoopWake {
     fn wake(self: Arc<Self>) {}
+}
+
+/// A waker for polls that must not wait: what they leave pending, the driver's next wait
+/// registers again with its own waker.
+fn noop_waker() -> Waker {
+    Waker::from(Arc::new(NoopWake))
 }
 
 impl TlsSession {
@@ -73,19 +87,47 @@ impl TlsSession {
             TlsReader {
                 half: r,
                 peer: self.peer,
+                deferred: None,
+                noop: noop_waker(),
             },
             TlsWriter {
                 half: w,
                 unflushed: false,
-                noop: Waker::from(Arc::new(NoopWake)),
+                noop: noop_waker(),
             },
         )
     }
 }
 
 impl TlsReader {
+    /// Reads plaintext into `buf`: waits for the first record, then takes every record
+    /// already received. rustls hands out one record per read, and the server writes a
+    /// record per reply; without this, each reply would cost the driver a turn of its own.
     pub(crate) async fn read_buf(&mut self, buf: &mut BytesMut) -> io::Result<usize> {
-        self.half.read_buf(buf).await
+        if let Some(deferred) = self.deferred.take() {
+            return deferred;
+        }
+        let mut n = self.half.read_buf(buf).await?;
+        if n == 0 {
+            return Ok(0);
+        }
+        let mut cx = Context::from_waker(&self.noop);
+        while buf.len() < DRAIN_MAX {
+            let more = std::pin::pin!(self.half.read_buf(buf)).poll(&mut cx);
+            match more {
+                Poll::Ready(Ok(0)) => {
+                    self.deferred = Some(Ok(0));
+                    break;
+                }
+                Poll::Ready(Ok(k)) => n += k,
+                Poll::Ready(Err(e)) => {
+                    self.deferred = Some(Err(e));
+                    break;
+                }
+                Poll::Pending => break,
+            }
+        }
+        Ok(n)
     }
 
     pub(crate) fn tls_failure(&self, err: &io::Error) -> Option<ErrorKind> {
