@@ -187,3 +187,47 @@ impl Writer {
         }
     }
 }
+
+#[cfg(all(test, feature = "tls"))]
+mod tests {
+    use std::sync::Arc;
+
+    use zookeeper_testkit::{ClientAuth, TlsOptions, ZkServer};
+
+    use super::*;
+    use crate::tls::TlsConfig;
+
+    /// The read-only probes (`isro`) take the session's transport: over TLS against a secure
+    /// port, where plain TCP gets no answer.
+    #[tokio::test]
+    async fn four_letter_words_go_over_the_sessions_transport() {
+        let server = ZkServer::builder()
+            .tls(TlsOptions::new().client_auth(ClientAuth::Need))
+            .start()
+            .await
+            .expect("TLS server");
+        let tls = server.tls().unwrap();
+        let alice = tls.client_identity("alice-probe").unwrap();
+        let secure = HostPort {
+            host: "localhost".into(),
+            port: server.secure_addr().unwrap().port(),
+        };
+        let over_tls = Connector {
+            tls: Some(Arc::new(
+                TlsConfig::with_ca_pem(tls.ca_pem())
+                    .client_cert_pem(alice.cert_pem(), alice.key_pem()),
+            )),
+        };
+        let answer = over_tls.four_letter(secure.clone(), b"isro");
+        let answer = tokio::time::timeout(std::time::Duration::from_secs(10), answer).await;
+        assert_eq!(answer.expect("answered").unwrap(), b"rw");
+
+        // The TLS port waits for a record that never comes: the driver bounds probes the same.
+        let plain = Connector::default().four_letter(secure, b"isro");
+        let plain = tokio::time::timeout(std::time::Duration::from_secs(1), plain).await;
+        assert!(
+            !matches!(&plain, Ok(Ok(a)) if a.starts_with(b"rw")),
+            "a secure port answered plain TCP: {plain:?}"
+        );
+    }
+}

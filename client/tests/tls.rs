@@ -25,6 +25,9 @@ use zookeeper_tokio::{
 /// Bound for waits that include JVM restarts or an election.
 const SLOW: Duration = Duration::from_secs(60);
 
+/// The ensemble tests run one at a time: three JVMs each on a shared two-core machine.
+static ONE_ENSEMBLE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// The server every test here shares: TLS on its secure port, client certificates required.
 fn server() -> &'static ZkServer {
     static SERVER: OnceLock<&'static ZkServer> = OnceLock::new();
@@ -442,6 +445,7 @@ async fn a_refusal_after_a_tls13_handshake_is_named_too() {
 /// and the session keeps its ephemeral node and its watch.
 #[tokio::test]
 async fn a_tls_session_survives_the_loss_of_its_member() {
+    let _serial = ONE_ENSEMBLE_AT_A_TIME.lock().await;
     common::init_tracing();
     let ensemble = Ensemble::builder(3)
         .tls(TlsOptions::new().client_auth(ClientAuth::Need))
@@ -495,4 +499,95 @@ async fn a_tls_session_survives_the_loss_of_its_member() {
     );
     ensemble.restart(member).await.unwrap();
     c.close().await;
+}
+
+/// Read-only mode over TLS: a member without quorum serves the session over TLS, and the
+/// session is back on a read-write member once the quorum is. (The `isro` probes themselves
+/// going over TLS is checked in the crate's unit tests: here the member closes its read-only
+/// connections when it rejoins, which moves the client without any probe.)
+#[tokio::test]
+async fn read_only_probes_go_over_tls_and_find_the_quorum_again() {
+    let _serial = ONE_ENSEMBLE_AT_A_TIME.lock().await;
+    common::init_tracing();
+    let ensemble = Ensemble::builder(3)
+        .tls(TlsOptions::new().client_auth(ClientAuth::Need))
+        .read_only_mode()
+        .config("localSessionsEnabled", "true")
+        .start()
+        .await
+        .expect("TLS ensemble");
+    let tls = ensemble.tls().unwrap();
+    let alice = tls.client_identity("alice-read-only").unwrap();
+    let config =
+        TlsConfig::with_ca_pem(tls.ca_pem()).client_cert_pem(alice.cert_pem(), alice.key_pem());
+    let connect = ensemble.secure_connect_string().unwrap();
+
+    let leader = ensemble.leader().await.unwrap();
+    let survivor = (0..3).find(|i| *i != leader).unwrap();
+    let others: Vec<usize> = (0..3).filter(|i| *i != survivor).collect();
+    for i in &others {
+        ensemble.kill(*i).unwrap();
+    }
+    // The survivor notices the lost quorum after its sync limit; its own answer is the event.
+    let plain = ensemble.addr(survivor).unwrap();
+    tokio::time::timeout(SLOW, async {
+        while zookeeper_testkit::four_letter(plain, "isro")
+            .await
+            .ok()
+            .as_deref()
+            != Some("ro")
+        {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("survivor in read-only mode");
+
+    let c = Client::builder(&connect)
+        .tls(config)
+        .session_timeout(Duration::from_secs(30))
+        .read_only(true)
+        .connect_timeout(SLOW)
+        .connect()
+        .await
+        .expect("a read-only session over TLS");
+    assert_eq!(c.state(), SessionState::ConnectedReadOnly);
+    let mut changes = c.state_changes();
+    assert!(c.exists("/").await.unwrap().is_some());
+
+    let (a, b) = tokio::join!(ensemble.restart(others[0]), ensemble.restart(others[1]));
+    a.unwrap();
+    b.unwrap();
+    let state = tokio::time::timeout(
+        SLOW,
+        changes.wait_for(|s| s == SessionState::Connected || s.is_terminal()),
+    )
+    .await
+    .expect("back to a read-write member");
+    assert_eq!(state, Some(SessionState::Connected));
+    c.create("/written", b"", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    c.close().await;
+}
+
+/// A server that accepts the connection and never answers the TLS handshake costs one
+/// attempt's timeout, not a hang.
+#[tokio::test]
+async fn a_silent_server_during_the_handshake_does_not_hang_connect() {
+    let (proxy, connect) = proxy().await;
+    proxy.black_hole(true);
+    let started = tokio::time::Instant::now();
+    let err = builder(&connect, tls_as(&identity("alice-silent")))
+        .attempt_timeout(Duration::from_millis(500))
+        .connect_timeout(Duration::from_secs(3))
+        .connect()
+        .await
+        .expect_err("no handshake ever completes");
+    assert!(matches!(err.kind(), ErrorKind::Connect(_)), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(
+        proxy.accepted() >= 2,
+        "each attempt timed out and the next one started"
+    );
 }
