@@ -591,3 +591,18 @@ async fn a_silent_server_during_the_handshake_does_not_hang_connect() {
         "each attempt timed out and the next one started"
     );
 }
+
+/// Following `/zookeeper/config` would replace the secure ports with the plain client ports it
+/// lists: the combination is refused before anything is sent.
+#[tokio::test]
+async fn following_the_ensemble_config_is_refused_with_tls() {
+    let err = builder("localhost:1", tls_as(&identity("alice-follow")))
+        .follow_config(true)
+        .connect()
+        .await
+        .expect_err("follow_config and TLS");
+    assert!(
+        matches!(err.kind(), ErrorKind::InvalidArgument(m) if m.contains("follow_config")),
+        "{err:?}"
+    );
+}
