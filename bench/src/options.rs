@@ -3,11 +3,13 @@
 use std::net::SocketAddr;
 
 /// Every workload, in the order a full run executes them.
-pub const WORKLOADS: [&str; 6] = [
+pub const WORKLOADS: [&str; 8] = [
     "codec",
     "client-bound",
     "latency",
     "pipeline",
+    "latency-tls",
+    "pipeline-tls",
     "locks",
     "scale",
 ];
@@ -16,9 +18,11 @@ const USAGE: &str = "\
 usage: zookeeper-bench [--quick] [--only W[,W..]] [--server HOST:PORT] [--rounds N] [--threads N]
 
   --quick          small counts and 2 rounds: checks that every workload runs
-  --only W,..      run only these workloads: codec, client-bound, latency, pipeline, locks, scale
-  --server ADDR    use a running ZooKeeper instead of starting one (it needs 4lw mntr)
-  --rounds N       rounds per workload (default 5, at most 3 for pipeline;
+  --only W,..      run only these workloads: codec, client-bound, latency, pipeline,
+                   latency-tls, pipeline-tls, locks, scale
+  --server ADDR    use a running ZooKeeper instead of starting one (it needs 4lw mntr);
+                   the -tls workloads always start their own, with a secure client port
+  --rounds N       rounds per workload (default 5, at most 3 for the pipeline workloads;
                    medians are over rounds)
   --threads N      client runtime: N worker threads (default: a single-threaded runtime)
 ";

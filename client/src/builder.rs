@@ -15,6 +15,7 @@ use crate::queue::RequestQueue;
 use crate::sasl::SaslFactory;
 use crate::session::{Session, SessionConfig, SET_WATCHES_MAX_BYTES};
 use crate::state::{SessionId, SessionState, StatePublisher};
+use crate::transport::Connector;
 
 /// Default requested session timeout.
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(30);
@@ -100,6 +101,7 @@ pub struct ClientBuilder {
     set_watches_max_bytes: usize,
     resume: Option<(i64, Bytes)>,
     follow_config: bool,
+    connector: Connector,
 }
 
 impl ClientBuilder {
@@ -121,6 +123,7 @@ impl ClientBuilder {
             set_watches_max_bytes: SET_WATCHES_MAX_BYTES,
             resume: None,
             follow_config: false,
+            connector: Connector::default(),
         }
     }
 
@@ -263,6 +266,28 @@ impl ClientBuilder {
         self
     }
 
+    /// Speak TLS to every server of the connect string (cargo feature `tls`), as configured by
+    /// `config`: what ZooKeeper serves on its `secureClientPort`.
+    ///
+    /// The scheme is all or nothing: with TLS, no connection (the read-write probes of
+    /// [`ClientBuilder::read_only`] included) is ever made in plain TCP, so a connect string
+    /// must list the servers' secure ports only; without it, none is made with TLS.
+    ///
+    /// A TLS failure (certificate not trusted or not valid for the host, client certificate
+    /// required or refused, unreadable files) fails [`ClientBuilder::connect`] with
+    /// [`ErrorKind::Tls`] naming the cause, as soon as every server of the connect string has
+    /// failed so in a row (attempts are paced as for unreachable servers), or at the connect
+    /// timeout if some servers failed otherwise. An established session keeps retrying, with
+    /// the same backoff, so that a certificate fixed on disk is picked up.
+    ///
+    /// [`ClientBuilder::follow_config`] is refused with TLS (`/zookeeper/config` names the
+    /// plain client ports); give [`Client::update_server_list`] the secure ports instead.
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, config: crate::tls::TlsConfig) -> Self {
+        self.connector.tls = Some(std::sync::Arc::new(config));
+        self
+    }
+
     /// Bytes of paths per `setWatches` frame when watches are restored after a reconnect.
     #[doc(hidden)]
     pub fn set_watches_max_bytes(mut self, bytes: usize) -> Self {
@@ -273,9 +298,9 @@ impl ClientBuilder {
     /// Starts the session task and waits until a server accepted the session.
     ///
     /// Fails with [`ErrorKind::Connect`] if no server accepted a session within the connect
-    /// timeout (its message names each server tried and how it failed),
-    /// [`ErrorKind::AuthFailed`] if an identity was refused, or
-    /// [`ErrorKind::InvalidConnectString`]. Must be called inside a tokio runtime.
+    /// timeout (its message names each server tried and how it failed), [`ErrorKind::Tls`] if
+    /// TLS failed (see `ClientBuilder::tls`), [`ErrorKind::AuthFailed`] if an identity was
+    /// refused, or [`ErrorKind::InvalidConnectString`]. Must be called inside a tokio runtime.
     pub async fn connect(self) -> Result<Client> {
         let parsed = ConnectString::parse(&self.connect_string)?;
         let chroot = match self.chroot.as_deref().or(parsed.chroot.as_deref()) {
@@ -289,6 +314,16 @@ impl ClientBuilder {
             return Err(
                 ErrorKind::InvalidArgument("session timeout must not be zero".into()).into(),
             );
+        }
+        #[cfg(feature = "tls")]
+        if self.follow_config && self.connector.tls.is_some() {
+            // Dynamic configuration names each member's plain client port only.
+            return Err(ErrorKind::InvalidArgument(
+                "follow_config cannot be used with TLS: /zookeeper/config lists the members' \
+                 plain client ports, not their secure ones"
+                    .into(),
+            )
+            .into());
         }
         let seed = session_seed();
         let connect_timeout = self
@@ -318,7 +353,8 @@ impl ClientBuilder {
             state_tx.clone(),
             tokio::time::Instant::now().into_std(),
         );
-        driver::spawn(session, queue.clone());
+        let failures = info.failures.subscribe();
+        driver::spawn(session, queue.clone(), self.connector);
         let client = Client::from_inner(
             Inner {
                 queue,
@@ -330,11 +366,20 @@ impl ClientBuilder {
             },
             self.request_timeout,
         );
+        let mut failures_rx = failures.clone();
         let outcome = tokio::time::timeout(connect_timeout, async {
-            let state = *state_rx
-                .wait_for(|s| s.is_connected() || s.is_terminal())
-                .await
-                .map_err(|_| ErrorKind::Closed)?;
+            let state = tokio::select! {
+                state = state_rx.wait_for(|s| s.is_connected() || s.is_terminal()) => {
+                    *state.map_err(|_| ErrorKind::Closed)?
+                }
+                // Certificates refused by (or to) every server: no point waiting longer.
+                failed = failures_rx.wait_for(|f| f.every_server_tls) => {
+                    return Err(failed
+                        .ok()
+                        .and_then(|f| f.last_tls.clone())
+                        .unwrap_or(ErrorKind::Closed));
+                }
+            };
             match state {
                 SessionState::AuthFailed => Err(ErrorKind::AuthFailed),
                 SessionState::Expired => Err(ErrorKind::SessionExpired),
@@ -351,7 +396,15 @@ impl ClientBuilder {
                 Ok(client)
             }
             Ok(Err(kind)) => Err(kind.into()),
-            Err(_) => Err(ErrorKind::Connect(info.connect_failure(&hosts, connect_timeout)).into()),
+            // Some servers failed on TLS, others otherwise: the TLS failure is the news.
+            Err(_) => {
+                let last_tls = failures.borrow().last_tls.clone();
+                Err(last_tls
+                    .unwrap_or_else(|| {
+                        ErrorKind::Connect(info.connect_failure(&hosts, connect_timeout))
+                    })
+                    .into())
+            }
         }
         // On failure `client` drops here, which stops the session task.
     }

@@ -11,16 +11,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::{Buf, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
 use tracing::{debug, Instrument};
 
 use crate::connect_string::HostPort;
 use crate::queue::{Item, RequestQueue};
 use crate::session::{Action, Session};
+use crate::transport::{ConnectError, Connector, Reader, Stream, Writer};
 
-type ConnectFuture = Pin<Box<dyn Future<Output = io::Result<TcpStream>> + Send>>;
+type ConnectFuture = Pin<Box<dyn Future<Output = Result<Stream, ConnectError>> + Send>>;
 type ProbeFuture = Pin<Box<dyn Future<Output = (HostPort, bool)> + Send>>;
 
 /// How long a read-write probe may take.
@@ -29,7 +27,7 @@ const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
 const READ_CHUNK: usize = 64 * 1024;
 
 /// Spawns the task; it ends once the session is terminated.
-pub(crate) fn spawn(session: Session, queue: Arc<RequestQueue>) {
+pub(crate) fn spawn(session: Session, queue: Arc<RequestQueue>, connector: Connector) {
     // The machine records the id here when a server grants one; a resumed session has it now.
     let span = tracing::info_span!("zk_session", session_id = tracing::field::Empty);
     if session.session_id() != 0 {
@@ -38,21 +36,21 @@ pub(crate) fn spawn(session: Session, queue: Arc<RequestQueue>) {
             tracing::field::display(crate::state::SessionId(session.session_id())),
         );
     }
-    tokio::spawn(run(session, queue).instrument(span));
+    tokio::spawn(run(session, queue, connector).instrument(span));
 }
 
 enum Wake {
     Read(io::Result<usize>),
     Wrote(io::Result<usize>),
-    Connected(io::Result<TcpStream>),
+    Connected(Result<Stream, ConnectError>),
     Probed((HostPort, bool)),
     Queue,
     Timer,
 }
 
-async fn run(mut session: Session, queue: Arc<RequestQueue>) {
-    let mut reader: Option<OwnedReadHalf> = None;
-    let mut writer: Option<OwnedWriteHalf> = None;
+async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connector) {
+    let mut reader: Option<Reader> = None;
+    let mut writer: Option<Writer> = None;
     let mut connecting: Option<ConnectFuture> = None;
     let mut probing: Option<ProbeFuture> = None;
     let mut read_buf = BytesMut::with_capacity(READ_CHUNK);
@@ -66,14 +64,14 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>) {
     loop {
         while let Some(action) = session.poll_action() {
             match action {
-                Action::Probe(host) => probing = Some(Box::pin(probe_read_write(host))),
+                Action::Probe(host) => probing = Some(Box::pin(probe_read_write(&connector, host))),
                 Action::Connect(_) | Action::Disconnect => {
                     reader = None;
                     writer = None;
                     connecting = None;
                     read_buf.clear();
                     if let Action::Connect(host) = action {
-                        connecting = Some(Box::pin(connect(host)));
+                        connecting = Some(Box::pin(connector.connect(host)));
                     }
                 }
             }
@@ -90,7 +88,9 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>) {
             }
             armed = deadline;
         }
-        let has_output = writer.is_some() && !session.output().is_empty();
+        let has_output = writer
+            .as_ref()
+            .is_some_and(|w| !session.output().is_empty() || w.has_unflushed());
         if read_buf.capacity() - read_buf.len() < READ_CHUNK / 4 {
             read_buf.reserve(READ_CHUNK);
         }
@@ -113,7 +113,16 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>) {
                 session.on_disconnected(now, "connection closed by the server");
             }
             Wake::Read(Ok(_)) => session.on_bytes(&mut read_buf, now),
-            Wake::Read(Err(e)) | Wake::Wrote(Err(e)) => {
+            Wake::Read(Err(e)) => {
+                let tls_failure = reader.as_ref().and_then(|r| r.tls_failure(&e));
+                reader = None;
+                writer = None;
+                match tls_failure {
+                    Some(failure) => session.on_tls_failure(now, failure),
+                    None => session.on_disconnected(now, &e.to_string()),
+                }
+            }
+            Wake::Wrote(Err(e)) => {
                 reader = None;
                 writer = None;
                 session.on_disconnected(now, &e.to_string());
@@ -121,15 +130,19 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>) {
             Wake::Wrote(Ok(_)) => {}
             Wake::Connected(Ok(stream)) => {
                 connecting = None;
-                let _ = stream.set_nodelay(true);
-                let (r, w) = stream.into_split();
+                let (r, w) = stream.split();
                 reader = Some(r);
                 writer = Some(w);
                 session.on_connected(now);
             }
-            Wake::Connected(Err(e)) => {
+            Wake::Connected(Err(ConnectError::Io(e))) => {
                 connecting = None;
                 session.on_disconnected(now, &e.to_string());
+            }
+            #[cfg(feature = "tls")]
+            Wake::Connected(Err(ConnectError::Tls(failure))) => {
+                connecting = None;
+                session.on_tls_failure(now, failure);
             }
             Wake::Probed((host, read_write)) => {
                 probing = None;
@@ -159,7 +172,7 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>) {
             }
         }
         // Write what is ready now rather than on the next turn: one wake-up less per batch.
-        if let Some(w) = writer.as_ref() {
+        if let Some(w) = writer.as_mut() {
             let out = session.output();
             while !out.is_empty() {
                 match w.try_write(out) {
@@ -186,32 +199,21 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>) {
     queue.release(session.take_completed());
 }
 
-async fn connect(host: HostPort) -> io::Result<TcpStream> {
-    let mut last_err = io::Error::new(io::ErrorKind::NotFound, "host resolved to no address");
-    for addr in tokio::net::lookup_host(host.to_addr_string()).await? {
-        match TcpStream::connect(addr).await {
-            Ok(stream) => return Ok(stream),
-            Err(e) => last_err = e,
-        }
-    }
-    Err(last_err)
-}
-
-async fn read_some(reader: Option<&mut OwnedReadHalf>, buf: &mut BytesMut) -> io::Result<usize> {
+async fn read_some(reader: Option<&mut Reader>, buf: &mut BytesMut) -> io::Result<usize> {
     match reader {
         Some(r) => r.read_buf(buf).await,
         None => std::future::pending().await,
     }
 }
 
-async fn write_some(writer: Option<&mut OwnedWriteHalf>, out: &mut BytesMut) -> io::Result<usize> {
+async fn write_some(writer: Option<&mut Writer>, out: &mut BytesMut) -> io::Result<usize> {
     match writer {
         Some(w) => w.write_buf(out).await,
         None => std::future::pending().await,
     }
 }
 
-async fn finish_connect(connecting: Option<&mut ConnectFuture>) -> io::Result<TcpStream> {
+async fn finish_connect(connecting: Option<&mut ConnectFuture>) -> Result<Stream, ConnectError> {
     match connecting {
         Some(f) => f.await,
         None => std::future::pending().await,
@@ -225,15 +227,16 @@ async fn finish_probe(probing: Option<&mut ProbeFuture>) -> (HostPort, bool) {
     }
 }
 
-/// Asks a server with the `isro` four-letter word whether it serves writes (`rw`).
-async fn probe_read_write(host: HostPort) -> (HostPort, bool) {
-    let ask = async {
-        let mut stream = connect(host.clone()).await?;
-        stream.write_all(b"isro").await?;
-        let mut answer = Vec::new();
-        stream.read_to_end(&mut answer).await?;
-        io::Result::Ok(answer.starts_with(b"rw"))
-    };
-    let read_write = matches!(tokio::time::timeout(PROBE_TIMEOUT, ask).await, Ok(Ok(true)));
-    (host, read_write)
+/// Asks a server with the `isro` four-letter word whether it serves writes (`rw`), over the
+/// same transport as the session (TLS included).
+fn probe_read_write(
+    connector: &Connector,
+    host: HostPort,
+) -> impl Future<Output = (HostPort, bool)> + Send + 'static {
+    let ask = connector.four_letter(host.clone(), b"isro");
+    async move {
+        let answer = tokio::time::timeout(PROBE_TIMEOUT, ask).await;
+        let read_write = matches!(answer, Ok(Ok(a)) if a.starts_with(b"rw"));
+        (host, read_write)
+    }
 }

@@ -136,6 +136,17 @@ pub enum ErrorKind {
     /// (Connection refused (os error 111))`.
     #[error("could not connect: {0}")]
     Connect(String),
+    /// A TLS connection could not be made: the server's certificate was not trusted or not
+    /// valid for its name, the server refused the client certificate (or asked for one that
+    /// was not configured), or the configured certificates could not be read. Retrying does
+    /// not help until the certificates change.
+    #[error("TLS failure ({cause}): {message}")]
+    Tls {
+        /// What went wrong, for callers to act on.
+        cause: TlsCause,
+        /// The whole story, naming the server and the underlying error.
+        message: String,
+    },
     /// The server sent bytes that do not follow the protocol; the connection was dropped.
     #[error("protocol error: {0}")]
     Protocol(String),
@@ -167,6 +178,42 @@ pub enum ErrorKind {
         /// What is wrong with it.
         reason: String,
     },
+}
+
+/// The cause of an [`ErrorKind::Tls`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TlsCause {
+    /// The server's certificate chain does not lead to a trusted authority (unknown issuer,
+    /// bad signature, expired, revoked...).
+    UntrustedServer,
+    /// The server's certificate is trusted but does not name the host that was dialled.
+    HostnameMismatch,
+    /// The server refused the handshake and no client certificate was configured: it requires
+    /// one (`ssl.clientAuth=need`).
+    ClientCertificateRequired,
+    /// The server refused the client certificate that was presented (untrusted by it, expired,
+    /// wrong usage...).
+    ClientCertificateRefused,
+    /// The configured certificates or key could not be read or used (missing file, no PEM
+    /// section, key not matching...).
+    Configuration,
+    /// Any other failure of the TLS handshake, including a server that closes the connection
+    /// during it (for example a plain port dialled with TLS).
+    Handshake,
+}
+
+impl std::fmt::Display for TlsCause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TlsCause::UntrustedServer => "server certificate not trusted",
+            TlsCause::HostnameMismatch => "server certificate not valid for the host",
+            TlsCause::ClientCertificateRequired => "client certificate required",
+            TlsCause::ClientCertificateRefused => "client certificate refused",
+            TlsCause::Configuration => "TLS configuration",
+            TlsCause::Handshake => "TLS handshake",
+        })
+    }
 }
 
 /// Result of a client operation.

@@ -20,6 +20,10 @@
 //!   (`create /config/missing/child: node does not exist`); its [`ErrorKind`] says what went
 //!   wrong, and [`Error::is_retryable`] and [`Error::is_session_terminal`] what to do next. Bad
 //!   input (paths, sizes, TTLs) is refused before anything is sent.
+//! * With the cargo feature `tls`, `ClientBuilder::tls` speaks TLS (rustls) to ZooKeeper's
+//!   secure client port: server certificates verified against given or platform
+//!   authorities, hostnames checked, client certificates re-read from disk on every
+//!   reconnect; certificate problems fail with [`ErrorKind::Tls`] naming a [`TlsCause`].
 //!
 //! ```
 //! use zookeeper_tokio::{Client, CreateOptions, MultiOp, Error};
@@ -76,6 +80,9 @@ mod sasl;
 mod servers;
 mod session;
 mod state;
+#[cfg(feature = "tls")]
+mod tls;
+mod transport;
 mod watcher;
 
 pub use builder::{
@@ -84,11 +91,13 @@ pub use builder::{
 pub use client::Client;
 pub use connect_string::{ConnectString, HostPort, DEFAULT_PORT};
 pub use ensemble_config::{EnsembleConfig, EnsembleMember, MemberRole};
-pub use error::{Error, ErrorKind, Result};
+pub use error::{Error, ErrorKind, Result, TlsCause};
 pub use ops::{MultiOp, MultiResult, ReadOp, ReadResult};
 pub use options::{CreateOptions, MAX_TTL};
 pub use path::validate_path;
 pub use state::{SessionId, SessionState, StateChanges};
+#[cfg(feature = "tls")]
+pub use tls::TlsConfig;
 pub use watcher::{OneshotWatcher, PersistentWatcher, WatchedEvent};
 
 pub use zookeeper_jute::{

@@ -123,12 +123,25 @@ pub(crate) struct SessionInfo {
         Vec<crate::connect_string::HostPort>,
         Option<crate::connect_string::HostPort>,
     )>,
-    /// Since the last session was established: each server whose connection attempt failed
-    /// and its last failure, in the order first tried. `connect` names them when it gives up.
-    pub attempt_failures: std::sync::Mutex<Vec<(crate::connect_string::HostPort, String)>>,
+    /// What connection attempts ran into: published as a `watch` so that `connect` can stop
+    /// waiting once certificates alone stand in the way.
+    pub failures: watch::Sender<AttemptFailures>,
 }
 
-/// At most this many servers are remembered in [`SessionInfo::attempt_failures`]: a server
+/// What failed connection attempts ran into that the session state does not show.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct AttemptFailures {
+    /// Since the last session was established: each server whose connection attempt failed
+    /// and its last failure, in the order first tried. `connect` names them when it gives up.
+    pub by_server: Vec<(crate::connect_string::HostPort, String)>,
+    /// The last TLS failure ([`ErrorKind::Tls`](crate::ErrorKind::Tls)), kept after later successes.
+    pub last_tls: Option<crate::error::ErrorKind>,
+    /// Every server of the connect string, in a row up to now, failed on TLS: certificates
+    /// must change before any attempt can succeed, so `connect` stops waiting.
+    pub every_server_tls: bool,
+}
+
+/// At most this many servers are remembered in [`AttemptFailures::by_server`]: a server
 /// list replaced again and again while disconnected must not grow it without bound.
 const ATTEMPT_FAILURES_MAX: usize = 64;
 
@@ -139,26 +152,22 @@ impl SessionInfo {
         self.timeout_ms
             .store(timeout.as_millis() as u64, Ordering::Release);
         self.session_id.store(session_id, Ordering::Release);
-        self.attempt_failures
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
+        self.failures.send_modify(|f| f.by_server.clear());
     }
 
     pub fn record_attempt_failure(&self, host: &crate::connect_string::HostPort, reason: &str) {
-        let mut failures = self
-            .attempt_failures
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        match failures.iter_mut().find(|(h, _)| h == host) {
-            Some((_, last)) => reason.clone_into(last),
-            None => {
-                if failures.len() == ATTEMPT_FAILURES_MAX {
-                    failures.remove(0);
+        self.failures.send_modify(|f| {
+            let failures = &mut f.by_server;
+            match failures.iter_mut().find(|(h, _)| h == host) {
+                Some((_, last)) => reason.clone_into(last),
+                None => {
+                    if failures.len() == ATTEMPT_FAILURES_MAX {
+                        failures.remove(0);
+                    }
+                    failures.push((host.clone(), reason.to_owned()));
                 }
-                failures.push((host.clone(), reason.to_owned()));
             }
-        }
+        });
     }
 
     /// Why `connect` gave up after `waited`: every server tried and how it last failed, and
@@ -168,10 +177,8 @@ impl SessionInfo {
         hosts: &[crate::connect_string::HostPort],
         waited: std::time::Duration,
     ) -> String {
-        let failures = self
-            .attempt_failures
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let failures = self.failures.borrow();
+        let failures = &failures.by_server;
         let mut text = format!("no server accepted a session within {waited:?}");
         let tried: Vec<String> = failures
             .iter()

@@ -11,6 +11,7 @@ use crate::node::{wait_ready, Node};
 use crate::options::{option_setters, Options, Ports};
 use crate::ports::free_port;
 use crate::server::{blocking, BIND_ATTEMPTS};
+use crate::tls::ServerTls;
 
 #[derive(Debug)]
 struct Member {
@@ -37,6 +38,8 @@ pub struct Ensemble {
     members: Arc<Vec<Mutex<Member>>>,
     addrs: Vec<SocketAddr>,
     options: Options,
+    tls: Option<Arc<ServerTls>>,
+    secure_addrs: Vec<SocketAddr>,
 }
 
 /// Configures an [`Ensemble`] before starting it.
@@ -57,10 +60,12 @@ impl EnsembleBuilder {
 
     /// Blocking form of [`EnsembleBuilder::start`].
     pub fn start_blocking(self) -> Result<Ensemble> {
-        let installation = match &self.options.installation {
+        let mut options = self.options;
+        let installation = match &options.installation {
             Some(i) => i.clone(),
             None => Installation::locate()?,
         };
+        let tls = crate::tls::prepare(&mut options)?;
         let size = self.size.max(1);
         let mut attempt = 0;
         loop {
@@ -71,6 +76,7 @@ impl EnsembleBuilder {
                         client: free_port()?,
                         quorum: free_port()?,
                         election: free_port()?,
+                        secure_client: crate::tls::secure_port(tls.as_ref())?,
                     })
                 })
                 .collect::<Result<Vec<_>>>()?;
@@ -78,7 +84,7 @@ impl EnsembleBuilder {
                 .map(|me| {
                     Node::prepare(
                         &format!("ensemble-{}", me + 1),
-                        &self.options,
+                        &options,
                         &installation,
                         &ports,
                         me,
@@ -89,9 +95,11 @@ impl EnsembleBuilder {
                 node.spawn()?;
             }
             let addrs: Vec<SocketAddr> = nodes.iter().map(Node::client_addr).collect();
+            let secure_addrs: Vec<SocketAddr> =
+                nodes.iter().filter_map(Node::secure_addr).collect();
             let what = format!("ensemble {addrs:?}");
             let mut refs: Vec<&mut Node> = nodes.iter_mut().collect();
-            let ready = wait_ready(&mut refs, &what, self.options.start_timeout, |answers| {
+            let ready = wait_ready(&mut refs, &what, options.start_timeout, |answers| {
                 let serving = answers
                     .iter()
                     .all(|a| a.as_ref().is_some_and(|s| s.mode.is_serving()));
@@ -115,7 +123,9 @@ impl EnsembleBuilder {
                     return Ok(Ensemble {
                         members: Arc::new(members),
                         addrs,
-                        options: self.options,
+                        options,
+                        tls,
+                        secure_addrs,
                     });
                 }
                 Err(_) if attempt < BIND_ATTEMPTS && nodes.iter().any(Node::bind_failed) => {
@@ -171,6 +181,24 @@ impl Ensemble {
     /// The settings the members run with.
     pub fn options(&self) -> &Options {
         &self.options
+    }
+
+    /// The certificates and files of the members' secure client ports (one authority, one
+    /// server certificate for all), when started with [`EnsembleBuilder::tls`].
+    pub fn tls(&self) -> Option<&ServerTls> {
+        self.tls.as_deref()
+    }
+
+    /// Every member's secure (TLS) client address, by index; empty without TLS.
+    pub fn secure_addrs(&self) -> &[SocketAddr] {
+        &self.secure_addrs
+    }
+
+    /// `localhost:S1,localhost:S2,...`: every member's secure client port with the name the
+    /// certificate carries, when started with [`EnsembleBuilder::tls`].
+    pub fn secure_connect_string(&self) -> Option<String> {
+        let tls = self.tls.as_ref()?;
+        Some(tls.connect_string(self.secure_addrs.iter().map(SocketAddr::port)))
     }
 
     fn check(&self, index: usize) -> Result<()> {

@@ -100,6 +100,14 @@ pub enum Error {
         /// What the program printed.
         output: String,
     },
+    /// A test certificate or key could not be made.
+    #[error("cannot make {what}: {reason}")]
+    Certificate {
+        /// The certificate or key.
+        what: String,
+        /// Why not.
+        reason: String,
+    },
     /// An index that names no ensemble member.
     #[error("no ensemble member {index} (the ensemble has {size})")]
     NoSuchMember {

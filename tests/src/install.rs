@@ -94,9 +94,10 @@ fn locate_classpath() -> Result<Vec<PathBuf>> {
     let server_jar = debian.join("zookeeper.jar");
     if is_file(&server_jar) {
         // Debian's jar lists its dependencies in its manifest; the logging binding is not
-        // among them, so add log4j's so that the server writes its log file.
+        // among them, so add log4j's so that the server writes its log file. Nor is Netty's
+        // codec, which the TLS handler of the secure client port needs.
         let mut cp = vec![server_jar];
-        for extra in ["slf4j-log4j12.jar", "log4j-1.2.jar"] {
+        for extra in ["slf4j-log4j12.jar", "log4j-1.2.jar", "netty-codec.jar"] {
             let jar = debian.join(extra);
             if is_file(&jar) {
                 cp.push(jar);

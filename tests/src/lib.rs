@@ -12,6 +12,9 @@
 //! * [`Proxy`]: a TCP proxy a client connects through, to drop connections, refuse them,
 //!   black-hole them, add latency, hold replies, or cut a connection right after a given
 //!   request; it can also log the frames it passes on, in order ([`FrameEvent`]).
+//! * [`tls`]: servers and ensembles with a secure (TLS) client port, certificates made at
+//!   test time, optional client-certificate authentication, and client certificates to mint
+//!   (trusted, from another authority) for every case a client must handle.
 //! * [`four_letter()`] and its parsed forms ([`Srvr`], [`Mntr`], ...) for assertions.
 //!
 //! Servers run Debian's ZooKeeper (`scripts/setup` installs it); set `ZK_TESTS_JAVA` and
@@ -71,6 +74,7 @@ mod sasl;
 mod server;
 mod shared;
 mod tempdir;
+pub mod tls;
 
 pub use ensemble::{Ensemble, EnsembleBuilder};
 pub use error::{Error, Result, SETUP_COMMAND};
@@ -88,5 +92,6 @@ pub use reconfig::{
 };
 pub use sasl::{digest_jaas, kerberos_jaas, DIGEST_SERVER_NAME, JAAS_FILE};
 pub use server::{ServerBuilder, ZkServer};
-pub use shared::{chroot_for, shared_server, unique_chroot, CHROOT_PARENT};
+pub use shared::{chroot_for, keep_until_exit, shared_server, unique_chroot, CHROOT_PARENT};
 pub use tempdir::{KEEP_DIRS_ENV, TMPDIR_ENV};
+pub use tls::{CertificateAuthority, ClientAuth, Identity, ServerTls, TlsOptions};

@@ -1,6 +1,6 @@
 //! One ZooKeeper JVM: its directory, configuration, process and readiness checks.
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -23,6 +23,8 @@ const MAIN_CLASS: &str = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
 pub(crate) struct Node {
     dir: TempDir,
     client: SocketAddr,
+    /// The TLS client port, when there is one: start-up waits until it accepts too.
+    secure: Option<SocketAddr>,
     command: (PathBuf, Vec<String>),
     process: Option<ChildProcess>,
 }
@@ -91,6 +93,9 @@ impl Node {
         Ok(Node {
             dir,
             client: SocketAddr::from((Ipv4Addr::LOCALHOST, members[me].client)),
+            secure: members[me]
+                .secure_client
+                .map(|port| SocketAddr::from((Ipv4Addr::LOCALHOST, port))),
             command: (installation.java.clone(), args),
             process: None,
         })
@@ -98,6 +103,10 @@ impl Node {
 
     pub(crate) fn client_addr(&self) -> SocketAddr {
         self.client
+    }
+
+    pub(crate) fn secure_addr(&self) -> Option<SocketAddr> {
+        self.secure
     }
 
     pub(crate) fn dir(&self) -> &Path {
@@ -216,6 +225,14 @@ pub(crate) fn wait_ready(
             if node.process.is_some() {
                 if let Some(err) = node.exited_error() {
                     return Err(err);
+                }
+            }
+            // A standalone server may answer on its plain port before the secure one is bound.
+            if let Some(secure) = node.secure {
+                if let Err(e) = TcpStream::connect_timeout(&secure, Duration::from_secs(1)) {
+                    last = format!("secure client port {secure}: {e}");
+                    answers.push(None);
+                    continue;
                 }
             }
             let answer = four_letter_with_timeout(node.client, "srvr", Duration::from_secs(1));

@@ -5,6 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::install::Installation;
+use crate::tls::TlsOptions;
 
 /// Default `tickTime`: short, so that session expiry and failover take seconds.
 pub const DEFAULT_TICK_TIME: Duration = Duration::from_millis(200);
@@ -31,6 +32,7 @@ pub struct Options {
     pub(crate) files: Vec<(String, String)>,
     pub(crate) start_timeout: Duration,
     pub(crate) installation: Option<Installation>,
+    pub(crate) tls: Option<TlsOptions>,
 }
 
 impl Default for Options {
@@ -49,6 +51,7 @@ impl Default for Options {
             files: Vec::new(),
             start_timeout: DEFAULT_START_TIMEOUT,
             installation: None,
+            tls: None,
         }
     }
 }
@@ -117,6 +120,13 @@ macro_rules! option_setters {
             self
         }
 
+        /// Serve TLS on a secure client port too, with certificates made at start-up; see
+        /// [`crate::tls`].
+        pub fn tls(mut self, tls: $crate::tls::TlsOptions) -> Self {
+            self.options.tls = Some(tls);
+            self
+        }
+
         /// Java and classpath to use instead of the ones found on this machine.
         pub fn installation(mut self, installation: $crate::Installation) -> Self {
             self.options.installation = Some(installation);
@@ -132,6 +142,8 @@ pub(crate) struct Ports {
     pub(crate) client: u16,
     pub(crate) quorum: u16,
     pub(crate) election: u16,
+    /// The TLS client port (`secureClientPort`), when TLS is on.
+    pub(crate) secure_client: Option<u16>,
 }
 
 impl Options {
@@ -166,6 +178,10 @@ impl Options {
         let _ = writeln!(cfg, "dataDir={}", data_dir.display());
         let _ = writeln!(cfg, "clientPort={}", members[me].client);
         cfg.push_str("clientPortAddress=127.0.0.1\n");
+        if let Some(port) = members[me].secure_client {
+            let _ = writeln!(cfg, "secureClientPort={port}");
+            cfg.push_str("secureClientPortAddress=127.0.0.1\n");
+        }
         let _ = writeln!(cfg, "minSessionTimeout={}", ms(self.min_session_timeout));
         let _ = writeln!(cfg, "maxSessionTimeout={}", ms(self.max_session_timeout));
         cfg.push_str("4lw.commands.whitelist=*\n");

@@ -14,6 +14,7 @@ use crate::options::{option_setters, Options, Ports};
 use crate::ports::free_port;
 use crate::raw_reconfig::{self, Change};
 use crate::server::{blocking, BIND_ATTEMPTS};
+use crate::tls::ServerTls;
 
 /// The `digest` user allowed to `reconfig` (ZooKeeper's super user on these ensembles).
 pub const SUPER_USER: &str = "super";
@@ -99,6 +100,7 @@ struct Inner {
     members: Mutex<Vec<Member>>,
     options: Options,
     installation: Installation,
+    tls: Option<Arc<ServerTls>>,
 }
 
 /// Configures a [`ReconfigEnsemble`] before starting it.
@@ -118,21 +120,22 @@ impl ReconfigEnsembleBuilder {
 
     /// Blocking form of [`ReconfigEnsembleBuilder::start`].
     pub fn start_blocking(self) -> Result<ReconfigEnsemble> {
-        let installation = match &self.options.installation {
+        let mut options = self.options;
+        let installation = match &options.installation {
             Some(i) => i.clone(),
             None => Installation::locate()?,
         };
+        let tls = crate::tls::prepare(&mut options)?;
         let size = self.size.max(1) as u32;
         let mut attempt = 0;
         loop {
             attempt += 1;
             let planned = (1..=size)
-                .map(|id| Ok((id, new_ports()?, Role::Participant)))
+                .map(|id| Ok((id, new_ports(tls.as_ref())?, Role::Participant)))
                 .collect::<Result<Vec<_>>>()?;
             let mut members = Vec::new();
             for (id, ports, role) in &planned {
-                let node =
-                    prepare_member(&self.options, &installation, &planned, *id, ports.clone())?;
+                let node = prepare_member(&options, &installation, &planned, *id, ports.clone())?;
                 members.push(Member {
                     id: *id,
                     ports: ports.clone(),
@@ -145,7 +148,7 @@ impl ReconfigEnsembleBuilder {
             }
             let what = format!("reconfig ensemble of {size}");
             let mut refs: Vec<&mut Node> = members.iter_mut().map(|m| &mut m.node).collect();
-            let ready = wait_ready(&mut refs, &what, self.options.start_timeout, |answers| {
+            let ready = wait_ready(&mut refs, &what, options.start_timeout, |answers| {
                 let serving = answers
                     .iter()
                     .all(|a| a.as_ref().is_some_and(|s| s.mode.is_serving()));
@@ -160,8 +163,9 @@ impl ReconfigEnsembleBuilder {
                     return Ok(ReconfigEnsemble {
                         inner: Arc::new(Inner {
                             members: Mutex::new(members),
-                            options: self.options,
+                            options,
                             installation,
+                            tls,
                         }),
                     })
                 }
@@ -176,11 +180,12 @@ impl ReconfigEnsembleBuilder {
     }
 }
 
-fn new_ports() -> Result<Ports> {
+fn new_ports(tls: Option<&Arc<ServerTls>>) -> Result<Ports> {
     Ok(Ports {
         client: free_port()?,
         quorum: free_port()?,
         election: free_port()?,
+        secure_client: crate::tls::secure_port(tls)?,
     })
 }
 
@@ -282,6 +287,24 @@ impl ReconfigEnsemble {
         &self.inner.options
     }
 
+    /// The certificates and files of the members' secure client ports, when started with
+    /// [`ReconfigEnsembleBuilder::tls`]; members started later get the same.
+    pub fn tls(&self) -> Option<&ServerTls> {
+        self.inner.tls.as_deref()
+    }
+
+    /// The secure connect string (`localhost:PORT,...`, the certificate's name) of every
+    /// member started and not removed, when started with [`ReconfigEnsembleBuilder::tls`].
+    pub fn secure_connect_string(&self) -> Option<String> {
+        let tls = self.inner.tls.as_ref()?;
+        let ports: Vec<u16> = self
+            .members()
+            .iter()
+            .filter_map(|m| m.ports.secure_client)
+            .collect();
+        Some(tls.connect_string(ports))
+    }
+
     /// The last `lines` lines of member `id`'s log.
     pub fn log_tail(&self, id: u32, lines: usize) -> Result<String> {
         self.with_member(id, |m| m.node.log_tail(lines))
@@ -311,7 +334,7 @@ impl ReconfigEnsemble {
         let id = blocking(move || {
             let mut members = inner.members.lock().unwrap_or_else(|e| e.into_inner());
             let id = members.iter().map(|m| m.id).max().unwrap_or(0) + 1;
-            let ports = new_ports()?;
+            let ports = new_ports(inner.tls.as_ref())?;
             // The ensemble as it is configured now (not every started member is in it).
             let mut planned: Vec<(u32, Ports, Role)> = members
                 .iter()

@@ -11,6 +11,7 @@ use crate::install::Installation;
 use crate::node::{wait_ready, Node};
 use crate::options::{option_setters, Options, Ports};
 use crate::ports::free_port;
+use crate::tls::ServerTls;
 
 /// How many times start-up is retried with new ports when another process took one.
 pub(crate) const BIND_ATTEMPTS: usize = 5;
@@ -31,6 +32,8 @@ pub struct ZkServer {
     node: Arc<Mutex<Node>>,
     addr: SocketAddr,
     options: Options,
+    tls: Option<Arc<ServerTls>>,
+    secure_addr: Option<SocketAddr>,
 }
 
 /// Configures a [`ZkServer`] before starting it.
@@ -50,10 +53,12 @@ impl ServerBuilder {
 
     /// Starts the server and waits until it serves requests, blocking the calling thread.
     pub fn start_blocking(self) -> Result<ZkServer> {
-        let installation = match &self.options.installation {
+        let mut options = self.options;
+        let installation = match &options.installation {
             Some(i) => i.clone(),
             None => Installation::locate()?,
         };
+        let tls = crate::tls::prepare(&mut options)?;
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -61,16 +66,20 @@ impl ServerBuilder {
                 client: free_port()?,
                 quorum: 0,
                 election: 0,
+                secure_client: crate::tls::secure_port(tls.as_ref())?,
             }];
-            let mut node = Node::prepare("server", &self.options, &installation, &ports, 0)?;
+            let mut node = Node::prepare("server", &options, &installation, &ports, 0)?;
             node.spawn()?;
             let addr = node.client_addr();
-            match wait_standalone(&mut node, &self.options) {
+            let secure_addr = node.secure_addr();
+            match wait_standalone(&mut node, &options) {
                 Ok(()) => {
                     return Ok(ZkServer {
                         node: Arc::new(Mutex::new(node)),
                         addr,
-                        options: self.options,
+                        options,
+                        tls,
+                        secure_addr,
                     })
                 }
                 Err(_) if attempt < BIND_ATTEMPTS && node.bind_failed() => continue,
@@ -140,6 +149,25 @@ impl ZkServer {
         &self.options
     }
 
+    /// The certificates and files of the secure client port, when started with
+    /// [`ServerBuilder::tls`].
+    pub fn tls(&self) -> Option<&ServerTls> {
+        self.tls.as_deref()
+    }
+
+    /// The secure (TLS) client address, `127.0.0.1:PORT`, when started with
+    /// [`ServerBuilder::tls`].
+    pub fn secure_addr(&self) -> Option<SocketAddr> {
+        self.secure_addr
+    }
+
+    /// The connect string of the secure client port with the name its certificate carries,
+    /// `localhost:PORT` by default, when started with [`ServerBuilder::tls`].
+    pub fn secure_connect_string(&self) -> Option<String> {
+        let tls = self.tls.as_ref()?;
+        Some(tls.connect_string([self.secure_addr?.port()]))
+    }
+
     fn node(&self) -> MutexGuard<'_, Node> {
         self.node.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -152,6 +180,13 @@ impl ZkServer {
     /// The server's working directory (`zoo.cfg`, `data/`, `zookeeper.log`).
     pub fn dir(&self) -> PathBuf {
         self.node().dir().to_path_buf()
+    }
+
+    /// Every directory the server owns: its working directory, and its TLS files if any.
+    pub(crate) fn dirs(&self) -> Vec<PathBuf> {
+        let mut dirs = vec![self.dir()];
+        dirs.extend(self.tls.as_ref().map(|tls| tls.dir().to_path_buf()));
+        dirs
     }
 
     /// The last `lines` lines of the server's log, for failure messages.

@@ -18,20 +18,27 @@ pub const CHROOT_PARENT: &str = "/zookeeper-testkit";
 /// Panics with the start-up error (which names the setup command if ZooKeeper is missing),
 /// since a test cannot run without its server.
 pub fn shared_server() -> &'static ZkServer {
-    static SHARED: OnceLock<Result<ZkServer, String>> = OnceLock::new();
+    static SHARED: OnceLock<Result<&'static ZkServer, String>> = OnceLock::new();
     let server = SHARED.get_or_init(|| match ZkServer::start_blocking() {
-        Ok(server) => {
-            if let Some(pid) = server.pid() {
-                crate::process::kill_at_exit(pid, server.dir());
-            }
-            Ok(server)
-        }
+        Ok(server) => Ok(keep_until_exit(server)),
         Err(e) => Err(e.to_string()),
     });
     match server {
         Ok(server) => server,
         Err(e) => panic!("cannot start the shared ZooKeeper server: {e}"),
     }
+}
+
+/// Keeps `server` for the rest of the process, for a server of a special kind (TLS, other
+/// settings) that the tests of one binary share through a `static` `OnceLock`: like
+/// [`shared_server`], it is killed and its directories removed when the process exits.
+pub fn keep_until_exit(server: ZkServer) -> &'static ZkServer {
+    if let Some(pid) = server.pid() {
+        for dir in server.dirs() {
+            crate::process::kill_at_exit(pid, dir);
+        }
+    }
+    Box::leak(Box::new(server))
 }
 
 /// A path unique to this process and call, e.g. `/zookeeper-testkit/my_test-4242-7`; not created.

@@ -8,6 +8,7 @@ mod pipeline;
 mod scale;
 mod subtree;
 mod throughput;
+mod tls;
 
 use crate::report::Report;
 use crate::{BenchError, Ctx};
@@ -20,6 +21,8 @@ pub const NODE_DATA_LEN: usize = 100;
 pub async fn run(name: &str, ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
     match name {
         "pipeline" => pipeline::run(ctx, report).await,
+        "pipeline-tls" => tls::pipeline(ctx, report).await,
+        "latency-tls" => tls::latency(ctx, report).await,
         "latency" => latency::run(ctx, report).await,
         "client-bound" => client_bound::run(ctx, report).await,
         "locks" => locks::run(ctx, report).await,
@@ -34,7 +37,12 @@ pub async fn run(name: &str, ctx: &Ctx, report: &mut Report) -> Result<(), Bench
 
 /// Creates the node the getData workloads read on the real server.
 pub async fn ensure_node(ctx: &Ctx) -> Result<(), BenchError> {
-    let mut raw = crate::raw_socket::RawSession::connect(ctx.zk).await?;
+    ensure_node_at(ctx.zk).await
+}
+
+/// Creates the node the getData workloads read on the server at `addr`.
+pub async fn ensure_node_at(addr: std::net::SocketAddr) -> Result<(), BenchError> {
+    let mut raw = crate::raw_socket::RawSession::connect(addr).await?;
     raw.ensure_node(NODE, &[b'x'; NODE_DATA_LEN]).await?;
     raw.close().await?;
     Ok(())

@@ -45,6 +45,7 @@ impl Session {
         if let Some(host) = &self.current_host {
             self.state_tx.info.record_attempt_failure(host, reason);
         }
+        self.tls_failures_in_a_row = 0;
         self.drop_connection();
         let delay = self.hosts.failed(&mut self.rng);
         if delay.is_zero() {
@@ -68,6 +69,7 @@ impl Session {
         warn!(reason, host, "connection lost");
         // A move that was waiting for replies goes where it meant to go.
         let to = to.or_else(|| self.moving_to.take());
+        self.tls_failures_in_a_row = 0;
         self.drop_connection();
         self.ping_outstanding = false;
         self.completed += self.pending.fail_all(&ErrorKind::ConnectionLoss.into());
@@ -175,6 +177,11 @@ impl Session {
         self.state_tx
             .info
             .record_servers(None, self.current_host.as_ref());
+        self.tls_failures_in_a_row = 0;
+        self.state_tx
+            .info
+            .failures
+            .send_if_modified(|f| std::mem::take(&mut f.every_server_tls));
         self.state_tx.info.record(
             self.session_id,
             Duration::from_millis(response.timeout as u64),

@@ -184,6 +184,8 @@ pub(crate) struct Session {
     sasl: Option<sasl::SaslExchange>,
     /// A new server list asked this client to move there once nothing is in flight.
     moving_to: Option<HostPort>,
+    /// Attempts in a row that failed on TLS (certificates) rather than on the network.
+    tls_failures_in_a_row: usize,
 }
 
 impl Session {
@@ -225,6 +227,7 @@ impl Session {
             auth_replays: 0,
             sasl: None,
             moving_to: None,
+            tls_failures_in_a_row: 0,
         };
         session
             .state_tx
@@ -352,6 +355,28 @@ impl Session {
             Phase::Closing { .. } => self.terminate(SessionState::Closed),
             Phase::Backoff { .. } | Phase::Terminated => {}
         }
+    }
+
+    /// The connection attempt, or the connection, failed on TLS: `failure` is an
+    /// [`ErrorKind::Tls`]. Handled like any lost connection (the same rotation and backoff), and
+    /// published so that `connect` can report it; once every server in a row has failed so,
+    /// `connect` gives up (see [`crate::state::AttemptFailures`]).
+    pub fn on_tls_failure(&mut self, now: Instant, failure: ErrorKind) {
+        if !matches!(
+            self.phase,
+            Phase::Connecting { .. } | Phase::Handshaking { .. } | Phase::Connected
+        ) {
+            return self.on_disconnected(now, &failure.to_string());
+        }
+        warn!(%failure, "TLS failure");
+        let in_a_row = self.tls_failures_in_a_row + 1;
+        self.on_disconnected(now, &failure.to_string());
+        self.tls_failures_in_a_row = in_a_row;
+        let every_server = in_a_row >= self.hosts.len();
+        self.state_tx.info.failures.send_modify(|f| {
+            f.last_tls = Some(failure);
+            f.every_server_tls = every_server;
+        });
     }
 
     /// Bytes read from the connection: every complete frame is handled, the rest stays in `buf`.

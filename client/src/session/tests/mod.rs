@@ -8,6 +8,7 @@ mod reconnect;
 mod replies;
 mod sasl;
 mod timing;
+mod tls;
 
 use std::time::{Duration, Instant};
 

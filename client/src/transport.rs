@@ -1,0 +1,233 @@
+//! The byte streams the session runs over: plain TCP, or TLS over TCP (feature `tls`).
+//!
+//! The driver holds a [`Reader`] and a [`Writer`] and never looks inside. The TCP variants are
+//! the socket's own halves (`into_split`, `try_write`): the plain path costs what it cost before
+//! TLS existed. The TLS variants split one `tokio-rustls` stream; a write is complete only once
+//! rustls has handed every record to the socket, so [`Writer::has_unflushed`] keeps the driver
+//! writing until then.
+
+use std::future::Future;
+use std::io;
+
+use bytes::BytesMut;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+
+use crate::connect_string::HostPort;
+use crate::error::ErrorKind;
+
+/// Why a connection could not be made.
+#[derive(Debug)]
+pub(crate) enum ConnectError {
+    /// The network failed (refused, unreachable, reset...): worth another attempt.
+    Io(io::Error),
+    /// TLS failed ([`ErrorKind::Tls`]): the certificates must change before a retry can succeed.
+    #[cfg(feature = "tls")]
+    Tls(ErrorKind),
+}
+
+/// Opens connections to servers, with TLS when the client was built with it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Connector {
+    #[cfg(feature = "tls")]
+    pub(crate) tls: Option<std::sync::Arc<crate::tls::TlsConfig>>,
+}
+
+/// A connected stream, before the driver splits it.
+pub(crate) enum Stream {
+    Tcp(TcpStream),
+    #[cfg(feature = "tls")]
+    Tls(Box<crate::tls::TlsSession>),
+}
+
+/// The receiving half of a connection.
+pub(crate) enum Reader {
+    Tcp(OwnedReadHalf),
+    #[cfg(feature = "tls")]
+    Tls(crate::tls::TlsReader),
+}
+
+/// The sending half of a connection.
+pub(crate) enum Writer {
+    Tcp(OwnedWriteHalf),
+    #[cfg(feature = "tls")]
+    Tls(crate::tls::TlsWriter),
+}
+
+impl Connector {
+    /// Connects to `host`, and completes the TLS handshake when TLS is on.
+    pub(crate) fn connect(
+        &self,
+        host: HostPort,
+    ) -> impl Future<Output = Result<Stream, ConnectError>> + Send + 'static {
+        #[cfg(feature = "tls")]
+        let tls = self.tls.clone();
+        async move {
+            #[cfg(feature = "tls")]
+            if let Some(tls) = tls {
+                return crate::tls::connect(&tls, host).await.map(Stream::Tls);
+            }
+            tcp_connect(&host)
+                .await
+                .map(Stream::Tcp)
+                .map_err(ConnectError::Io)
+        }
+    }
+
+    /// Sends a four-letter word on a new connection and returns everything the server writes
+    /// back before closing it.
+    pub(crate) fn four_letter(
+        &self,
+        host: HostPort,
+        word: &'static [u8],
+    ) -> impl Future<Output = io::Result<Vec<u8>>> + Send + 'static {
+        let connect = self.connect(host);
+        async move {
+            match connect.await {
+                Ok(Stream::Tcp(stream)) => exchange(stream, word).await,
+                #[cfg(feature = "tls")]
+                Ok(Stream::Tls(session)) => exchange(session.into_stream(), word).await,
+                Err(ConnectError::Io(e)) => Err(e),
+                #[cfg(feature = "tls")]
+                Err(ConnectError::Tls(e)) => Err(io::Error::other(e)),
+            }
+        }
+    }
+}
+
+async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    word: &[u8],
+) -> io::Result<Vec<u8>> {
+    stream.write_all(word).await?;
+    stream.flush().await?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await?;
+    Ok(answer)
+}
+
+/// A TCP connection to the first address of `host` that accepts one.
+pub(crate) async fn tcp_connect(host: &HostPort) -> io::Result<TcpStream> {
+    let mut last_err = io::Error::new(io::ErrorKind::NotFound, "host resolved to no address");
+    for addr in tokio::net::lookup_host(host.to_addr_string()).await? {
+        match TcpStream::connect(addr).await {
+            Ok(stream) => return Ok(stream),
+            Err(e) => last_err = e,
+        }
+    }
+    Err(last_err)
+}
+
+impl Stream {
+    /// Splits the stream for the driver, with Nagle off: requests are written whole.
+    pub(crate) fn split(self) -> (Reader, Writer) {
+        match self {
+            Stream::Tcp(stream) => {
+                let _ = stream.set_nodelay(true);
+                let (r, w) = stream.into_split();
+                (Reader::Tcp(r), Writer::Tcp(w))
+            }
+            #[cfg(feature = "tls")]
+            Stream::Tls(session) => {
+                let (r, w) = session.split();
+                (Reader::Tls(r), Writer::Tls(w))
+            }
+        }
+    }
+}
+
+impl Reader {
+    /// Reads what is available into `buf`; `Ok(0)` at the end of the stream.
+    pub(crate) async fn read_buf(&mut self, buf: &mut BytesMut) -> io::Result<usize> {
+        match self {
+            Reader::Tcp(r) => r.read_buf(buf).await,
+            #[cfg(feature = "tls")]
+            Reader::Tls(r) => r.read_buf(buf).await,
+        }
+    }
+
+    /// The TLS failure behind a read error, if it was one (for example a server refusing the
+    /// client certificate after a TLS 1.3 handshake completed on the client's side).
+    pub(crate) fn tls_failure(&self, _err: &io::Error) -> Option<ErrorKind> {
+        match self {
+            Reader::Tcp(_) => None,
+            #[cfg(feature = "tls")]
+            Reader::Tls(r) => r.tls_failure(_err),
+        }
+    }
+}
+
+impl Writer {
+    /// Writes some of `out` (advancing it) once the connection can take it.
+    pub(crate) async fn write_buf(&mut self, out: &mut BytesMut) -> io::Result<usize> {
+        match self {
+            Writer::Tcp(w) => w.write_buf(out).await,
+            #[cfg(feature = "tls")]
+            Writer::Tls(w) => w.write_buf(out).await,
+        }
+    }
+
+    /// Writes what the connection takes right now without waiting; `WouldBlock` if nothing.
+    pub(crate) fn try_write(&mut self, out: &[u8]) -> io::Result<usize> {
+        match self {
+            Writer::Tcp(w) => w.try_write(out),
+            #[cfg(feature = "tls")]
+            Writer::Tls(w) => w.try_write(out),
+        }
+    }
+
+    /// Bytes accepted by a write but not yet handed to the socket: the driver must keep
+    /// writing even with nothing new to send.
+    pub(crate) fn has_unflushed(&self) -> bool {
+        match self {
+            Writer::Tcp(_) => false,
+            #[cfg(feature = "tls")]
+            Writer::Tls(w) => w.has_unflushed(),
+        }
+    }
+}
+
+#[cfg(all(test, feature = "tls"))]
+mod tests {
+    use std::sync::Arc;
+
+    use zookeeper_testkit::{ClientAuth, TlsOptions, ZkServer};
+
+    use super::*;
+    use crate::tls::TlsConfig;
+
+    /// The read-only probes (`isro`) take the session's transport: over TLS against a secure
+    /// port, where plain TCP gets no answer.
+    #[tokio::test]
+    async fn four_letter_words_go_over_the_sessions_transport() {
+        let server = ZkServer::builder()
+            .tls(TlsOptions::new().client_auth(ClientAuth::Need))
+            .start()
+            .await
+            .expect("TLS server");
+        let tls = server.tls().unwrap();
+        let alice = tls.client_identity("alice-probe").unwrap();
+        let secure = HostPort {
+            host: "localhost".into(),
+            port: server.secure_addr().unwrap().port(),
+        };
+        let over_tls = Connector {
+            tls: Some(Arc::new(
+                TlsConfig::with_ca_pem(tls.ca_pem())
+                    .client_cert_pem(alice.cert_pem(), alice.key_pem()),
+            )),
+        };
+        let answer = over_tls.four_letter(secure.clone(), b"isro");
+        let answer = tokio::time::timeout(std::time::Duration::from_secs(10), answer).await;
+        assert_eq!(answer.expect("answered").unwrap(), b"rw");
+
+        // The TLS port waits for a record that never comes: the driver bounds probes the same.
+        let plain = Connector::default().four_letter(secure, b"isro");
+        let plain = tokio::time::timeout(std::time::Duration::from_secs(1), plain).await;
+        assert!(
+            !matches!(&plain, Ok(Ok(a)) if a.starts_with(b"rw")),
+            "a secure port answered plain TCP: {plain:?}"
+        );
+    }
+}
