@@ -6,6 +6,7 @@ mod children;
 mod config;
 mod multi;
 mod node;
+mod parents;
 mod session;
 mod watch;
 
