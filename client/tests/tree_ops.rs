@@ -1,4 +1,4 @@
-//! Create with parents against a real server, races included.
+//! Create with parents and recursive delete against a real server, races included.
 
 mod common;
 
@@ -180,4 +180,126 @@ async fn a_parents_create_inside_multi_is_refused_before_sending() {
         .await
         .unwrap_err();
     assert!(matches!(err.kind(), ErrorKind::InvalidArgument(_)), "{err}");
+}
+
+/// `/t` with `wide` leaves under `/t/wide`, and a chain `depth` deep under `/t/deep`, each
+/// chain node with two leaves.
+async fn build_tree(c: &Client, wide: usize, depth: usize) -> usize {
+    let persistent = CreateOptions::persistent();
+    let mut made = 0;
+    for p in ["/t", "/t/wide", "/t/deep"] {
+        c.create(p, b"", &persistent).await.unwrap();
+        made += 1;
+    }
+    let leaves: Vec<_> = (0..wide)
+        .map(|i| c.create(&format!("/t/wide/{i}"), b"", &persistent))
+        .collect();
+    for leaf in leaves {
+        leaf.await.unwrap();
+        made += 1;
+    }
+    let mut path = "/t/deep".to_owned();
+    for level in 0..depth {
+        for leaf in ["l", "r"] {
+            c.create(&format!("{path}/{leaf}"), b"", &CreateOptions::ephemeral())
+                .await
+                .unwrap();
+            made += 1;
+        }
+        path = format!("{path}/{level}");
+        c.create(&path, b"", &persistent).await.unwrap();
+        made += 1;
+    }
+    made
+}
+
+#[tokio::test]
+async fn delete_recursive_removes_a_wide_and_deep_tree() {
+    let c = client("delete_tree").await;
+    // More children under one node than one batch, and a chain deeper than a batch is wide.
+    let made = build_tree(&c, 2500, 30).await;
+    assert_eq!(c.delete_recursive("/t").await.unwrap(), made);
+    assert!(c.exists("/t").await.unwrap().is_none());
+    // Nothing there: nothing to do.
+    assert_eq!(c.delete_recursive("/t").await.unwrap(), 0);
+    // A leaf is a tree of one.
+    c.create("/leaf", b"", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    assert_eq!(c.delete_recursive("/leaf").await.unwrap(), 1);
+}
+
+#[tokio::test]
+async fn delete_recursive_refuses_the_root_and_bad_paths() {
+    let server = zookeeper_testkit::shared_server();
+    let c = Client::connect(&server.connect_string()).await.unwrap();
+    let err = c.delete_recursive("/").await.unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::InvalidArgument(_)), "{err}");
+    let err = c.delete_recursive("no-slash").await.unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::InvalidPath { .. }), "{err}");
+    assert_eq!(err.operation(), Some("delete_recursive"));
+}
+
+#[tokio::test]
+async fn delete_recursive_under_a_chroot_removes_the_chroot_node() {
+    let connect = connect_string("delete_chroot");
+    let c = Client::connect(&connect).await.unwrap();
+    c.create("/a", b"", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    assert_eq!(c.delete_recursive("/").await.unwrap(), 2);
+    let chroot = &connect[connect.find('/').unwrap()..];
+    let root = Client::connect(&zookeeper_testkit::shared_server().connect_string())
+        .await
+        .unwrap();
+    assert!(root.exists(chroot).await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn concurrent_recursive_deletes_share_the_work() {
+    let connect = connect_string("delete_race");
+    let clients = sessions(&connect, 4).await;
+    let made = build_tree(&clients[0], 1500, 10).await;
+    let deletes: Vec<_> = clients.iter().map(|c| c.delete_recursive("/t")).collect();
+    let mut total = 0;
+    for d in deletes {
+        total += within("delete_recursive", d).await.unwrap();
+    }
+    // Every node was deleted exactly once, by one of them.
+    assert_eq!(total, made);
+    assert!(clients[0].exists("/t").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn delete_recursive_outlasts_a_concurrent_creator() {
+    let connect = connect_string("delete_vs_create");
+    let clients = sessions(&connect, 2).await;
+    build_tree(&clients[0], 1200, 5).await;
+    // The creator adds children under nodes of the tree while the delete runs; once the delete
+    // has removed a parent its creates fail, so it can only slow the delete down.
+    let creator = clients[1].clone();
+    let creating = tokio::spawn(async move {
+        let mut added = 0;
+        for i in 0..400 {
+            let parent = if i % 2 == 0 { "/t/wide" } else { "/t/deep/0" };
+            match creator
+                .create(
+                    &format!("{parent}/new{i}"),
+                    b"",
+                    &CreateOptions::persistent(),
+                )
+                .await
+            {
+                Ok(_) => added += 1,
+                Err(e) if e == ErrorKind::NoNode => break,
+                Err(e) => panic!("creator: {e}"),
+            }
+        }
+        added
+    });
+    within("delete_recursive", clients[0].delete_recursive("/t"))
+        .await
+        .unwrap();
+    within("creator", creating).await.unwrap();
+    assert!(clients[0].exists("/t").await.unwrap().is_none());
 }

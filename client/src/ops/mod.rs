@@ -4,6 +4,7 @@
 mod acl;
 mod children;
 mod config;
+mod delete_tree;
 mod multi;
 mod node;
 mod parents;
