@@ -1,0 +1,55 @@
+//! `zk`: browse and edit ZooKeeper from a shell, and run commands under its locks and
+//! elections. `zk --help` lists the commands; exit codes are in `exit.rs`.
+
+mod cli;
+mod commands;
+mod connection;
+mod exit;
+mod interrupt;
+mod output;
+mod supervise;
+mod walk;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    // One line on stderr, never a backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("Error: internal error: {info}");
+    }));
+    let args = cli::normalize(std::env::args_os());
+    let cli = match cli::Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { exit::USAGE } else { 0 });
+        }
+    };
+    // One thread: the command's child is started from it, and on Linux it is killed when the
+    // thread that started it ends (see `supervise`), which must then be the process's end.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("Error: cannot start: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let outcome = runtime.block_on(commands::run(cli));
+    // Reading standard input may still block a thread of the runtime; do not wait for it.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    match outcome {
+        Ok(code) => ExitCode::from(code),
+        Err(failure) => {
+            if let Some(message) = failure.message {
+                eprintln!("Error: {message}");
+            }
+            ExitCode::from(failure.code)
+        }
+    }
+}
