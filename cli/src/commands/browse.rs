@@ -106,9 +106,9 @@ pub async fn get(client: &Client, args: Get, out: &mut Out) -> Outcome {
             ));
         }
         if out.json {
-            out.json(&json!({ "type": event.event_type.to_string(), "path": event.path }))?;
+            out.json(&json!({ "type": event.event_type.name(), "path": event.path }))?;
         } else {
-            out.line(format!("{} {}", event.event_type, event.path))?;
+            out.line(format!("{} {}", event.event_type.name(), event.path))?;
         }
     }
     Ok(0)

@@ -40,9 +40,9 @@ pub async fn watch(client: &Client, args: Watch, out: &mut Out) -> Outcome {
                     return Err(ended(event.state));
                 }
                 if out.json {
-                    out.json(&json!({ "type": event.event_type.to_string(), "path": event.path }))?;
+                    out.json(&json!({ "type": event.event_type.name(), "path": event.path }))?;
                 } else {
-                    out.line(format!("{} {}", event.event_type, event.path))?;
+                    out.line(format!("{} {}", event.event_type.name(), event.path))?;
                 }
                 out.flush()?;
             }
