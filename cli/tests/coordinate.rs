@@ -129,7 +129,10 @@ async fn a_cut_holder_signals_its_command_before_the_next_one_starts() {
     // The command's own stderr comes first (its shell reports the signal); zk's line is last.
     let ours = stderr.lines().last().unwrap_or_default();
     assert!(ours.starts_with("Error: lock /l lost ("), "{stderr}");
-    assert!(ours.ends_with("the command was stopped with SIGUSR1"), "{stderr}");
+    assert!(
+        ours.ends_with("the command was stopped with SIGUSR1"),
+        "{stderr}"
+    );
     let out = bounded("the next holder", next.wait_with_output())
         .await
         .unwrap();

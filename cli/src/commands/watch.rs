@@ -29,6 +29,8 @@ pub async fn watch(client: &Client, args: Watch, out: &mut Out) -> Outcome {
     };
     let mut states = client.state_changes();
     let mut watcher = client.add_watch(&args.path, mode).await?;
+    // From here on no change goes unreported; say so for whoever waits to make changes.
+    eprintln!("zk: watching {}", args.path);
     let mut cut_off = false;
     loop {
         tokio::select! {

@@ -7,7 +7,7 @@ use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdout, Command};
+use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 use zookeeper_testkit::{chroot_for, shared_server};
 use zookeeper_tokio::Client;
 
@@ -96,13 +96,18 @@ pub async fn run(connect: &str, args: &[&str]) -> Run {
 pub struct Running {
     pub child: Child,
     lines: Option<tokio::io::Lines<BufReader<ChildStdout>>>,
+    errors: Option<BufReader<ChildStderr>>,
 }
 
 impl Running {
     pub fn start(mut cmd: Command) -> Running {
         let mut child = cmd.spawn().expect("spawn zk");
         let lines = Some(BufReader::new(child.stdout.take().unwrap()).lines());
-        Running { child, lines }
+        Running {
+            child,
+            lines,
+            errors: None,
+        }
     }
 
     pub async fn line(&mut self) -> String {
@@ -130,7 +135,28 @@ impl Running {
         bounded("zk to exit", self.child.wait()).await.unwrap()
     }
 
+    /// The next line of its stderr (the rest stays readable by [`Running::stderr`]).
+    pub async fn stderr_line(&mut self) -> String {
+        if self.errors.is_none() {
+            self.errors = Some(BufReader::new(self.child.stderr.take().unwrap()));
+        }
+        let mut line = String::new();
+        let reader = self.errors.as_mut().unwrap();
+        bounded("a line on zk's stderr", reader.read_line(&mut line))
+            .await
+            .unwrap();
+        assert!(!line.is_empty(), "zk closed its stderr");
+        line.trim_end().to_owned()
+    }
+
     pub async fn stderr(&mut self) -> String {
+        let mut text = String::new();
+        if let Some(mut err) = self.errors.take() {
+            bounded("zk's stderr", err.read_to_string(&mut text))
+                .await
+                .unwrap();
+            return text;
+        }
         let mut text = String::new();
         if let Some(mut err) = self.child.stderr.take() {
             bounded("zk's stderr", err.read_to_string(&mut text))
