@@ -14,7 +14,8 @@ pub struct Interrupts {
 
 impl Interrupts {
     pub fn catch() -> Result<Interrupts, Failure> {
-        let listen = |kind| signal(kind).map_err(|e| Failure::new(1, format!("signals: {e}")));
+        let listen =
+            |kind| signal(kind).map_err(|e| Failure::new(crate::exit::IO, format!("signals: {e}")));
         Ok(Interrupts {
             int: listen(SignalKind::interrupt())?,
             term: listen(SignalKind::terminate())?,

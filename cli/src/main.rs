@@ -8,6 +8,7 @@ mod exit;
 mod interrupt;
 mod output;
 mod supervise;
+mod trust;
 mod walk;
 
 use std::process::ExitCode;

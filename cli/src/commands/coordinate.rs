@@ -5,9 +5,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use zookeeper_recipes::{
-    Layout, LockGuard, LockState, LockStateChanges, Mutex, ReadWriteLock, Semaphore,
-};
+use zookeeper_recipes::{Layout, LockGuard, Mutex, ReadWriteLock, Semaphore};
 use zookeeper_tokio::Client;
 
 use crate::connection::Connection;
@@ -15,6 +13,7 @@ use crate::exit::{self, Failure, Outcome};
 use crate::interrupt::Interrupts;
 use crate::output::Out;
 use crate::supervise::{self, status_code, stopped_message, End, Supervision};
+use crate::trust::until_untrusted;
 
 /// Whose node names to use, to share the lock with Java or Python peers.
 #[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -102,6 +101,7 @@ pub async fn lock(client: &Client, conn: &Connection, args: Lock, _out: &mut Out
     .await?;
     hold(
         client,
+        "lock",
         &args.path,
         guard,
         None,
@@ -136,6 +136,7 @@ pub async fn rwlock(client: &Client, conn: &Connection, args: Rwlock, _out: &mut
     };
     hold(
         client,
+        "lock",
         &args.path,
         guard,
         None,
@@ -165,6 +166,7 @@ pub async fn semaphore(
     .await?;
     hold(
         client,
+        "lease on",
         &args.path,
         lease,
         None,
@@ -210,8 +212,10 @@ where
 
 /// Runs the command while `guard` is trusted, with the lock's variables and `extra` in its
 /// environment, then releases the lock.
+#[allow(clippy::too_many_arguments)]
 pub async fn hold(
     client: &Client,
+    what: &str,
     path: &str,
     guard: LockGuard,
     extra: Option<(&'static str, String)>,
@@ -231,7 +235,7 @@ pub async fn hold(
     // Bounded: with the connection down the delete goes on in the background, and closing the
     // session (or its expiry) removes the node anyway.
     let _ = tokio::time::timeout(Duration::from_secs(3), guard.release()).await;
-    finish(&format!("lock {path}"), end?)
+    finish(&format!("{what} {path}"), end?)
 }
 
 /// The exit of `zk` for how the command ended.
@@ -252,38 +256,4 @@ pub fn suspend_limit(client: &Client, supervision: &Supervision) -> Duration {
     supervision
         .suspend_limit
         .unwrap_or_else(|| client.session_timeout() / 4)
-}
-
-/// Resolves, with the reason, once the lock is lost or has stayed suspended past `limit`.
-async fn until_untrusted(mut changes: LockStateChanges, limit: Duration) -> String {
-    loop {
-        match changes.next().await {
-            Some(LockState::Held) => {}
-            Some(LockState::Suspended) => {
-                let back = tokio::time::timeout(limit, async {
-                    loop {
-                        match changes.next().await {
-                            Some(LockState::Held) => return None,
-                            Some(LockState::Suspended) => {}
-                            Some(LockState::Lost(reason)) => return Some(format!("{reason:?}")),
-                            None => return Some("released".to_owned()),
-                        }
-                    }
-                })
-                .await;
-                match back {
-                    Ok(None) => {}
-                    Ok(Some(reason)) => return reason,
-                    Err(_) => {
-                        return format!(
-                            "disconnected for longer than {}",
-                            humantime::format_duration(limit)
-                        )
-                    }
-                }
-            }
-            Some(LockState::Lost(reason)) => return format!("{reason:?}"),
-            None => return "released".to_owned(),
-        }
-    }
 }

@@ -9,9 +9,7 @@ use std::time::Duration;
 
 use clap::Args;
 use serde_json::json;
-use zookeeper_recipes::{
-    leader_participants, Layout, LeaderLatch, Leadership, LeadershipChanges, Mutex,
-};
+use zookeeper_recipes::{leader_participants, Layout, LeaderLatch, Leadership, Mutex};
 use zookeeper_tokio::{Client, ErrorKind, EventType, OneshotWatcher};
 
 use crate::commands::coordinate::{acquire, finish, hold, identity, suspend_limit, LayoutArg};
@@ -20,6 +18,7 @@ use crate::exit::{self, Failure, Outcome};
 use crate::interrupt::Interrupts;
 use crate::output::Out;
 use crate::supervise::{self, Supervision};
+use crate::trust::until_untrusted;
 use crate::walk::join;
 
 #[derive(Args, Debug)]
@@ -71,6 +70,7 @@ pub async fn elect(client: &Client, conn: &Connection, args: Elect, out: &mut Ou
         .await?;
         return hold(
             client,
+            "leadership of",
             &args.path,
             guard,
             Some(("ZK_LEADER_ID", id)),
@@ -116,7 +116,7 @@ pub async fn elect(client: &Client, conn: &Connection, args: Elect, out: &mut Ou
         ("ZK_LEADER_ID", id),
     ];
     let limit = suspend_limit(client, &args.supervision);
-    let untrusted = until_not_leader(latch.changes(), limit);
+    let untrusted = until_untrusted(latch.changes(), limit);
     let end = supervise::run(
         &args.command,
         &env,
@@ -137,48 +137,6 @@ fn lost_before(state: Leadership) -> Failure {
             format!("left the election before leading: {reason:?}"),
         ),
         other => Failure::new(exit::ZOOKEEPER, format!("left the election: {other:?}")),
-    }
-}
-
-/// Resolves, with the reason, once we no longer lead or have stayed suspended past `limit`.
-async fn until_not_leader(mut changes: LeadershipChanges, limit: Duration) -> String {
-    loop {
-        match changes.next().await {
-            Some(Leadership::Leader) | Some(Leadership::Starting) => {}
-            Some(Leadership::Suspended) => {
-                let back = tokio::time::timeout(limit, async {
-                    loop {
-                        match changes.next().await {
-                            Some(Leadership::Leader) => return None,
-                            Some(Leadership::Suspended) | Some(Leadership::Starting) => {}
-                            Some(other) => return Some(describe(other)),
-                            None => return Some("closed".to_owned()),
-                        }
-                    }
-                })
-                .await;
-                match back {
-                    Ok(None) => {}
-                    Ok(Some(reason)) => return reason,
-                    Err(_) => {
-                        return format!(
-                            "disconnected for longer than {}",
-                            humantime::format_duration(limit)
-                        )
-                    }
-                }
-            }
-            Some(other) => return describe(other),
-            None => return "closed".to_owned(),
-        }
-    }
-}
-
-fn describe(state: Leadership) -> String {
-    match state {
-        Leadership::Lost(reason) => format!("{reason:?}"),
-        Leadership::Follower => "another participant leads".to_owned(),
-        other => format!("{other:?}"),
     }
 }
 
