@@ -100,10 +100,12 @@ async fn a_cut_holder_signals_its_command_before_the_next_one_starts() {
         log = log.display()
     );
     let mut holder = zk(&cut);
+    // The command is stopped a quarter of the session timeout after the cut; the server
+    // expires the session (and grants the lock) a whole timeout after it: 4.5 s to spare.
     holder
         .args([
             "--session-timeout",
-            "2s",
+            "6s",
             "lock",
             "--signal",
             "USR1",
@@ -319,7 +321,7 @@ async fn readers_and_semaphore_holders_share() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timeouts_usage_and_missing_commands_have_their_codes() {
-    let (connect, _client) = chroot("cli_lock_codes").await;
+    let (connect, client) = chroot("cli_lock_codes").await;
     let dir = scratch("codes");
     let mut holder = zk(&connect);
     holder
@@ -334,6 +336,14 @@ async fn timeouts_usage_and_missing_commands_have_their_codes() {
     .await;
     assert_eq!(late.code, Some(124));
     assert_eq!(late.stderr, "Error: /l: not acquired within 500ms\n");
+    // A waiter interrupted leaves nothing in the queue behind it.
+    let mut waiter = zk(&connect);
+    waiter.args(["lock", "/l", "--", "true"]);
+    let mut waiter = Running::start(waiter);
+    wait_children(&client, "/l", 2).await;
+    waiter.signal(libc::SIGINT);
+    assert_eq!(waiter.wait().await.code(), Some(128 + libc::SIGINT));
+    assert_eq!(client.get_children("/l").await.unwrap().0.len(), 1);
     holder.signal(libc::SIGTERM);
     holder.wait().await;
 

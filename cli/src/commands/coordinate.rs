@@ -5,7 +5,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use zookeeper_recipes::{Layout, LockGuard, Mutex, ReadWriteLock, Semaphore};
+use zookeeper_recipes::{Layout, LockGuard, LockState, Mutex, ReadWriteLock, Semaphore};
 use zookeeper_tokio::Client;
 
 use crate::connection::Connection;
@@ -223,6 +223,12 @@ pub async fn hold(
     supervision: &Supervision,
     interrupts: &mut Interrupts,
 ) -> Outcome {
+    if let LockState::Lost(reason) = guard.state() {
+        return Err(Failure::new(
+            exit::LOST,
+            format!("{what} {path} lost ({reason:?}) before the command started"),
+        ));
+    }
     let mut env = vec![
         ("ZK_LOCK_PATH", path.to_owned()),
         ("ZK_LOCK_NODE", guard.path().to_owned()),
