@@ -24,9 +24,14 @@ fn main() -> ExitCode {
     let args = cli::normalize(std::env::args_os());
     let cli = match cli::Cli::try_parse_from(args) {
         Ok(cli) => cli,
+        Err(e) if e.use_stderr() => {
+            eprintln!("Error: {}", one_line(&e.render().to_string()));
+            return ExitCode::from(exit::USAGE);
+        }
+        // --help, --version.
         Err(e) => {
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { exit::USAGE } else { 0 });
+            return ExitCode::from(0);
         }
     };
     // One thread: the command's child is started from it, and on Linux it is killed when the
@@ -52,5 +57,31 @@ fn main() -> ExitCode {
             }
             ExitCode::from(failure.code)
         }
+    }
+}
+
+/// A usage error of the parser in one line: its message and tips, without the usage block.
+fn one_line(rendered: &str) -> String {
+    let parts: Vec<String> = rendered
+        .split("\n\n")
+        .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|p| !p.is_empty() && !p.starts_with("Usage:") && !p.starts_with("For more"))
+        .collect();
+    let text = parts.join("; ");
+    let text = text.strip_prefix("error: ").unwrap_or(&text);
+    format!("{text} (see 'zk --help')")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn usage_errors_fit_one_line() {
+        let rendered =
+            "error: unrecognized subcommand 'lss'\n\n  tip: a similar subcommand exists: 'ls'\n\n\
+                        Usage: zk [OPTIONS] <COMMAND>\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            super::one_line(rendered),
+            "unrecognized subcommand 'lss'; tip: a similar subcommand exists: 'ls' (see 'zk --help')"
+        );
     }
 }

@@ -299,6 +299,8 @@ async fn errors_are_one_line_with_distinct_codes() {
     ] {
         let r = run(&connect, args).await;
         assert_eq!(r.code, Some(64), "{args:?}: {}", r.stderr);
+        assert!(r.stderr.starts_with("Error: "), "{}", r.stderr);
+        assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
     }
     let help = run(&connect, &["lock", "--help"]).await;
     assert_eq!(help.code, Some(0));
