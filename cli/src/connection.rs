@@ -64,16 +64,7 @@ pub fn duration(text: &str) -> Result<Duration, String> {
 impl Connection {
     /// Opens the session, under `--chroot` if given.
     pub async fn connect(&self) -> Result<Client, Failure> {
-        self.open(self.chroot.as_deref()).await
-    }
-
-    /// Opens the session at the servers' root, whatever `--chroot` says (or the connect string's
-    /// chroot): for the nodes ZooKeeper keeps at `/zookeeper`.
-    pub async fn connect_at_root(&self) -> Result<Client, Failure> {
-        self.open(Some("/")).await
-    }
-
-    async fn open(&self, chroot: Option<&str>) -> Result<Client, Failure> {
+        let chroot = self.chroot.as_deref();
         let mut builder = Client::builder(&self.server)
             .session_timeout(self.session_timeout)
             .connect_timeout(self.connect_timeout);

@@ -2,7 +2,7 @@
 
 use clap::Args;
 use serde_json::{json, Value};
-use zookeeper_tokio::{Acl, Client, EventType};
+use zookeeper_tokio::{Acl, Client, EventType, MemberRole};
 
 use crate::exit::{Failure, Outcome};
 use crate::output::{data_json, stat_json, stat_lines, Out};
@@ -279,32 +279,37 @@ pub async fn count(client: &Client, args: Count, out: &mut Out) -> Outcome {
     Ok(0)
 }
 
-/// Where ZooKeeper keeps the ensemble's dynamic configuration.
-const CONFIG_NODE: &str = "/zookeeper/config";
-
-/// `config`: the client is at the servers' root (see `commands::run`).
+/// `config`: the ensemble's members and version, from `/zookeeper/config` (outside any
+/// chroot).
 pub async fn config(client: &Client, out: &mut Out) -> Outcome {
-    let (data, stat) = client.get_data(CONFIG_NODE).await?;
-    let text = String::from_utf8_lossy(&data);
+    let (config, stat) = client.get_config().await?;
     if out.json {
-        let mut members = serde_json::Map::new();
-        let mut version = Value::Null;
-        for line in text.lines() {
-            match line.split_once('=') {
-                Some(("version", v)) => version = Value::String(v.to_owned()),
-                Some((k, v)) => {
-                    members.insert(k.to_owned(), Value::String(v.to_owned()));
-                }
-                None => {}
-            }
-        }
+        let members: Vec<Value> = config
+            .members
+            .iter()
+            .map(|m| {
+                json!({
+                    "id": m.id,
+                    "quorum": m.quorum.to_addr_string(),
+                    "election": m.election.to_addr_string(),
+                    "role": match m.role {
+                        MemberRole::Participant => "participant",
+                        MemberRole::Observer => "observer",
+                    },
+                    "client": m.client.as_ref().map(|c| c.to_addr_string()),
+                })
+            })
+            .collect();
         out.json(&json!({
             "members": members,
-            "version": version,
+            "version": format!("{:x}", config.version),
             "stat": stat_json(&stat),
         }))?;
     } else {
-        out.data(&data)?;
+        for member in &config.members {
+            out.line(member)?;
+        }
+        out.line(format!("version={:x}", config.version))?;
     }
     Ok(0)
 }

@@ -30,8 +30,6 @@ pub async fn run(cli: Cli) -> Outcome {
             out.flush()?;
             return Ok(0);
         }
-        // /zookeeper/config is outside any chroot.
-        Command::Config => connection.connect_at_root().await?,
         _ => connection.connect().await?,
     };
     let timeout = connection.timeout;
