@@ -93,7 +93,7 @@ pub use connect_string::{ConnectString, HostPort, DEFAULT_PORT};
 pub use ensemble_config::{EnsembleConfig, EnsembleMember, MemberRole};
 pub use error::{Error, ErrorKind, Result, TlsCause};
 pub use ops::{MultiOp, MultiResult, ReadOp, ReadResult};
-pub use options::{CreateOptions, MAX_TTL};
+pub use options::{CreateOptions, Parents, MAX_TTL};
 pub use path::validate_path;
 pub use state::{SessionId, SessionState, StateChanges};
 #[cfg(feature = "tls")]

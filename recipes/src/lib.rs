@@ -49,6 +49,7 @@ mod release;
 mod rwlock;
 mod semaphore;
 mod session;
+mod standalone;
 mod transitions;
 
 pub use error::{Error, Result};
@@ -61,6 +62,10 @@ pub use mutex::Mutex;
 pub use naming::Layout;
 pub use rwlock::ReadWriteLock;
 pub use semaphore::{Lease, Semaphore};
+/// The client types a recipe user needs, so that a lock takes one dependency.
+pub use zookeeper_tokio::{
+    Client, ClientBuilder, Error as ClientError, ErrorKind, SessionId, SessionState, StateChanges,
+};
 
 // The workspace README's examples, compiled and run with this crate's doctests (it can reach
 // every crate they use).

@@ -4,8 +4,10 @@
 mod acl;
 mod children;
 mod config;
+mod delete_tree;
 mod multi;
 mod node;
+mod parents;
 mod session;
 mod watch;
 

@@ -12,7 +12,7 @@ use super::node::create_request;
 use super::{named, reply};
 use crate::client::{Call, Client};
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::CreateOptions;
+use crate::options::{CreateOptions, Parents};
 use crate::packet::RawReply;
 use crate::path::Chroot;
 
@@ -93,6 +93,16 @@ impl TransactionOp for MultiOp {
     fn to_wire(&self, chroot: &Chroot) -> Result<zookeeper_jute::MultiOp> {
         use zookeeper_jute::MultiOp as W;
         Ok(match self {
+            MultiOp::Create {
+                path,
+                data,
+                options,
+            } if options.parents != Parents::Fail => {
+                return Err(ErrorKind::InvalidArgument(format!(
+                    "{path}: a create inside a multi cannot create its parents"
+                ))
+                .into())
+            }
             MultiOp::Create {
                 path,
                 data,

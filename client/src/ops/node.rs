@@ -9,6 +9,7 @@ use zookeeper_jute::{
     ExistsResponse, GetDataResponse, OpCode, Request, SetDataRequest, SetDataResponse, Stat,
 };
 
+use super::parents::{CreateReply, MissingParents};
 use super::{at, reply};
 use crate::client::{Call, Client};
 use crate::error::{ErrorKind, Result};
@@ -19,6 +20,11 @@ use crate::watcher::OneshotWatcher;
 impl Client {
     /// Creates a node and returns its actual path (with the sequence suffix for sequential
     /// modes, chroot stripped) and its stat.
+    ///
+    /// With [`CreateOptions::creating_parents`] (or `creating_parent_containers`), a missing
+    /// parent is not an error: every missing ancestor is created first (persistent or
+    /// container nodes with the node's ACL; racing creators of the same ancestors are fine),
+    /// in one more round trip.
     ///
     /// Errors: [`ErrorKind::NodeExists`], [`ErrorKind::NoNode`] (no parent),
     /// [`ErrorKind::NoChildrenForEphemerals`], [`ErrorKind::InvalidAcl`], [`ErrorKind::NoAuth`],
@@ -33,10 +39,13 @@ impl Client {
     ) -> impl Future<Output = Result<(String, Stat)>> + Send + 'static {
         let call = self.create_call(path, data, options);
         let chroot = self.chroot_ref().clone();
-        reply(call, at("create", path), move |reply| {
+        let first = reply(call, at("create", path), move |reply| {
             let response = Create2Response::decode(&mut reply?.body)?;
             Ok((chroot.strip(&response.path), response.stat))
-        })
+        });
+        // Parents are made only once the node turned out to need them: when they exist, a
+        // create with parents costs what a plain one does.
+        CreateReply::new(first, MissingParents::new(self, path, data, options))
     }
 
     fn create_call(&self, path: &str, data: &[u8], options: &CreateOptions) -> Result<Call> {
