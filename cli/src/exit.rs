@@ -6,9 +6,10 @@
 //! | 1–63 | the command's own status, when it ran |
 //! | 64 | bad usage: unknown command or flag, missing argument, invalid path or value |
 //! | 65 | a ZooKeeper request failed: no such node, version mismatch, not authorised, ... |
-//! | 69 | connection failure: no server answered in time, the session expired, authentication failed |
+//! | 69 | connection failure: no server answered in time, the session expired |
 //! | 74 | reading the data (`-`: standard input) or writing the output failed |
 //! | 75 | the lock or leadership was lost while the command ran (the command was stopped) |
+//! | 77 | credentials refused: a SASL login or `--auth` identity refused, or TLS failed (server certificate not trusted or not valid for the host, client certificate required or refused) |
 //! | 124 | `--timeout` passed: the lock was not acquired, or the request did not finish |
 //! | 126 | the command could not be executed (permission denied) |
 //! | 127 | the command was not found |
@@ -16,7 +17,7 @@
 
 use std::fmt;
 
-use zookeeper_tokio::{Error as ClientError, ErrorKind};
+use zookeeper_tokio::{Error as ClientError, ErrorKind, TlsCause};
 
 /// Bad usage (`EX_USAGE` of `sysexits.h`).
 pub const USAGE: u8 = 64;
@@ -28,6 +29,9 @@ pub const CONNECTION: u8 = 69;
 pub const IO: u8 = 74;
 /// The lock or leadership was lost while the command ran (`EX_TEMPFAIL`: try again).
 pub const LOST: u8 = 75;
+/// The server refused our credentials, or TLS failed on certificates (`EX_NOPERM`): unlike
+/// [`CONNECTION`], trying again does not help until the credentials or certificates change.
+pub const AUTH: u8 = 77;
 /// `--timeout` passed (as `timeout(1)` exits).
 pub const TIMEOUT: u8 = 124;
 /// The command exists but could not be executed (as shells exit).
@@ -75,8 +79,14 @@ pub fn code_of(kind: &ErrorKind) -> u8 {
         ErrorKind::Connect(_)
         | ErrorKind::ConnectionLoss
         | ErrorKind::SessionExpired
-        | ErrorKind::Closed
-        | ErrorKind::AuthFailed => CONNECTION,
+        | ErrorKind::Closed => CONNECTION,
+        ErrorKind::AuthFailed => AUTH,
+        // Certificate or key files that cannot be read or used: a value given wrong.
+        ErrorKind::Tls {
+            cause: TlsCause::Configuration,
+            ..
+        } => USAGE,
+        ErrorKind::Tls { .. } => AUTH,
         ErrorKind::Timeout => TIMEOUT,
         ErrorKind::InvalidPath { .. }
         | ErrorKind::InvalidArgument(_)
@@ -126,15 +136,24 @@ mod tests {
             CONNECTION,
             IO,
             LOST,
+            AUTH,
             TIMEOUT,
             CANNOT_EXECUTE,
             NOT_FOUND,
         ];
         codes.sort();
         codes.dedup();
-        assert_eq!(codes.len(), 8);
+        assert_eq!(codes.len(), 9);
         assert_eq!(signalled(15), 143);
         assert_eq!(code_of(&ErrorKind::NoNode), ZOOKEEPER);
         assert_eq!(code_of(&ErrorKind::SessionExpired), CONNECTION);
+        assert_eq!(code_of(&ErrorKind::AuthFailed), AUTH);
+        let tls = |cause| ErrorKind::Tls {
+            cause,
+            message: String::new(),
+        };
+        assert_eq!(code_of(&tls(TlsCause::UntrustedServer)), AUTH);
+        assert_eq!(code_of(&tls(TlsCause::ClientCertificateRequired)), AUTH);
+        assert_eq!(code_of(&tls(TlsCause::Configuration)), USAGE);
     }
 }
