@@ -12,17 +12,21 @@ use crate::connection::Connection;
     version,
     propagate_version = true,
     after_help = "Examples:\n  zk --server zk1:2181,zk2:2181 ls -R /app\n  zk get /app/config > config.bin\n  \
-                  zk lock /locks/deploy -- ./deploy.sh\n\n\
+                  zk lock /locks/deploy -- ./deploy.sh\n  \
+                  zk --server zk1:2281 --tls --tls-ca ca.pem --tls-cert me.pem --tls-key me.key ls /\n  \
+                  ZK_SASL_PASSWORD=secret zk --sasl-digest bob get /app/config\n\n\
                   Exit codes: 64 bad usage, 65 ZooKeeper error, 69 connection failure, 74 I/O error,\n  \
-                  75 lock lost, 124 timeout; lock, rwlock, semaphore and elect exit with the command's status."
+                  75 lock lost, 77 credentials or certificates refused, 124 timeout; lock, rwlock,\n  \
+                  semaphore and elect exit with the command's status."
 )]
 pub struct Cli {
-    #[command(flatten)]
-    pub connection: Connection,
-
     /// Print JSON: one document, or one per line for streams.
     #[arg(long, global = true)]
     pub json: bool,
+
+    // Last: it ends with headed groups (TLS, SASL) that would take in the flags after it.
+    #[command(flatten)]
+    pub connection: Connection,
 
     #[command(subcommand)]
     pub command: Command,

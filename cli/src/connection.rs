@@ -3,9 +3,11 @@
 use std::time::Duration;
 
 use clap::Args;
-use zookeeper_tokio::Client;
+use zookeeper_tokio::{Client, ErrorKind};
 
 use crate::exit::Failure;
+use crate::sasl::SaslFlags;
+use crate::tls::{self, TlsFlags};
 
 /// Where and how to connect.
 #[derive(Args, Debug, Clone)]
@@ -49,6 +51,12 @@ pub struct Connection {
     /// the wait to acquire; for other commands the whole command.
     #[arg(long, global = true, value_parser = duration, value_name = "DURATION")]
     pub timeout: Option<Duration>,
+
+    #[command(flatten)]
+    pub tls: TlsFlags,
+
+    #[command(flatten)]
+    pub sasl: SaslFlags,
 }
 
 /// A duration such as `10s`, `500ms`, `2m` or `1h 30m`; a bare number is seconds.
@@ -77,7 +85,29 @@ impl Connection {
             };
             builder = builder.digest_auth(user, password);
         }
-        Ok(builder.connect().await?)
+        let builder = self.sasl.apply(self.tls.apply(builder)?)?;
+        builder.connect().await.map_err(|e| self.explain(e))
+    }
+
+    /// The failure for a session that could not be opened, saying what to check.
+    fn explain(&self, e: zookeeper_tokio::Error) -> Failure {
+        let extra = match e.kind() {
+            ErrorKind::AuthFailed => {
+                let refused = match (self.sasl.describe(), &self.auth) {
+                    (Some(login), _) => login,
+                    (None, Some(_)) => "the identity of --auth (ZK_AUTH)".to_owned(),
+                    (None, None) => "the connection's credentials".to_owned(),
+                };
+                Some(format!("the server refused {refused}"))
+            }
+            kind => tls::hint(kind, &self.tls).map(str::to_owned),
+        };
+        let mut failure = Failure::from(e);
+        if let (Some(extra), Some(message)) = (extra, failure.message.as_mut()) {
+            message.push_str("; ");
+            message.push_str(&extra);
+        }
+        failure
     }
 }
 

@@ -7,7 +7,9 @@ mod connection;
 mod exit;
 mod interrupt;
 mod output;
+mod sasl;
 mod supervise;
+mod tls;
 mod trust;
 mod walk;
 
