@@ -159,10 +159,13 @@ pub fn hint(kind: &ErrorKind, tls: &TlsFlags) -> Option<&'static str> {
                 Some("connect by a name the server's certificate carries")
             }
             TlsCause::ClientCertificateRequired => Some("give one with --tls-cert and --tls-key"),
+            TlsCause::ClientCertificateRefused => {
+                Some("is --tls-cert issued by an authority the servers trust?")
+            }
             _ => None,
         },
         ErrorKind::Connect(_) if tls.enabled => {
-            Some("with --tls, --server must name the servers' secureClientPort")
+            Some("--tls needs the servers' secureClientPort in --server")
         }
         _ => None,
     }

@@ -28,11 +28,29 @@ pub async fn chroot(test: &str) -> (String, Client) {
     (connect, client)
 }
 
+/// The variables `zk` reads besides `ZK_SERVER`: a test sets those it means.
+const SETTINGS: &[&str] = &[
+    "ZK_AUTH",
+    "ZK_TLS",
+    "ZK_TLS_CA",
+    "ZK_TLS_CERT",
+    "ZK_TLS_KEY",
+    "ZK_TLS_NO_HOSTNAME_VERIFY",
+    "ZK_SASL_USER",
+    "ZK_SASL_PASSWORD",
+    "ZK_SASL_PASSWORD_FILE",
+    "ZK_SASL_GSSAPI",
+    "ZK_SASL_SERVICE",
+    "ZK_SASL_HOST",
+];
+
 /// `zk` with `--server` set to `connect` (and nothing from the caller's environment).
 pub fn zk(connect: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_zk"));
-    cmd.env_remove("ZK_AUTH")
-        .env("ZK_SERVER", connect)
+    for name in SETTINGS {
+        cmd.env_remove(name);
+    }
+    cmd.env("ZK_SERVER", connect)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -49,6 +67,22 @@ pub struct Run {
 }
 
 impl Run {
+    fn of(output: std::process::Output) -> Run {
+        Run {
+            code: output.status.code(),
+            stdout: output.stdout,
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    /// Asserts a failure with `code` and one line on stderr, and returns that line.
+    pub fn failed(&self, code: i32) -> &str {
+        assert_eq!(self.code, Some(code), "stderr: {}", self.stderr);
+        assert_eq!(self.stderr.lines().count(), 1, "{:?}", self.stderr);
+        assert!(self.stderr.starts_with("Error: "), "{:?}", self.stderr);
+        self.stderr.trim_end()
+    }
+
     pub fn text(&self) -> String {
         String::from_utf8(self.stdout.clone()).expect("UTF-8 output")
     }
@@ -81,11 +115,14 @@ pub async fn run_with(connect: &str, args: &[&str], input: Option<&[u8]>) -> Run
     let output = bounded(&format!("zk {args:?}"), child.wait_with_output())
         .await
         .unwrap();
-    Run {
-        code: output.status.code(),
-        stdout: output.stdout,
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+    Run::of(output)
+}
+
+/// Runs a `zk` made by [`zk`] (arguments, environment) to the end.
+pub async fn finish(mut cmd: Command) -> Run {
+    let what = format!("{:?}", cmd.as_std());
+    let output = bounded(&what, cmd.output()).await.unwrap();
+    Run::of(output)
 }
 
 pub async fn run(connect: &str, args: &[&str]) -> Run {
