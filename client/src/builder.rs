@@ -2,7 +2,6 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
 use zookeeper_jute::DEFAULT_MAX_FRAME;
 
 use crate::client::{Client, Inner};
@@ -11,6 +10,7 @@ use crate::driver;
 use crate::error::{ErrorKind, Result};
 use crate::path::{validate_path, Chroot};
 use crate::queue::RequestQueue;
+use crate::secret::Secret;
 use crate::session::{Session, SessionConfig, SET_WATCHES_MAX_BYTES};
 use crate::state::{SessionId, SessionState, StatePublisher};
 
@@ -28,14 +28,14 @@ pub struct ClientBuilder {
     attempt_timeout: Option<Duration>,
     chroot: Option<String>,
     read_only: bool,
-    auth: Vec<(String, Bytes)>,
+    auth: Vec<(String, Secret)>,
     request_timeout: Option<Duration>,
     fail_fast: bool,
     max_outstanding: usize,
     max_frame: usize,
     max_incoming_frame: usize,
     set_watches_max_bytes: usize,
-    resume: Option<(i64, Bytes)>,
+    resume: Option<(i64, Secret)>,
 }
 
 impl ClientBuilder {
@@ -105,8 +105,7 @@ impl ClientBuilder {
 
     /// Authenticate with any scheme on every connection.
     pub fn auth(mut self, scheme: &str, auth: &[u8]) -> Self {
-        self.auth
-            .push((scheme.to_owned(), Bytes::copy_from_slice(auth)));
+        self.auth.push((scheme.to_owned(), Secret::copy_from(auth)));
         self
     }
 
@@ -142,7 +141,7 @@ impl ClientBuilder {
     /// [`Client::session_password`]) instead of creating one. If it has expired, `connect`
     /// fails with [`ErrorKind::SessionExpired`].
     pub fn session(mut self, id: SessionId, password: &[u8]) -> Self {
-        self.resume = Some((id.0, Bytes::copy_from_slice(password)));
+        self.resume = Some((id.0, Secret::copy_from(password)));
         self
     }
 

@@ -135,6 +135,7 @@ impl Client {
             .password
             .lock()
             .unwrap_or_else(|e| e.into_inner())
+            .expose()
             .clone()
     }
 

@@ -60,6 +60,7 @@ mod options;
 mod packet;
 mod path;
 mod queue;
+mod secret;
 mod session;
 mod state;
 mod watcher;

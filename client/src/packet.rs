@@ -7,6 +7,7 @@ use tokio::sync::{mpsc, oneshot};
 use zookeeper_jute::{Encode, OpCode, Request, WatcherType};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::secret::Secret;
 use crate::watcher::WatchedEvent;
 
 /// The body of a successful reply (`err == 0`), still encoded: the caller decodes it in its own
@@ -49,11 +50,11 @@ pub(crate) enum PacketKind {
     Request,
     /// An `auth` packet (xid −4, answered out of order); on success the identity is replayed
     /// after every reconnect.
-    Auth { scheme: String, auth: Bytes },
+    Auth { scheme: String, auth: Secret },
 }
 
-/// An encoded request, its reply channel and its side effects.
-#[derive(Debug)]
+/// An encoded request, its reply channel and its side effects. `Debug` shows the frame's
+/// length only: an `auth` frame holds the credential.
 pub(crate) struct Packet {
     /// The whole frame, length prefix included; the xid at bytes 4..8 is set when it is sent.
     pub frame: Bytes,
@@ -61,6 +62,17 @@ pub(crate) struct Packet {
     pub kind: PacketKind,
     pub watch: Option<WatchRegistration>,
     pub reply: ReplyTx,
+}
+
+impl std::fmt::Debug for Packet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Packet")
+            .field("frame_len", &self.frame.len())
+            .field("opcode", &self.opcode)
+            .field("kind", &self.kind)
+            .field("watch", &self.watch)
+            .finish()
+    }
 }
 
 impl Packet {

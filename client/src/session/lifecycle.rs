@@ -12,6 +12,7 @@ use super::pending::{Pending, PendingAuth};
 use super::{Action, Phase, Probe, Session, PROBE_MIN};
 use crate::connect_string::HostPort;
 use crate::error::ErrorKind;
+use crate::secret::Secret;
 use crate::state::SessionState;
 
 impl Session {
@@ -134,7 +135,7 @@ impl Session {
             );
         }
         self.session_id = response.session_id;
-        self.passwd = response.passwd;
+        self.passwd = Secret::new(response.passwd);
         self.negotiated = Some(Duration::from_millis(response.timeout as u64));
         self.read_only_conn = response.read_only == Some(true);
         if self.read_only_conn {

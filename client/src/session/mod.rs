@@ -16,7 +16,7 @@ mod handshake;
 pub(crate) mod hosts;
 mod learn;
 mod lifecycle;
-mod pending;
+pub(crate) mod pending;
 mod replies;
 mod watch_memo;
 pub(crate) mod watches;
@@ -36,6 +36,7 @@ use crate::connect_string::HostPort;
 use crate::error::{Error, ErrorKind};
 use crate::packet::{Packet, PacketKind};
 use crate::path::Chroot;
+use crate::secret::Secret;
 use crate::state::{SessionState, StatePublisher};
 
 use hosts::{HostRing, Rng};
@@ -70,11 +71,11 @@ pub(crate) struct SessionConfig {
     /// Bytes of paths per `setWatches` frame.
     pub set_watches_max_bytes: usize,
     /// Identities to authenticate with on every connection (`digest` and the like).
-    pub auth: Vec<(String, Bytes)>,
+    pub auth: Vec<(String, Secret)>,
     /// Seed for host shuffling and backoff jitter.
     pub seed: u64,
     /// A session to resume instead of creating one: id and password.
-    pub resume: Option<(i64, Bytes)>,
+    pub resume: Option<(i64, Secret)>,
 }
 
 /// What the driver must do with the connection.
@@ -132,7 +133,7 @@ pub(crate) struct Session {
     rng: Rng,
 
     session_id: i64,
-    passwd: Bytes,
+    passwd: Secret,
     negotiated: Option<Duration>,
     read_only_conn: bool,
     /// A read-write server accepted this session: its id is global and may be resumed
@@ -151,7 +152,7 @@ pub(crate) struct Session {
     unsent: Unsent,
     watches: WatchRegistry,
     /// Identities that authenticated, replayed after every reconnect.
-    auths: Vec<(String, Bytes)>,
+    auths: Vec<(String, Secret)>,
 
     out: BytesMut,
     actions: VecDeque<Action>,
@@ -176,7 +177,7 @@ impl Session {
         let mut rng = Rng::new(cfg.seed);
         let hosts = HostRing::new(cfg.hosts.clone(), &mut rng);
         let seen_rw = cfg.resume.is_some();
-        let (session_id, passwd) = cfg.resume.clone().unwrap_or((0, Bytes::new()));
+        let (session_id, passwd) = cfg.resume.clone().unwrap_or_default();
         let mut session = Session {
             auths: cfg.auth.clone(),
             cfg,

@@ -56,7 +56,7 @@ fn close_while_disconnected_ends_at_once_and_fails_waiting_requests() {
 #[test]
 fn resume_handshake_replays_auth_then_watches_then_waiting_requests() {
     let mut cfg = config(2);
-    cfg.auth = vec![("digest".into(), Bytes::from_static(b"u:p"))];
+    cfg.auth = vec![("digest".into(), Secret::copy_from(b"u:p"))];
     let mut h = Harness::new(cfg);
     h.establish(0x77, 3000);
     assert_eq!(
@@ -280,7 +280,7 @@ fn abandoned_requests_are_never_sent() {
 #[test]
 fn auth_failure_is_terminal() {
     let mut cfg = config(1);
-    cfg.auth = vec![("bogus".into(), Bytes::from_static(b"x"))];
+    cfg.auth = vec![("bogus".into(), Secret::copy_from(b"x"))];
     let mut h = Harness::new(cfg);
     h.establish(3, 3000);
     h.xids();

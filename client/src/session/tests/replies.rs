@@ -147,7 +147,7 @@ fn auth_reply_may_overtake_earlier_replies() {
             opcode,
             kind: PacketKind::Auth {
                 scheme: "digest".into(),
-                auth: Bytes::from_static(b"u:p"),
+                auth: Secret::copy_from(b"u:p"),
             },
             watch: None,
             reply: tx,
