@@ -71,7 +71,7 @@ pub use connect_string::{ConnectString, HostPort, DEFAULT_PORT};
 pub use error::{Error, ErrorKind, Result};
 pub use ops::{MultiOp, MultiResult, ReadOp, ReadResult};
 pub use options::{CreateOptions, MAX_TTL};
-pub use path::validate_path;
+pub use path::{validate_create_path, validate_path};
 pub use state::{SessionId, SessionState, StateChanges};
 pub use watcher::{OneshotWatcher, PersistentWatcher, WatchedEvent};
 

@@ -360,6 +360,29 @@ async fn multi_read_results_fail_independently() {
     assert!(matches!(&results[2], ReadResult::Error(e) if *e == ErrorKind::NoNode));
 }
 
+/// A sequential create names the parent with a trailing `/` and gets a child named by its
+/// sequence number alone, as on the server; under a chroot, `/` stays inside the chroot.
+#[tokio::test]
+async fn a_sequential_create_under_a_trailing_slash_makes_a_numbered_child() {
+    let c = client("sequential_slash").await;
+    c.create("/seq", b"", &persistent()).await.unwrap();
+    let sequential = CreateOptions::persistent_sequential();
+    let (path, _) = c.create("/seq/", b"", &sequential).await.unwrap();
+    assert_eq!(path, "/seq/0000000000");
+    let results = c
+        .multi(vec![MultiOp::create("/seq/", b"", &sequential)])
+        .await
+        .unwrap();
+    assert!(
+        matches!(&results[0], MultiResult::Create { path, .. } if path == "/seq/0000000001"),
+        "{results:?}"
+    );
+    let (path, _) = c.create("/", b"", &sequential).await.unwrap();
+    assert_eq!(path, "/0000000001", "the chroot node already has /seq");
+    let (children, _) = c.get_children("/").await.unwrap();
+    assert!(children.contains(&"0000000001".to_string()), "{children:?}");
+}
+
 #[tokio::test]
 async fn bad_input_is_refused_before_sending() {
     let c = client("bad_input").await;
@@ -379,17 +402,6 @@ async fn bad_input_is_refused_before_sending() {
             other => panic!("{path:?}: {other:?}"),
         }
     }
-    let err = c
-        .create("/seq/", b"", &CreateOptions::persistent_sequential())
-        .await
-        .unwrap_err();
-    assert!(matches!(
-        err.kind(),
-        ErrorKind::InvalidPath {
-            reason: "a sequential node's path must not end with '/'",
-            ..
-        }
-    ));
     let too_big = vec![0u8; 1_048_576];
     let err = c.create("/big", &too_big, &persistent()).await.unwrap_err();
     assert!(matches!(err.kind(), ErrorKind::DataTooLarge { .. }));
@@ -461,4 +473,159 @@ async fn request_timeout_fails_with_timeout() {
     );
     proxy.set_latency(Duration::ZERO);
     c.get_data("/").await.unwrap();
+}
+
+/// Every path of the table, through every operation, first as raw bytes to the real server
+/// and then through the client. The client refuses a path before sending only if the server
+/// would refuse it too (`BADARGUMENTS`, or `NONODE` where a path can name no node, such as
+/// the parent of `/p//a`), and never refuses one the server acts on, `/p/q/` for a sequential
+/// create among them. One deliberate difference: the server reads `""` as the root, which the
+/// client refuses as an empty path.
+#[tokio::test]
+async fn paths_are_refused_exactly_when_the_server_refuses_them() {
+    use zookeeper_jute::{
+        CreateRequest, DeleteRequest, ExistsRequest, GetChildren2Request, GetDataRequest, Request,
+        SetDataRequest,
+    };
+
+    let server = zookeeper_testkit::shared_server();
+    let base = zookeeper_testkit::chroot_for("path_rules");
+    let mut raw = common::raw::RawSession::connect(&server.addr().to_string()).await;
+    let c = within("connect", Client::connect(&server.connect_string()))
+        .await
+        .unwrap();
+    let parent = format!("{base}/p");
+    c.create(&parent, b"", &persistent()).await.unwrap();
+    // The parent of `/p/a/`, `/p/a/.` and the like exists, so that a create of those is
+    // refused for its path and not for a missing parent.
+    c.create(&format!("{parent}/a"), b"", &persistent())
+        .await
+        .unwrap();
+
+    // Names under an existing parent, so that only the path itself can make a create fail.
+    let mut paths: Vec<String> = [
+        "/a",
+        "/a/",
+        "//a",
+        "/a//b",
+        "/.",
+        "/..",
+        "/./a",
+        "/../a",
+        "/a/.",
+        "/a/..",
+        "/...",
+        "/.a",
+        "/a.",
+        "/..a",
+        "/a b",
+        "/a\0",
+        "/a\u{1}",
+        "/a\u{1f}",
+        "/a\u{7f}",
+        "/a\u{80}",
+        "/a\u{9f}",
+        "/a\u{a0}",
+        "/a\u{d7ff}",
+        "/a\u{e000}",
+        "/a\u{f8ff}",
+        "/a\u{f900}",
+        "/a\u{ffef}",
+        "/a\u{fff0}",
+        "/a\u{fffd}",
+        "/a\u{ffff}",
+        "/a\u{1f600}",
+        "/é/ü",
+    ]
+    .iter()
+    .map(|suffix| format!("{parent}{suffix}"))
+    .collect();
+    paths.extend(["".into(), "a".into(), "//".into(), format!("{parent}/")]);
+
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Op {
+        Create,
+        CreateSequential,
+        SetData,
+        Delete,
+        GetData,
+        Exists,
+        GetChildren,
+    }
+    let mut mismatches = vec![];
+    for path in &paths {
+        for op in [
+            Op::Create,
+            Op::CreateSequential,
+            Op::SetData,
+            Op::Delete,
+            Op::GetData,
+            Op::Exists,
+            Op::GetChildren,
+        ] {
+            let create = |flags| {
+                Request::Create2(CreateRequest {
+                    path: path.clone(),
+                    data: Some(Default::default()),
+                    acl: Acl::open_unsafe(),
+                    flags,
+                })
+            };
+            let request = match op {
+                Op::Create => create(0),
+                Op::CreateSequential => create(2),
+                Op::SetData => Request::SetData(SetDataRequest {
+                    path: path.clone(),
+                    data: Some(Default::default()),
+                    version: -1,
+                }),
+                Op::Delete => Request::Delete(DeleteRequest {
+                    path: path.clone(),
+                    version: -1,
+                }),
+                Op::GetData => Request::GetData(GetDataRequest {
+                    path: path.clone(),
+                    watch: false,
+                }),
+                Op::Exists => Request::Exists(ExistsRequest {
+                    path: path.clone(),
+                    watch: false,
+                }),
+                Op::GetChildren => Request::GetChildren2(GetChildren2Request {
+                    path: path.clone(),
+                    watch: false,
+                }),
+            };
+            let server_says = within("raw request", raw.call(&request)).await;
+            let client_says = within("client request", async {
+                match op {
+                    Op::Create => c.create(path, b"", &persistent()).await.map(drop),
+                    Op::CreateSequential => c
+                        .create(path, b"", &CreateOptions::persistent_sequential())
+                        .await
+                        .map(drop),
+                    Op::SetData => c.set_data(path, b"", None).await.map(drop),
+                    Op::Delete => c.delete(path, None).await,
+                    Op::GetData => c.get_data(path).await.map(drop),
+                    Op::Exists => c.exists(path).await.map(drop),
+                    Op::GetChildren => c.get_children(path).await.map(drop),
+                }
+            })
+            .await;
+            let client_refused =
+                matches!(&client_says, Err(e) if matches!(e.kind(), ErrorKind::InvalidPath { .. }));
+            let agrees = if client_refused {
+                matches!(server_says, ErrorCode::BadArguments | ErrorCode::NoNode)
+                    || (path.is_empty() && matches!(op, Op::GetData | Op::Exists | Op::GetChildren))
+            } else {
+                server_says != ErrorCode::BadArguments
+            };
+            if !agrees {
+                mismatches.push(format!(
+                    "{op:?} {path:?}: server {server_says:?}, client {client_says:?}"
+                ));
+            }
+        }
+    }
+    assert!(mismatches.is_empty(), "{mismatches:#?}");
 }
