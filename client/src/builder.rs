@@ -2,12 +2,13 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use zookeeper_jute::DEFAULT_MAX_FRAME;
+use zookeeper_jute::{DEFAULT_MAX_FRAME, PASSWORD_LEN};
 
 use crate::client::{Client, Inner};
 use crate::connect_string::ConnectString;
 use crate::driver;
 use crate::error::{ErrorKind, Result};
+use crate::limits;
 use crate::path::{validate_path, Chroot};
 use crate::queue::RequestQueue;
 use crate::secret::Secret;
@@ -18,6 +19,10 @@ use crate::state::{SessionId, SessionState, StatePublisher};
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default bound on requests queued or in flight.
 pub const DEFAULT_MAX_OUTSTANDING: usize = 16 * 1024;
+/// Default deadline of every request: long enough for the largest listing or the walk behind a
+/// recursive watch over a large subtree, short enough that a server which answers pings but
+/// not requests cannot hold a caller for good.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Builds a [`Client`]. Obtain one with [`Client::builder`].
 #[derive(Debug, Clone)]
@@ -48,7 +53,7 @@ impl ClientBuilder {
             chroot: None,
             read_only: false,
             auth: Vec::new(),
-            request_timeout: None,
+            request_timeout: Some(DEFAULT_REQUEST_TIMEOUT),
             fail_fast: false,
             max_outstanding: DEFAULT_MAX_OUTSTANDING,
             max_frame: DEFAULT_MAX_FRAME,
@@ -58,28 +63,31 @@ impl ClientBuilder {
         }
     }
 
-    /// The session timeout to ask for (default 30 s). The server clamps it to its
-    /// `[minSessionTimeout, maxSessionTimeout]`; [`Client::session_timeout`] gives the result.
+    /// The session timeout to ask for (default 30 s; 1 ms to [`MAX_TIMEOUT`](crate::MAX_TIMEOUT)). The server clamps
+    /// it to its `[minSessionTimeout, maxSessionTimeout]`; [`Client::session_timeout`] gives
+    /// the result.
     pub fn session_timeout(mut self, timeout: Duration) -> Self {
         self.session_timeout = timeout;
         self
     }
 
     /// How long [`ClientBuilder::connect`] waits for the first session (default: the session
-    /// timeout).
+    /// timeout; 1 ms to [`MAX_TIMEOUT`](crate::MAX_TIMEOUT)).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = Some(timeout);
         self
     }
 
     /// How long one connection attempt to one server may take, handshake included (default:
-    /// session timeout divided by the number of servers).
+    /// session timeout divided by the number of servers, at least 100 ms; 1 ms to
+    /// [`MAX_TIMEOUT`](crate::MAX_TIMEOUT)).
     pub fn attempt_timeout(mut self, timeout: Duration) -> Self {
         self.attempt_timeout = Some(timeout);
         self
     }
 
-    /// Work under this path; overrides a chroot in the connect string.
+    /// Work under this path; overrides a chroot in the connect string. It must be a valid path
+    /// that leaves room for paths of its own within [`ClientBuilder::max_frame`].
     pub fn chroot(mut self, chroot: &str) -> Self {
         self.chroot = Some(chroot.to_owned());
         self
@@ -103,15 +111,20 @@ impl ClientBuilder {
         self.auth("digest", format!("{user}:{password}").as_bytes())
     }
 
-    /// Authenticate with any scheme on every connection.
+    /// Authenticate with any scheme on every connection. The scheme must not be empty, and the
+    /// `auth` request must fit within [`ClientBuilder::max_frame`].
     pub fn auth(mut self, scheme: &str, auth: &[u8]) -> Self {
         self.auth.push((scheme.to_owned(), Secret::copy_from(auth)));
         self
     }
 
-    /// A deadline for every request (default none); see [`Client::with_request_timeout`].
-    pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = Some(timeout);
+    /// The deadline of every request, counted from the first poll of its future: past it, the
+    /// call fails with [`ErrorKind::Timeout`] (default [`DEFAULT_REQUEST_TIMEOUT`], 60 s; 1 ms
+    /// to [`MAX_TIMEOUT`](crate::MAX_TIMEOUT)). `None` turns it off: a call then waits as long as the session
+    /// lives, however long a server takes to answer. [`Client::with_request_timeout`] gives a
+    /// handle with another deadline.
+    pub fn request_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.request_timeout = timeout.into();
         self
     }
 
@@ -124,52 +137,84 @@ impl ClientBuilder {
         self
     }
 
-    /// Requests queued or in flight at once (default 16384); calls beyond it wait.
+    /// Requests queued or in flight at once (default 16384, at least 1); calls beyond it wait.
     pub fn max_outstanding(mut self, n: usize) -> Self {
-        self.max_outstanding = n.max(1);
+        self.max_outstanding = n;
         self
     }
 
-    /// The largest request frame sent (default 1,048,575 bytes, the server's `jute.maxbuffer`);
-    /// larger requests fail with [`ErrorKind::DataTooLarge`] before anything is sent.
+    /// The largest request frame sent (default 1,048,575 bytes, the server's `jute.maxbuffer`;
+    /// [`MIN_FRAME_LIMIT`](crate::MIN_FRAME_LIMIT) to [`MAX_FRAME_LIMIT`](crate::MAX_FRAME_LIMIT)); larger requests fail with
+    /// [`ErrorKind::DataTooLarge`] before anything is sent.
     pub fn max_frame(mut self, bytes: usize) -> Self {
         self.max_frame = bytes;
         self
     }
 
     /// Resume an existing session (from [`Client::session_id`] and
-    /// [`Client::session_password`]) instead of creating one. If it has expired, `connect`
-    /// fails with [`ErrorKind::SessionExpired`].
+    /// [`Client::session_password`], which is 16 bytes) instead of creating one. If it has
+    /// expired, `connect` fails with [`ErrorKind::SessionExpired`].
     pub fn session(mut self, id: SessionId, password: &[u8]) -> Self {
         self.resume = Some((id.0, Secret::copy_from(password)));
         self
     }
 
-    /// Bytes of paths per `setWatches` frame when watches are restored after a reconnect.
+    /// Bytes of paths per `setWatches` frame when watches are restored after a reconnect (at
+    /// least 1).
     #[doc(hidden)]
     pub fn set_watches_max_bytes(mut self, bytes: usize) -> Self {
-        self.set_watches_max_bytes = bytes.max(1);
+        self.set_watches_max_bytes = bytes;
         self
     }
 
     /// Starts the session task and waits until a server accepted the session.
     ///
     /// Fails with [`ErrorKind::Connect`] if no server answered within the connect timeout,
-    /// [`ErrorKind::AuthFailed`] if an identity was refused, or
-    /// [`ErrorKind::InvalidConnectString`]. Must be called inside a tokio runtime.
+    /// [`ErrorKind::AuthFailed`] if an identity was refused, and before anything starts with
+    /// [`ErrorKind::InvalidConnectString`], [`ErrorKind::InvalidPath`] (the chroot),
+    /// [`ErrorKind::DataTooLarge`] (an identity too large to send) or
+    /// [`ErrorKind::InvalidArgument`] naming the setting out of range. Must be called inside a
+    /// tokio runtime.
     pub async fn connect(self) -> Result<Client> {
         let parsed = ConnectString::parse(&self.connect_string)?;
+        let max_frame = limits::frame_limit("max_frame", self.max_frame)?;
         let chroot = match self.chroot.as_deref().or(parsed.chroot.as_deref()) {
             Some(c) => {
                 validate_path(c)?;
+                limits::chroot_fits(c, max_frame)?;
                 Chroot::new(Some(c))
             }
             None => Chroot::new(None),
         };
-        if self.session_timeout.is_zero() {
-            return Err(
-                ErrorKind::InvalidArgument("session timeout must not be zero".into()).into(),
-            );
+        let session_timeout = limits::timeout("session timeout", self.session_timeout)?;
+        let connect_timeout = match self.connect_timeout {
+            Some(t) => limits::timeout("connect timeout", t)?,
+            None => session_timeout,
+        };
+        let attempt_timeout = self
+            .attempt_timeout
+            .map(|t| limits::timeout("attempt timeout", t))
+            .transpose()?;
+        let request_timeout = self
+            .request_timeout
+            .map(|t| limits::timeout("request timeout", t))
+            .transpose()?;
+        let max_outstanding = limits::at_least_one("max_outstanding", self.max_outstanding)?;
+        let max_incoming_frame =
+            limits::frame_limit("max_incoming_frame", self.max_incoming_frame)?;
+        let set_watches_max_bytes =
+            limits::at_least_one("set_watches_max_bytes", self.set_watches_max_bytes)?;
+        for (scheme, auth) in &self.auth {
+            limits::auth_fits(scheme, auth.expose().len(), max_frame)?;
+        }
+        if let Some((_, password)) = &self.resume {
+            if password.expose().len() != PASSWORD_LEN {
+                return Err(ErrorKind::InvalidArgument(format!(
+                    "a session password is {PASSWORD_LEN} bytes, not {}",
+                    password.expose().len()
+                ))
+                .into());
+            }
         }
         let seed = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -179,18 +224,18 @@ impl ClientBuilder {
         let cfg = SessionConfig {
             hosts: parsed.hosts,
             chroot: chroot.clone(),
-            session_timeout: self.session_timeout,
-            attempt_timeout: self.attempt_timeout,
+            session_timeout,
+            attempt_timeout,
             read_only: self.read_only,
             fail_fast: self.fail_fast,
-            max_incoming_frame: self.max_incoming_frame,
-            set_watches_max_bytes: self.set_watches_max_bytes,
+            max_incoming_frame,
+            set_watches_max_bytes,
             auth: self.auth,
             seed,
             resume: self.resume,
         };
         let (state_tx, mut state_rx) = StatePublisher::new();
-        let queue = RequestQueue::new(self.max_outstanding);
+        let queue = RequestQueue::new(max_outstanding);
         let info = state_tx.info.clone();
         let session = Session::new(
             cfg,
@@ -205,11 +250,10 @@ impl ClientBuilder {
                 state_rx: state_rx.clone(),
                 publisher: state_tx,
                 chroot,
-                max_frame: self.max_frame,
+                max_frame,
             },
-            self.request_timeout,
+            request_timeout,
         );
-        let connect_timeout = self.connect_timeout.unwrap_or(self.session_timeout);
         let outcome = tokio::time::timeout(connect_timeout, async {
             let state = *state_rx
                 .wait_for(|s| s.is_connected() || s.is_terminal())

@@ -166,8 +166,9 @@ impl Client {
     }
 
     /// A handle to the same session whose requests fail with [`ErrorKind::Timeout`] when no reply
-    /// arrived within `timeout` (`None`: wait as long as the session lives). A request that
-    /// was not yet sent when its deadline passed is never sent.
+    /// arrived within `timeout` of the first poll of their future (`None`: wait as long as the
+    /// session lives; the builder's [`ClientBuilder::request_timeout`] sets the default). A
+    /// request that was not yet sent when its deadline passed is never sent.
     pub fn with_request_timeout(&self, timeout: Option<Duration>) -> Client {
         Client {
             inner: self.inner.clone(),

@@ -55,6 +55,7 @@ mod client;
 mod connect_string;
 mod driver;
 mod error;
+mod limits;
 mod ops;
 mod options;
 mod packet;
@@ -65,10 +66,13 @@ mod session;
 mod state;
 mod watcher;
 
-pub use builder::{ClientBuilder, DEFAULT_MAX_OUTSTANDING, DEFAULT_SESSION_TIMEOUT};
+pub use builder::{
+    ClientBuilder, DEFAULT_MAX_OUTSTANDING, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SESSION_TIMEOUT,
+};
 pub use client::Client;
 pub use connect_string::{ConnectString, HostPort, DEFAULT_PORT};
 pub use error::{Error, ErrorKind, Result};
+pub use limits::{MAX_FRAME_LIMIT, MAX_TIMEOUT, MIN_FRAME_LIMIT};
 pub use ops::{MultiOp, MultiResult, ReadOp, ReadResult};
 pub use options::{CreateOptions, MAX_TTL};
 pub use path::{validate_create_path, validate_path};

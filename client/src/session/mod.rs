@@ -50,7 +50,8 @@ pub(crate) const SET_WATCHES_MAX_BYTES: usize = 128 * 1024;
 /// Frames up to this size are copied out of the read buffer; larger ones are sliced from it.
 const COPY_FRAME_MAX: usize = 4096;
 
-/// Shortest time given to one connection attempt.
+/// Shortest time given to one connection attempt when its timeout is a share of the session
+/// timeout.
 const MIN_ATTEMPT_TIMEOUT: Duration = Duration::from_millis(100);
 
 /// Everything the machine needs to know up front.
@@ -452,11 +453,11 @@ impl Session {
         self.negotiated.unwrap_or(self.cfg.session_timeout)
     }
 
+    /// The configured attempt timeout as given, or a share of the session timeout.
     fn attempt_timeout(&self) -> Duration {
-        self.cfg
-            .attempt_timeout
-            .unwrap_or_else(|| self.timeout() / self.hosts.len().max(1) as u32)
-            .max(MIN_ATTEMPT_TIMEOUT)
+        self.cfg.attempt_timeout.unwrap_or_else(|| {
+            (self.timeout() / self.hosts.len().max(1) as u32).max(MIN_ATTEMPT_TIMEOUT)
+        })
     }
 
     /// Local expiry applies only while no server is connected and a session exists.
