@@ -53,8 +53,8 @@ impl Session {
         self.connection_lost_to(now, reason, None)
     }
 
-    /// Drops the connection, fails what was in flight, and reconnects at once: to `to`, or to
-    /// the next server.
+    /// Drops the connection, fails what was in flight, and reconnects: to `to` at once, or to
+    /// the next server, at once unless the connection was short-lived (see `hosts`).
     pub(super) fn connection_lost_to(&mut self, now: Instant, reason: &str, to: Option<HostPort>) {
         warn!(reason, "connection lost");
         self.drop_connection();
@@ -68,10 +68,21 @@ impl Session {
                 packet.fail(ErrorKind::ConnectionLoss.into());
             }
         }
-        // The next server at once; backoff starts only when a whole round fails.
         match to {
             Some(host) => self.start_attempt_to(host, now),
-            None => self.start_attempt(now),
+            // At once after a healthy connection; after one that did not last, a pause.
+            None => {
+                let delay = self.hosts.lost(now, &mut self.rng);
+                if delay.is_zero() {
+                    self.start_attempt(now);
+                } else {
+                    debug!(
+                        ?delay,
+                        "the connection did not last: pausing before the next"
+                    );
+                    self.phase = Phase::Backoff { until: now + delay };
+                }
+            }
         }
     }
 
@@ -150,7 +161,7 @@ impl Session {
             self.seen_rw = true;
         }
         self.last_heard = Some(now);
-        self.hosts.connected();
+        self.hosts.connected(now);
         self.state_tx.info.record(
             self.session_id,
             Duration::from_millis(response.timeout as u64),

@@ -7,5 +7,7 @@
 mod common;
 
 mod builder;
+mod meter;
 mod server;
 mod silence;
+mod storm;

@@ -136,7 +136,12 @@ impl Harness {
     }
 
     fn handshake(&mut self, session_id: i64, timeout_ms: i32, read_only: bool) -> ConnectRequest {
-        let actions = self.actions();
+        let mut actions = self.actions();
+        if !matches!(actions.last(), Some(Action::Connect(_))) {
+            // A connection that did not last is followed by a pause: wait it out.
+            self.wait_for_attempt();
+            actions = self.actions();
+        }
         assert!(
             matches!(actions.last(), Some(Action::Connect(_))),
             "{actions:?}"
@@ -158,6 +163,15 @@ impl Harness {
         .encode(&mut payload);
         self.feed(payload);
         request
+    }
+
+    /// Advances the clock through a pause between attempts, to the next connection attempt.
+    fn wait_for_attempt(&mut self) {
+        if let Phase::Backoff { until } = self.s.phase {
+            let pause = until - self.now;
+            assert!(pause <= hosts::BACKOFF_MAX, "{pause:?}");
+            self.advance(pause);
+        }
     }
 
     fn reply(&mut self, xid: i32, zxid: i64, err: ErrorCode, body: &[u8]) {

@@ -231,6 +231,8 @@ fn server_behind_is_skipped_for_the_next() {
     let _r = h.get_data("/a");
     h.xids();
     h.reply(1, 100, ErrorCode::Ok, &[]);
+    // A connection that lasted: the next server is tried at once.
+    h.advance(hosts::HEALTHY_AFTER);
     h.s.on_disconnected(h.now, "eof");
     let Some(Action::Connect(first)) = h.actions().pop() else {
         panic!()
