@@ -19,6 +19,13 @@ use crate::state::{SessionId, SessionState, StatePublisher};
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default bound on requests queued or in flight.
 pub const DEFAULT_MAX_OUTSTANDING: usize = 16 * 1024;
+/// Default largest reply the client reads, 1,048,659 bytes: what the server sends at most about
+/// one node. ZooKeeper (3.8 checked) bounds what it receives by `jute.maxbuffer` (1,048,575
+/// bytes by default) and checks nothing it sends, so the largest reply about one node is the
+/// largest data a request could write, with a reply header (16 bytes) and a stat (68 bytes)
+/// around it. Listings of many children and `multi_read` results have no bound on the server;
+/// a larger reply fails its own request with [`ErrorKind::ReplyTooLarge`].
+pub const DEFAULT_MAX_INCOMING_FRAME: usize = DEFAULT_MAX_FRAME + 16 + 68;
 /// Default deadline of every request: long enough for the largest listing or the walk behind a
 /// recursive watch over a large subtree, short enough that a server which answers pings but
 /// not requests cannot hold a caller for good.
@@ -57,7 +64,7 @@ impl ClientBuilder {
             fail_fast: false,
             max_outstanding: DEFAULT_MAX_OUTSTANDING,
             max_frame: DEFAULT_MAX_FRAME,
-            max_incoming_frame: 4 * DEFAULT_MAX_FRAME,
+            max_incoming_frame: DEFAULT_MAX_INCOMING_FRAME,
             set_watches_max_bytes: SET_WATCHES_MAX_BYTES,
             resume: None,
         }
@@ -148,6 +155,18 @@ impl ClientBuilder {
     /// [`ErrorKind::DataTooLarge`] before anything is sent.
     pub fn max_frame(mut self, bytes: usize) -> Self {
         self.max_frame = bytes;
+        self
+    }
+
+    /// The largest reply read (default [`DEFAULT_MAX_INCOMING_FRAME`];
+    /// [`MIN_FRAME_LIMIT`](crate::MIN_FRAME_LIMIT) to
+    /// [`MAX_FRAME_LIMIT`](crate::MAX_FRAME_LIMIT)). A larger reply is skipped as it arrives,
+    /// never buffered, and fails only its own request, with [`ErrorKind::ReplyTooLarge`]; the
+    /// connection and every other request carry on. A recursive watch whose subtree holds a
+    /// listing over the limit fails `add_watch` the same way. Raise it to read larger listings
+    /// (a child costs its name's length plus 4 bytes); each read buffers at most this much.
+    pub fn max_incoming_frame(mut self, bytes: usize) -> Self {
+        self.max_incoming_frame = bytes;
         self
     }
 

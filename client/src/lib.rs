@@ -67,7 +67,8 @@ mod state;
 mod watcher;
 
 pub use builder::{
-    ClientBuilder, DEFAULT_MAX_OUTSTANDING, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SESSION_TIMEOUT,
+    ClientBuilder, DEFAULT_MAX_INCOMING_FRAME, DEFAULT_MAX_OUTSTANDING, DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_SESSION_TIMEOUT,
 };
 pub use client::Client;
 pub use connect_string::{ConnectString, HostPort, DEFAULT_PORT};

@@ -29,6 +29,13 @@ impl Client {
     /// every reconnect and the subtree's paths in memory; and before 3.9, whose notifications
     /// carry the zxid of the change, each node created under a persistent watch is read once,
     /// so that its deletion and creation again while cut off are not mistaken for no change.
+    ///
+    /// If a listing of the subtree is larger than the incoming limit
+    /// ([`ClientBuilder::max_incoming_frame`](crate::ClientBuilder::max_incoming_frame)), the
+    /// call fails with [`ErrorKind::ReplyTooLarge`]; the watch the server set stays until the
+    /// session ends, and the client drops its events. A listing that outgrows the limit later
+    /// is left out of the reads after a reconnect: changes below it made while cut off are not
+    /// reported.
     pub fn add_watch(
         &self,
         path: &str,

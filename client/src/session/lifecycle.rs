@@ -24,6 +24,7 @@ impl Session {
     pub(super) fn start_attempt_to(&mut self, host: HostPort, now: Instant) {
         debug!(host = %host.to_addr_string(), "connecting");
         self.epoch += 1;
+        self.skip = 0;
         self.out.clear();
         self.current_host = Some(host.clone());
         self.actions.push_back(Action::Connect(host));
@@ -35,6 +36,7 @@ impl Session {
     pub(super) fn drop_connection(&mut self) {
         self.probe = None;
         self.epoch += 1;
+        self.skip = 0;
         self.out.clear();
         self.actions.push_back(Action::Disconnect);
     }

@@ -50,6 +50,9 @@ pub(crate) const SET_WATCHES_MAX_BYTES: usize = 128 * 1024;
 /// Frames up to this size are copied out of the read buffer; larger ones are sliced from it.
 const COPY_FRAME_MAX: usize = 4096;
 
+/// Bytes of a `ReplyHeader`: xid, zxid, err.
+const REPLY_HEADER_LEN: usize = 16;
+
 /// Shortest time given to one connection attempt when its timeout is a share of the session
 /// timeout.
 const MIN_ATTEMPT_TIMEOUT: Duration = Duration::from_millis(100);
@@ -171,6 +174,9 @@ pub(crate) struct Session {
     /// Auth replays of this connection still unanswered: the state turns connected only once
     /// every identity is back in place.
     auth_replays: usize,
+    /// Bytes of a frame over the incoming limit still to be read and dropped: such a frame is
+    /// counted through, never buffered.
+    skip: usize,
 }
 
 impl Session {
@@ -210,6 +216,7 @@ impl Session {
             close_waiters: Vec::new(),
             epoch: 0,
             auth_replays: 0,
+            skip: 0,
         };
         session.start_attempt(now);
         session
@@ -335,20 +342,52 @@ impl Session {
     pub fn on_bytes(&mut self, buf: &mut BytesMut, now: Instant) {
         let epoch = self.epoch;
         loop {
+            if self.skip > 0 {
+                let n = self.skip.min(buf.len());
+                buf.advance(n);
+                self.skip -= n;
+                if n > 0 {
+                    self.last_recv = now;
+                }
+                if self.skip > 0 {
+                    return;
+                }
+            }
             if buf.len() < 4 {
                 return;
             }
             let len = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
-            if len < 0 || len as usize > self.cfg.max_incoming_frame {
+            if len < 0 {
                 buf.clear();
-                let reason = format!(
-                    "frame length {len} outside 0..={}",
-                    self.cfg.max_incoming_frame
-                );
-                self.protocol_error(now, &reason);
-                return;
+                return self.protocol_error(now, &format!("negative frame length {len}"));
             }
             let len = len as usize;
+            if len > self.cfg.max_incoming_frame {
+                // Only its header is read: enough to fail the request it answers.
+                if !matches!(self.phase, Phase::Connected | Phase::Closing { .. })
+                    || len < REPLY_HEADER_LEN
+                {
+                    buf.clear();
+                    let reason = format!(
+                        "frame length {len} outside 0..={}",
+                        self.cfg.max_incoming_frame
+                    );
+                    return self.protocol_error(now, &reason);
+                }
+                if buf.len() < 4 + REPLY_HEADER_LEN {
+                    return;
+                }
+                let mut header = buf.split_to(4 + REPLY_HEADER_LEN).freeze();
+                header.advance(4);
+                self.skip = len - REPLY_HEADER_LEN;
+                self.last_recv = now;
+                self.on_oversized_reply(header, len, now);
+                if self.epoch != epoch {
+                    buf.clear();
+                    return;
+                }
+                continue;
+            }
             if buf.len() < 4 + len {
                 buf.reserve(4 + len - buf.len());
                 return;

@@ -43,6 +43,53 @@ impl Session {
         }
     }
 
+    /// The header of a reply over the incoming limit, whose `size`-byte body is being skipped:
+    /// the request it answers fails with `ReplyTooLarge`, and nothing else does.
+    pub(super) fn on_oversized_reply(&mut self, mut header: Bytes, size: usize, now: Instant) {
+        let max = self.cfg.max_incoming_frame;
+        let header = match ReplyHeader::decode(&mut header) {
+            Ok(h) => h,
+            Err(e) => return self.protocol_error(now, &e.to_string()),
+        };
+        if header.xid == xid::NOTIFICATION {
+            // No path fits a frame that large unless the limit was set very low: the event
+            // cannot be read, so it cannot be delivered.
+            warn!(size, max, "notification over the incoming limit dropped");
+            return;
+        }
+        let front = self.pending.requests.front().map(Pending::xid);
+        if header.xid <= 0 || front != Some(header.xid) {
+            let reason = format!(
+                "reply xid {} of {size} bytes matches no pending request",
+                header.xid
+            );
+            return self.protocol_error(now, &reason);
+        }
+        let entry = self
+            .pending
+            .requests
+            .pop_front()
+            .expect("front checked above");
+        if header.zxid > self.last_zxid {
+            self.last_zxid = header.zxid;
+        }
+        warn!(
+            xid = header.xid,
+            size, max, "reply over the incoming limit skipped"
+        );
+        let err: Error = ErrorKind::ReplyTooLarge { size, max }.into();
+        match entry {
+            Pending::User { reply, .. } => {
+                self.completed += 1;
+                let _ = reply.send(Err(err));
+            }
+            Pending::Learn { read, .. } => self.on_learn_too_large(read, err),
+            Pending::SetWatches { .. } | Pending::Close { .. } => {
+                self.protocol_error(now, "a reply without a body over the incoming limit")
+            }
+        }
+    }
+
     pub(super) fn on_auth_reply(&mut self, header: ReplyHeader, now: Instant) {
         let Some(auth) = self.pending.auths.pop_front() else {
             return self.protocol_error(now, "auth reply with no auth pending");

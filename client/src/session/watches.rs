@@ -10,6 +10,7 @@ use tokio::sync::{mpsc, oneshot};
 use zookeeper_jute::{EventType, Stat, WatcherType};
 
 use super::watch_memo::{Missed, NodeState, SubtreeCache};
+use crate::error::Error;
 use crate::packet::{RawReply, ReplyTx};
 use crate::path::Chroot;
 use crate::state::SessionState;
@@ -153,6 +154,19 @@ impl WatchRegistry {
         match held {
             Some(held) => held.push(reply),
             None => release(vec![reply]),
+        }
+    }
+
+    /// Fails the `addWatch` calls held for the watch on `path` with `err`: what they watch
+    /// cannot be read.
+    pub fn fail_held(&mut self, path: &str, recursive: bool, err: &Error) {
+        let held = if recursive {
+            self.recursive.get_mut(path).map(|e| &mut e.held)
+        } else {
+            self.persistent.get_mut(path).map(|e| &mut e.held)
+        };
+        for (reply, _) in held.map(std::mem::take).unwrap_or_default() {
+            let _ = reply.send(Err(err.clone()));
         }
     }
 

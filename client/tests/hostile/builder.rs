@@ -103,6 +103,11 @@ fn cases(server: &str) -> Vec<(String, ClientBuilder, Expect)> {
         ));
         cases.push((format!("max_frame({n})"), b().max_frame(n), frame));
         cases.push((
+            format!("max_incoming_frame({n})"),
+            b().max_incoming_frame(n),
+            frame,
+        ));
+        cases.push((
             format!("set_watches_max_bytes({n})"),
             b().set_watches_max_bytes(n),
             if n == 0 {

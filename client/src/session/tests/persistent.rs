@@ -200,6 +200,45 @@ fn a_connection_lost_during_the_first_walk_still_completes_the_call() {
     assert_eq!(result(&mut reply), Some(Ok(())), "the watch is set");
 }
 
+/// A listing in the subtree of a new recursive watch is over the incoming limit: `add_watch`
+/// fails with `ReplyTooLarge` instead of the connection being dropped (which, reconnecting and
+/// walking again, flapped forever), and the walk ends.
+#[test]
+fn a_walk_that_meets_an_oversized_listing_fails_the_call_and_keeps_the_connection() {
+    let mut h = connected();
+    let (mut reply, _rx) = add_watch(&mut h, "/r", true);
+    h.xids();
+    h.reply(1, 0x10, ErrorCode::Ok, &[]);
+    answer_listing(&mut h, "/r", &["big"], stat(1, 0, 1));
+    let read = one_read(&mut h, list("/r/big"));
+    let mut buf = BytesMut::new();
+    buf.put_i32(5 << 20);
+    ReplyHeader {
+        xid: read,
+        zxid: 0x11,
+        err: ErrorCode::Ok,
+    }
+    .encode(&mut buf);
+    h.s.on_bytes(&mut buf, h.now);
+    assert_eq!(
+        result(&mut reply),
+        Some(Err(ErrorKind::ReplyTooLarge {
+            size: 5 << 20,
+            max: 1 << 20
+        }))
+    );
+    let mut rest = BytesMut::from(&vec![0u8; (5 << 20) - 16][..]);
+    h.s.on_bytes(&mut rest, h.now);
+    assert!(h.sent().is_empty(), "the walk ended");
+    assert_eq!(h.state(), SessionState::Connected);
+    assert!(h.actions().is_empty(), "no reconnect");
+    // The session carries on.
+    let mut next = h.get_data("/x");
+    let xid = h.xids()[0].0;
+    h.reply(xid, 0x12, ErrorCode::Ok, &[]);
+    assert_eq!(result(&mut next), Some(Ok(())));
+}
+
 /// A listing of a walk that was under way when the watch was removed and set again belongs to
 /// no current walk: it neither ends the new walk early nor changes what is known.
 #[test]
