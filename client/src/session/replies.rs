@@ -5,12 +5,13 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use tracing::{debug, trace, warn};
-use zookeeper_jute::{xid, Decode, ErrorCode, ReplyHeader, WatcherEvent};
+use zookeeper_jute::{xid, Decode, ErrorCode, EventType, ReplyHeader, WatcherEvent};
 
 use super::pending::Pending;
 use super::Session;
 use crate::error::{Error, ErrorKind};
 use crate::packet::{RawReply, WatchRegistration};
+use crate::path::validate_path;
 use crate::state::SessionState;
 
 impl Session {
@@ -26,6 +27,10 @@ impl Session {
                     Err(e) => return self.protocol_error(now, &e.to_string()),
                 };
                 trace!(?event.event_type, path = %event.path, "watch event");
+                if let Some(reason) = self.unusable_notification(&event) {
+                    warn!(?event.event_type, path = %event.path, reason, "notification dropped");
+                    return;
+                }
                 let follow = self.watches.dispatch(
                     event.event_type,
                     &event.path,
@@ -41,6 +46,28 @@ impl Session {
             x if x > 0 => self.on_ordered_reply(header, frame, now),
             other => self.protocol_error(now, &format!("reply with unexpected xid {other}")),
         }
+    }
+
+    /// Why a notification cannot be delivered, if it cannot: servers send only node events,
+    /// on valid paths inside the chroot. Anything else would reach watchers as an event that
+    /// never happened (a client-only type even tells a stream that a live watch has ended).
+    fn unusable_notification(&self, event: &WatcherEvent) -> Option<&'static str> {
+        if !matches!(
+            event.event_type,
+            EventType::NodeCreated
+                | EventType::NodeDeleted
+                | EventType::NodeDataChanged
+                | EventType::NodeChildrenChanged
+        ) {
+            return Some("not an event type servers send");
+        }
+        if validate_path(&event.path).is_err() {
+            return Some("malformed path");
+        }
+        if self.cfg.chroot.strip_ref(&event.path).is_none() {
+            return Some("path outside the chroot");
+        }
+        None
     }
 
     /// The header of a reply over the incoming limit, whose `size`-byte body is being skipped:

@@ -8,6 +8,7 @@ mod common;
 
 mod builder;
 mod meter;
+mod notifications;
 mod oversized;
 mod server;
 mod silence;

@@ -13,7 +13,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use zookeeper_jute::{
-    ConnectRequest, ConnectResponse, Decode, Encode, ErrorCode, OpCode, ReplyHeader, RequestHeader,
+    ConnectRequest, ConnectResponse, Decode, Encode, ErrorCode, EventType, KeeperState, OpCode,
+    ReplyHeader, RequestHeader, WatcherEvent,
 };
 
 type Script = Arc<dyn Fn(Peer) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
@@ -178,14 +179,20 @@ impl Peer {
         self.write_frame(&payload).await;
     }
 
+    pub async fn notify(&mut self, event_type: EventType, path: &str) {
+        self.write_frame(&notification(event_type, path)).await;
+    }
+
     /// Answers requests the way a server without nodes would (`NONODE`; `closeSession` and
     /// `auth` succeed) until the client goes away.
     pub async fn serve_empty(&mut self) {
         while let Some(request) = self.next_request().await {
             let err = match request.opcode {
-                OpCode::CloseSession | OpCode::Auth | OpCode::SetWatches | OpCode::SetWatches2 => {
-                    ErrorCode::Ok
-                }
+                OpCode::CloseSession
+                | OpCode::Auth
+                | OpCode::SetWatches
+                | OpCode::SetWatches2
+                | OpCode::AddWatch => ErrorCode::Ok,
                 _ => ErrorCode::NoNode,
             };
             self.reply(request.xid, 1, err, &[]).await;
@@ -199,6 +206,24 @@ impl Peer {
     pub async fn swallow(&mut self) {
         while self.read_frame().await.is_some() {}
     }
+}
+
+/// The payload of a notification frame.
+pub fn notification(event_type: EventType, path: &str) -> BytesMut {
+    let mut payload = BytesMut::new();
+    ReplyHeader {
+        xid: -1,
+        zxid: -1,
+        err: ErrorCode::Ok,
+    }
+    .encode(&mut payload);
+    WatcherEvent {
+        event_type,
+        state: KeeperState::SyncConnected,
+        path: path.into(),
+    }
+    .encode(&mut payload);
+    payload
 }
 
 /// Grants the session and serves it as an empty server: the script for a well-behaved peer.

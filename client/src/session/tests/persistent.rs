@@ -376,3 +376,57 @@ fn a_session_ending_during_the_first_walk_answers_the_call() {
         (EventType::None, SessionState::Expired)
     );
 }
+
+/// Notifications no server sends: malformed paths under the chroot (which would reach a
+/// watcher stripped as `/x/`, `//x`, `/./x`), paths outside it, and event types only clients
+/// make (a `PersistentWatchRemoved` would tell a consumer its live watch has ended). All are
+/// dropped; the events around them arrive, and the connection stays.
+#[test]
+fn notifications_no_server_sends_are_dropped() {
+    let mut cfg = config(1);
+    cfg.chroot = Chroot::new(Some("/app"));
+    let mut h = Harness::new(cfg);
+    h.establish(0x42, 3000);
+    let (mut reply, mut rx) = add_watch(&mut h, "/app", true);
+    h.xids();
+    h.reply(1, 0x10, ErrorCode::Ok, &[]);
+    answer_listing(&mut h, "/app", &[], stat(1, 0, 0));
+    assert_eq!(result(&mut reply), Some(Ok(())));
+    let (_d, mut data_watch) = h.get_data_watched("/app/x");
+    let xid = h.xids()[0].0;
+    h.reply(xid, 0x11, ErrorCode::Ok, &[]);
+
+    for path in [
+        "/app/x/",
+        "/app//x",
+        "/app/./x",
+        "/app/../x",
+        "/appx",
+        "/other/x",
+        "",
+    ] {
+        h.notify(EventType::NodeDeleted, path);
+    }
+    for event_type in [
+        EventType::None,
+        EventType::DataWatchRemoved,
+        EventType::ChildWatchRemoved,
+        EventType::PersistentWatchRemoved,
+        EventType::Unknown(99),
+    ] {
+        h.notify(event_type, "/app/x");
+    }
+    assert_eq!(events(&mut rx), vec![]);
+    assert!(
+        data_watch.try_recv().is_err(),
+        "the one-shot watch is still set"
+    );
+    h.notify(EventType::NodeCreated, "/app/x");
+    assert_eq!(events(&mut rx), vec![ev(EventType::NodeCreated, "/x")]);
+    assert_eq!(
+        data_watch.try_recv().unwrap().event_type,
+        EventType::NodeCreated
+    );
+    assert_eq!(h.state(), SessionState::Connected);
+    assert!(h.actions().is_empty());
+}
