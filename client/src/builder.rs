@@ -26,6 +26,9 @@ pub const DEFAULT_MAX_OUTSTANDING: usize = 16 * 1024;
 /// around it. Listings of many children and `multi_read` results have no bound on the server;
 /// a larger reply fails its own request with [`ErrorKind::ReplyTooLarge`].
 pub const DEFAULT_MAX_INCOMING_FRAME: usize = DEFAULT_MAX_FRAME + 16 + 68;
+/// Default bound on the events a persistent watch's stream queues for a consumer that falls
+/// behind: about 1 MB of events (see [`ClientBuilder::max_queued_events`]).
+pub const DEFAULT_MAX_QUEUED_EVENTS: usize = 10_000;
 /// Default deadline of every request: long enough for the largest listing or the walk behind a
 /// recursive watch over a large subtree, short enough that a server which answers pings but
 /// not requests cannot hold a caller for good.
@@ -46,6 +49,7 @@ pub struct ClientBuilder {
     max_outstanding: usize,
     max_frame: usize,
     max_incoming_frame: usize,
+    max_queued_events: usize,
     set_watches_max_bytes: usize,
     resume: Option<(i64, Secret)>,
 }
@@ -65,6 +69,7 @@ impl ClientBuilder {
             max_outstanding: DEFAULT_MAX_OUTSTANDING,
             max_frame: DEFAULT_MAX_FRAME,
             max_incoming_frame: DEFAULT_MAX_INCOMING_FRAME,
+            max_queued_events: DEFAULT_MAX_QUEUED_EVENTS,
             set_watches_max_bytes: SET_WATCHES_MAX_BYTES,
             resume: None,
         }
@@ -170,6 +175,18 @@ impl ClientBuilder {
         self
     }
 
+    /// How many events the stream of a persistent or recursive watch queues for a consumer
+    /// that reads more slowly than they come (default [`DEFAULT_MAX_QUEUED_EVENTS`], at least
+    /// 1). Past it, events are no longer queued but folded, per node, into what changed since:
+    /// once the consumer has read everything queued, it gets one event per node and kind of
+    /// change, as after a reconnect (see [`Client::add_watch`]), then the live events again.
+    /// Nothing is lost, and a stream holds at most this many events, plus one small entry per
+    /// node that changed while its consumer was behind.
+    pub fn max_queued_events(mut self, n: usize) -> Self {
+        self.max_queued_events = n;
+        self
+    }
+
     /// Resume an existing session (from [`Client::session_id`] and
     /// [`Client::session_password`], which is 16 bytes) instead of creating one. If it has
     /// expired, `connect` fails with [`ErrorKind::SessionExpired`].
@@ -221,6 +238,7 @@ impl ClientBuilder {
         let max_outstanding = limits::at_least_one("max_outstanding", self.max_outstanding)?;
         let max_incoming_frame =
             limits::frame_limit("max_incoming_frame", self.max_incoming_frame)?;
+        let max_queued_events = limits::at_least_one("max_queued_events", self.max_queued_events)?;
         let set_watches_max_bytes =
             limits::at_least_one("set_watches_max_bytes", self.set_watches_max_bytes)?;
         for (scheme, auth) in &self.auth {
@@ -270,6 +288,7 @@ impl ClientBuilder {
                 publisher: state_tx,
                 chroot,
                 max_frame,
+                max_queued_events,
             },
             request_timeout,
         );

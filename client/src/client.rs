@@ -44,6 +44,8 @@ pub(crate) struct Inner {
     pub publisher: StatePublisher,
     pub chroot: Chroot,
     pub max_frame: usize,
+    /// Events a persistent watch's stream queues before it folds them (see `event_queue`).
+    pub max_queued_events: usize,
 }
 
 impl Drop for Inner {
@@ -188,6 +190,10 @@ impl Client {
         }
     }
 
+    pub(crate) fn max_queued_events(&self) -> usize {
+        self.inner.max_queued_events
+    }
+
     pub(crate) fn chroot_ref(&self) -> &Chroot {
         &self.inner.chroot
     }
@@ -311,6 +317,7 @@ mod tests {
                 publisher,
                 chroot: Chroot::new(chroot),
                 max_frame: 1 << 20,
+                max_queued_events: 16,
             },
             None,
         );

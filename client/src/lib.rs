@@ -55,6 +55,7 @@ mod client;
 mod connect_string;
 mod driver;
 mod error;
+mod event_queue;
 mod limits;
 mod ops;
 mod options;
@@ -67,8 +68,8 @@ mod state;
 mod watcher;
 
 pub use builder::{
-    ClientBuilder, DEFAULT_MAX_INCOMING_FRAME, DEFAULT_MAX_OUTSTANDING, DEFAULT_REQUEST_TIMEOUT,
-    DEFAULT_SESSION_TIMEOUT,
+    ClientBuilder, DEFAULT_MAX_INCOMING_FRAME, DEFAULT_MAX_OUTSTANDING, DEFAULT_MAX_QUEUED_EVENTS,
+    DEFAULT_REQUEST_TIMEOUT, DEFAULT_SESSION_TIMEOUT,
 };
 pub use client::Client;
 pub use connect_string::{ConnectString, HostPort, DEFAULT_PORT};

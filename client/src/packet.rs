@@ -3,10 +3,11 @@
 use bytes::Bytes;
 #[cfg(test)]
 use bytes::BytesMut;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use zookeeper_jute::{Encode, OpCode, Request, WatcherType};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::event_queue::EventSender;
 use crate::secret::Secret;
 use crate::watcher::WatchedEvent;
 
@@ -37,7 +38,7 @@ pub(crate) enum WatchRegistration {
     Persistent {
         path: String,
         recursive: bool,
-        tx: mpsc::UnboundedSender<WatchedEvent>,
+        tx: EventSender,
     },
     /// `removeWatches`: on success, drop the client-side watchers of that type.
     Remove(String, WatcherType),

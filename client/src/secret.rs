@@ -154,6 +154,7 @@ mod tests {
                 publisher,
                 chroot: Chroot::new(None),
                 max_frame: 1 << 20,
+                max_queued_events: 16,
             },
             None,
         );

@@ -18,7 +18,7 @@ mod learn;
 mod lifecycle;
 pub(crate) mod pending;
 mod replies;
-mod watch_memo;
+pub(crate) mod watch_memo;
 pub(crate) mod watches;
 
 #[cfg(test)]

@@ -6,18 +6,19 @@
 
 use std::collections::HashMap;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use zookeeper_jute::{EventType, Stat, WatcherType};
 
 use super::watch_memo::{Missed, NodeState, SubtreeCache};
 use crate::error::Error;
+use crate::event_queue::EventSender;
 use crate::packet::{RawReply, ReplyTx};
 use crate::path::Chroot;
 use crate::state::SessionState;
 use crate::watcher::WatchedEvent;
 
 type OneshotTx = oneshot::Sender<WatchedEvent>;
-type StreamTx = mpsc::UnboundedSender<WatchedEvent>;
+type StreamTx = EventSender;
 
 /// An `addWatch` reply held until the watched node or subtree is known, so that once the call
 /// returns no change can go unreported, even across a reconnect.
@@ -502,6 +503,7 @@ fn live_paths<V>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event_queue;
 
     fn ev(event_type: EventType, path: &str) -> WatchedEvent {
         WatchedEvent {
@@ -531,9 +533,9 @@ mod tests {
         let root = Chroot::new(None);
         let (d, mut dr) = oneshot::channel();
         reg.add_data("/a".into(), d);
-        let (p, mut pr) = mpsc::unbounded_channel();
+        let (p, mut pr) = event_queue::channel(usize::MAX);
         reg.add_persistent("/a".into(), false, p);
-        let (r, mut rr) = mpsc::unbounded_channel();
+        let (r, mut rr) = event_queue::channel(usize::MAX);
         reg.add_persistent("/".into(), true, r);
         reg.dispatch(EventType::NodeChildrenChanged, "/a", -1, &root);
         assert!(dr.try_recv().is_err());
@@ -541,10 +543,10 @@ mod tests {
             pr.try_recv().unwrap(),
             ev(EventType::NodeChildrenChanged, "/a")
         );
-        assert!(rr.try_recv().is_err());
+        assert!(rr.try_recv().is_none());
         reg.dispatch(EventType::NodeCreated, "/a/b/c", -1, &root);
         assert_eq!(rr.try_recv().unwrap(), ev(EventType::NodeCreated, "/a/b/c"));
-        assert!(pr.try_recv().is_err(), "persistent watch is not recursive");
+        assert!(pr.try_recv().is_none(), "persistent watch is not recursive");
         reg.dispatch(EventType::NodeDataChanged, "/a", -1, &root);
         assert_eq!(dr.try_recv().unwrap(), ev(EventType::NodeDataChanged, "/a"));
         assert_eq!(pr.try_recv().unwrap(), ev(EventType::NodeDataChanged, "/a"));
@@ -558,7 +560,7 @@ mod tests {
         reg.add_data("/a".into(), d);
         let (e, _er) = oneshot::channel();
         reg.add_exist("/b".into(), e);
-        let (r, _rr) = mpsc::unbounded_channel();
+        let (r, _rr) = event_queue::channel(usize::MAX);
         reg.add_persistent("/r".into(), true, r);
         drop(dr);
         let set = reg.wanted();
@@ -573,7 +575,7 @@ mod tests {
         let root = Chroot::new(Some("/app"));
         let (d, mut dr) = oneshot::channel();
         reg.add_data("/app".into(), d);
-        let (p, mut pr) = mpsc::unbounded_channel();
+        let (p, mut pr) = event_queue::channel(usize::MAX);
         reg.add_persistent("/app/x".into(), false, p);
         reg.terminate(SessionState::Expired, &root);
         assert_eq!(
@@ -584,7 +586,7 @@ mod tests {
             pr.try_recv().unwrap(),
             WatchedEvent::session(SessionState::Expired, "/x")
         );
-        assert!(pr.try_recv().is_err());
+        assert!(pr.try_recv().is_none());
         assert_eq!(reg.len(), 0);
     }
 }

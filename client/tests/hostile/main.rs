@@ -7,6 +7,7 @@
 mod common;
 
 mod builder;
+mod flood;
 mod meter;
 mod notifications;
 mod oversized;

@@ -10,7 +10,7 @@ mod timing;
 use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{oneshot, watch};
 use zookeeper_jute::{
     ConnectRequest, ConnectResponse, Decode, Encode, ErrorCode, EventType, GetDataRequest,
     KeeperState, OpCode, ReplyHeader, Request, RequestHeader, SetWatches, SetWatches2,
@@ -18,6 +18,7 @@ use zookeeper_jute::{
 };
 
 use super::*;
+use crate::event_queue::{self, EventReceiver};
 use crate::packet::{Packet, PacketKind, ReplyRx, WatchRegistration};
 use crate::watcher::WatchedEvent;
 
@@ -254,8 +255,8 @@ impl Harness {
 }
 
 /// The events a stream holds now, as (type, path).
-fn events(rx: &mut mpsc::UnboundedReceiver<WatchedEvent>) -> Vec<(EventType, String)> {
-    std::iter::from_fn(|| rx.try_recv().ok())
+fn events(rx: &mut EventReceiver) -> Vec<(EventType, String)> {
+    std::iter::from_fn(|| rx.try_recv())
         .map(|e| (e.event_type, e.path))
         .collect()
 }

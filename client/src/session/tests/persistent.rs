@@ -24,12 +24,18 @@ fn listing_body(children: &[&str], s: Stat) -> Vec<u8> {
     b.to_vec()
 }
 
-fn add_watch(
+fn add_watch(h: &mut Harness, path: &str, recursive: bool) -> (ReplyRx, EventReceiver) {
+    add_watch_queueing(h, path, recursive, usize::MAX)
+}
+
+/// [`add_watch`] whose stream queues at most `max` events.
+fn add_watch_queueing(
     h: &mut Harness,
     path: &str,
     recursive: bool,
-) -> (ReplyRx, mpsc::UnboundedReceiver<WatchedEvent>) {
-    let (tx, rx) = mpsc::unbounded_channel();
+    max: usize,
+) -> (ReplyRx, EventReceiver) {
+    let (tx, rx) = event_queue::channel(max);
     let reply = h.submit(
         Request::AddWatch(AddWatchRequest {
             path: path.into(),
@@ -429,4 +435,60 @@ fn notifications_no_server_sends_are_dropped() {
     );
     assert_eq!(h.state(), SessionState::Connected);
     assert!(h.actions().is_empty());
+}
+
+/// A consumer that does not read while the server sends a hundred thousand events: its stream
+/// holds the bound and one entry per node; when it reads, it gets what was queued, then one
+/// event per node and kind of change, missed changes found after a reconnect folded in too.
+#[test]
+fn a_consumer_that_falls_behind_gets_the_changes_folded_per_node() {
+    let mut h = connected();
+    let (mut reply, mut rx) = add_watch_queueing(&mut h, "/r", true, 100);
+    h.xids();
+    h.reply(1, 0x10, ErrorCode::Ok, &[]);
+    answer_listing(&mut h, "/r", &["a", "b"], stat(1, 0, 2));
+    let reads = h.xids();
+    assert_eq!(reads.len(), 2, "{reads:?}");
+    h.reply(
+        reads[0].0,
+        0x10,
+        ErrorCode::Ok,
+        &listing_body(&[], stat(2, 0, 0)),
+    );
+    h.reply(
+        reads[1].0,
+        0x10,
+        ErrorCode::Ok,
+        &listing_body(&[], stat(3, 0, 0)),
+    );
+    assert_eq!(result(&mut reply), Some(Ok(())));
+
+    for i in 0..100_000 {
+        let path = if i % 2 == 0 { "/r/a" } else { "/r" };
+        h.notify(EventType::NodeDataChanged, path);
+    }
+    assert_eq!(rx.queued(), (100, 2));
+    // While it is behind, /r/b goes away unseen (found by the walk after a reconnect).
+    let sw = bounce(&mut h);
+    h.reply(sw, 0x21, ErrorCode::Ok, &[]);
+    answer_listing(&mut h, "/r", &["a"], stat(1, 50_000, 3));
+    answer_listing(&mut h, "/r/a", &[], stat(2, 50_000, 0));
+    assert_eq!(rx.queued(), (100, 3));
+
+    let got = events(&mut rx);
+    assert_eq!(got.len(), 103);
+    assert!(got[..100]
+        .iter()
+        .all(|(t, _)| *t == EventType::NodeDataChanged));
+    assert_eq!(
+        &got[100..],
+        &[
+            ev(EventType::NodeDataChanged, "/r"),
+            ev(EventType::NodeDataChanged, "/r/a"),
+            ev(EventType::NodeDeleted, "/r/b"),
+        ]
+    );
+    // Caught up: live events flow again.
+    h.notify(EventType::NodeCreated, "/r/c");
+    assert_eq!(events(&mut rx), vec![ev(EventType::NodeCreated, "/r/c")]);
 }

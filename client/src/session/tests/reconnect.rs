@@ -69,7 +69,7 @@ fn resume_handshake_replays_auth_then_watches_then_waiting_requests() {
     assert_eq!(h.state(), SessionState::Connected);
 
     let (_r, mut wrx) = h.get_data_watched("/w");
-    let (ptx, mut prx) = mpsc::unbounded_channel();
+    let (ptx, mut prx) = event_queue::channel(usize::MAX);
     let _p = h.submit(
         Request::AddWatch(zookeeper_jute::AddWatchRequest {
             path: "/p".into(),
