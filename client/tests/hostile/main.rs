@@ -8,6 +8,7 @@ mod common;
 
 mod builder;
 mod flood;
+mod framing;
 mod meter;
 mod notifications;
 mod oversized;
