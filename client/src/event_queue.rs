@@ -77,13 +77,16 @@ impl Shared {
         }
     }
 
-    /// Moves held-back changes into the empty queue, as many as fit.
+    /// Moves held-back changes into the empty queue, as many as fit (a node whose change takes
+    /// two events goes whole, so a bound of 1 may hold 2).
     fn catch_up(&mut self) {
-        while self.queue.len() < self.max {
-            let Some((path, change)) = self.behind.pop_first() else {
+        while let Some(entry) = self.behind.first_entry() {
+            let events = entry.get().events();
+            if !self.queue.is_empty() && self.queue.len() + events.len() > self.max {
                 return;
-            };
-            for event_type in change.events() {
+            }
+            let path = entry.remove_entry().0;
+            for event_type in events {
                 self.queue.push_back(WatchedEvent {
                     event_type,
                     state: SessionState::Connected,
@@ -178,8 +181,8 @@ impl EventReceiver {
         lock(&self.shared).next()
     }
 
-    /// Events waiting now, queued or held back (at most `max` of them queued).
-    #[cfg(test)]
+    /// Events waiting now: queued, and nodes held back.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub fn queued(&self) -> (usize, usize) {
         let shared = lock(&self.shared);
         (shared.queue.len(), shared.behind.len())

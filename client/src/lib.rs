@@ -56,6 +56,11 @@ mod connect_string;
 mod driver;
 mod error;
 mod event_queue;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
+#[cfg(all(test, not(feature = "fuzzing")))]
+mod fuzzing;
 mod limits;
 mod ops;
 mod options;

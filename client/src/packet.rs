@@ -1,7 +1,7 @@
 //! A request on its way from a `Client` handle to the server, and what comes back.
 
 use bytes::Bytes;
-#[cfg(test)]
+#[cfg(any(test, feature = "fuzzing"))]
 use bytes::BytesMut;
 use tokio::sync::oneshot;
 use zookeeper_jute::{Encode, OpCode, Request, WatcherType};
@@ -81,7 +81,7 @@ impl Packet {
     /// `auth` keeps −4). Fails with `DataTooLarge` when the frame payload would exceed
     /// `max_frame`, so that an oversized request never reaches the server (which would drop the
     /// connection without a reply).
-    #[cfg(test)]
+    #[cfg(any(test, feature = "fuzzing"))]
     pub fn encode(request: &Request, xid: i32, max_frame: usize) -> Result<(BytesMut, OpCode)> {
         let opcode = request.opcode();
         let payload = 8 + request.encoded_len();
