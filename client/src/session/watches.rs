@@ -215,7 +215,9 @@ impl WatchRegistry {
                 follow.push(FollowUp::Node(server_path.to_string()));
             }
             if entry.txs.is_empty() {
-                self.persistent.remove(server_path);
+                if let Some(entry) = self.persistent.remove(server_path) {
+                    release(entry.held);
+                }
             }
         }
         if event_type != EventType::NodeChildrenChanged && !self.recursive.is_empty() {
@@ -233,7 +235,9 @@ impl WatchRegistry {
                         });
                     }
                     if entry.txs.is_empty() {
-                        self.recursive.remove(path);
+                        if let Some(entry) = self.recursive.remove(path) {
+                            release(entry.held);
+                        }
                     }
                 }
                 if path == "/" {
@@ -429,10 +433,10 @@ impl WatchRegistry {
             exist: live_paths(&mut self.exist, |txs| prune(txs, OneshotTx::is_closed)),
             child: live_paths(&mut self.child, |txs| prune(txs, OneshotTx::is_closed)),
             persistent: live_paths(&mut self.persistent, |e| {
-                prune(&mut e.txs, StreamTx::is_closed)
+                prune_streams(&mut e.txs, &mut e.held)
             }),
             recursive: live_paths(&mut self.recursive, |e| {
-                prune(&mut e.txs, StreamTx::is_closed)
+                prune_streams(&mut e.txs, &mut e.held)
             }),
         }
     }
@@ -488,6 +492,17 @@ fn send_missed(txs: &mut Vec<StreamTx>, missed: Vec<Missed>, chroot: &Chroot) {
 fn prune<T>(txs: &mut Vec<T>, closed: impl Fn(&T) -> bool) -> bool {
     txs.retain(|tx| !closed(tx));
     !txs.is_empty()
+}
+
+/// [`prune`] for the streams of a persistent watch: a watch that nobody reads any more is
+/// dropped, and the calls still held for it are answered (every call gets its answer, whatever
+/// became of the stream it set up).
+fn prune_streams(txs: &mut Vec<StreamTx>, held: &mut Vec<HeldReply>) -> bool {
+    let alive = prune(txs, StreamTx::is_closed);
+    if !alive {
+        release(std::mem::take(held));
+    }
+    alive
 }
 
 fn live_paths<V>(

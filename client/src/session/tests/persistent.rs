@@ -492,3 +492,25 @@ fn a_consumer_that_falls_behind_gets_the_changes_folded_per_node() {
     h.notify(EventType::NodeCreated, "/r/c");
     assert_eq!(events(&mut rx), vec![ev(EventType::NodeCreated, "/r/c")]);
 }
+
+/// A watch whose stream is gone is dropped, and a call still held for its first walk is
+/// answered all the same (found by fuzzing: the call used to be left without an answer).
+#[test]
+fn a_call_held_for_a_watch_whose_stream_is_gone_is_answered() {
+    for drop_by in ["event", "reconnect"] {
+        let mut h = connected();
+        let (mut reply, rx) = add_watch(&mut h, "/r", true);
+        h.xids();
+        h.reply(1, 0x10, ErrorCode::Ok, &[]);
+        assert_eq!(result(&mut reply), None, "held for the walk");
+        drop(rx);
+        match drop_by {
+            "event" => h.notify(EventType::NodeCreated, "/r"),
+            _ => {
+                h.s.on_disconnected(h.now, "eof");
+                h.establish(0x42, 3000);
+            }
+        }
+        assert_eq!(result(&mut reply), Some(Ok(())), "{drop_by}");
+    }
+}
