@@ -377,8 +377,9 @@ impl Session {
                 if buf.len() < 4 + REPLY_HEADER_LEN {
                     return;
                 }
-                let mut header = buf.split_to(4 + REPLY_HEADER_LEN).freeze();
-                header.advance(4);
+                // Copied, as small frames are, so that the read buffer stays unshared.
+                let header = Bytes::copy_from_slice(&buf[4..4 + REPLY_HEADER_LEN]);
+                buf.advance(4 + REPLY_HEADER_LEN);
                 self.skip = len - REPLY_HEADER_LEN;
                 self.last_recv = now;
                 self.on_oversized_reply(header, len, now);
