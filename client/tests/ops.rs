@@ -475,18 +475,23 @@ async fn request_timeout_fails_with_timeout() {
     c.get_data("/").await.unwrap();
 }
 
-/// Every path of the table, through every operation, first as raw bytes to the real server
-/// and then through the client. The client refuses a path before sending only if the server
-/// would refuse it too (`BADARGUMENTS`, or `NONODE` where a path can name no node, such as
-/// the parent of `/p//a`), and never refuses one the server acts on, `/p/q/` for a sequential
-/// create among them. One deliberate difference: the server reads `""` as the root, which the
-/// client refuses as an empty path.
+/// Every path of the table, through every operation that takes one, first as raw bytes to
+/// the real server and then through the client. The client refuses exactly the paths at which
+/// the server will not create a node (`BADARGUMENTS`, or `NONODE` for a parent no node can
+/// have, as in `/p//a`), and for a sequential create exactly those it will not create a
+/// sequential node under (`/p/q/` makes `/p/q/0000000000`). Where the server answers anyway,
+/// the client never refuses a path it would act on as a node's: the server never says
+/// `BADARGUMENTS` to a path the client sent. The server itself checks no path for reads (a
+/// missing node), `sync` and `addWatch` (`OK` whatever the path, a watch that can never fire):
+/// there the client refuses only paths no node can have, as above.
 #[tokio::test]
 async fn paths_are_refused_exactly_when_the_server_refuses_them() {
     use zookeeper_jute::{
-        CreateRequest, DeleteRequest, ExistsRequest, GetChildren2Request, GetDataRequest, Request,
-        SetDataRequest,
+        AddWatchRequest, CheckVersionRequest, CreateRequest, DeleteRequest, ExistsRequest,
+        GetAclRequest, GetAllChildrenNumberRequest, GetChildren2Request, GetDataRequest,
+        MultiRequest, Request, SetAclRequest, SetDataRequest, SyncRequest,
     };
+    use zookeeper_tokio::AddWatchMode;
 
     let server = zookeeper_testkit::shared_server();
     let base = zookeeper_testkit::chroot_for("path_rules");
@@ -496,11 +501,6 @@ async fn paths_are_refused_exactly_when_the_server_refuses_them() {
         .unwrap();
     let parent = format!("{base}/p");
     c.create(&parent, b"", &persistent()).await.unwrap();
-    // The parent of `/p/a/`, `/p/a/.` and the like exists, so that a create of those is
-    // refused for its path and not for a missing parent.
-    c.create(&format!("{parent}/a"), b"", &persistent())
-        .await
-        .unwrap();
 
     // Names under an existing parent, so that only the path itself can make a create fail.
     let mut paths: Vec<String> = [
@@ -551,9 +551,27 @@ async fn paths_are_refused_exactly_when_the_server_refuses_them() {
         GetData,
         Exists,
         GetChildren,
+        GetAcl,
+        SetAcl,
+        Sync,
+        AddWatch,
+        AllChildren,
+        Check,
     }
     let mut mismatches = vec![];
     for path in &paths {
+        // Every ancestor that can exist does (an earlier delete may have removed one), so that
+        // a create is refused for its own path and not for a missing parent.
+        for (i, _) in path.match_indices('/').skip(1) {
+            let ancestor = Request::Create2(CreateRequest {
+                path: path[..i].to_string(),
+                data: None,
+                acl: Acl::open_unsafe(),
+                flags: 0,
+            });
+            within("ancestor", raw.call(&ancestor)).await;
+        }
+        let mut nameable = true;
         for op in [
             Op::Create,
             Op::CreateSequential,
@@ -562,6 +580,12 @@ async fn paths_are_refused_exactly_when_the_server_refuses_them() {
             Op::GetData,
             Op::Exists,
             Op::GetChildren,
+            Op::GetAcl,
+            Op::SetAcl,
+            Op::Sync,
+            Op::AddWatch,
+            Op::AllChildren,
+            Op::Check,
         ] {
             let create = |flags| {
                 Request::Create2(CreateRequest {
@@ -595,6 +619,26 @@ async fn paths_are_refused_exactly_when_the_server_refuses_them() {
                     path: path.clone(),
                     watch: false,
                 }),
+                Op::GetAcl => Request::GetAcl(GetAclRequest { path: path.clone() }),
+                Op::SetAcl => Request::SetAcl(SetAclRequest {
+                    path: path.clone(),
+                    acl: Acl::open_unsafe(),
+                    version: -1,
+                }),
+                Op::Sync => Request::Sync(SyncRequest { path: path.clone() }),
+                Op::AddWatch => Request::AddWatch(AddWatchRequest {
+                    path: path.clone(),
+                    mode: 0,
+                }),
+                Op::AllChildren => Request::GetAllChildrenNumber(GetAllChildrenNumberRequest {
+                    path: path.clone(),
+                }),
+                Op::Check => Request::Multi(MultiRequest {
+                    ops: vec![zookeeper_jute::MultiOp::Check(CheckVersionRequest {
+                        path: path.clone(),
+                        version: -1,
+                    })],
+                }),
             };
             let server_says = within("raw request", raw.call(&request)).await;
             let client_says = within("client request", async {
@@ -609,16 +653,28 @@ async fn paths_are_refused_exactly_when_the_server_refuses_them() {
                     Op::GetData => c.get_data(path).await.map(drop),
                     Op::Exists => c.exists(path).await.map(drop),
                     Op::GetChildren => c.get_children(path).await.map(drop),
+                    Op::GetAcl => c.get_acl(path).await.map(drop),
+                    Op::SetAcl => c.set_acl(path, Acl::open_unsafe(), None).await.map(drop),
+                    Op::Sync => c.sync(path).await,
+                    Op::AddWatch => c.add_watch(path, AddWatchMode::Persistent).await.map(drop),
+                    Op::AllChildren => c.get_all_children_number(path).await.map(drop),
+                    Op::Check => c.multi(vec![MultiOp::check(path, -1)]).await.map(drop),
                 }
             })
             .await;
             let client_refused =
                 matches!(&client_says, Err(e) if matches!(e.kind(), ErrorKind::InvalidPath { .. }));
-            let agrees = if client_refused {
-                matches!(server_says, ErrorCode::BadArguments | ErrorCode::NoNode)
-                    || (path.is_empty() && matches!(op, Op::GetData | Op::Exists | Op::GetChildren))
-            } else {
-                server_says != ErrorCode::BadArguments
+            let server_refused = matches!(server_says, ErrorCode::BadArguments | ErrorCode::NoNode);
+            let agrees = match op {
+                Op::Create => {
+                    nameable = !server_refused;
+                    client_refused == server_refused
+                }
+                Op::CreateSequential => client_refused == server_refused,
+                _ => {
+                    client_refused != nameable
+                        && (client_refused || server_says != ErrorCode::BadArguments)
+                }
             };
             if !agrees {
                 mismatches.push(format!(

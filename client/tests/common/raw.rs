@@ -5,7 +5,8 @@ use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use zookeeper_jute::{
-    encode_request_frame, ConnectRequest, Decode, Encode, ErrorCode, ReplyHeader, Request,
+    encode_request_frame, ConnectRequest, Decode, Encode, ErrorCode, MultiResponse, ReplyHeader,
+    Request,
 };
 
 pub struct RawSession {
@@ -26,7 +27,8 @@ impl RawSession {
         RawSession { stream, xid: 0 }
     }
 
-    /// Sends `request` and returns the error code of its reply.
+    /// Sends `request` and returns the error code of its reply; for a `multi`, the code of the
+    /// first operation that failed.
     pub async fn call(&mut self, request: &Request) -> ErrorCode {
         self.xid += 1;
         let mut frame = BytesMut::new();
@@ -36,6 +38,10 @@ impl RawSession {
             let mut payload = read_frame(&mut self.stream).await;
             let header = ReplyHeader::decode(&mut payload).expect("reply header");
             if header.xid == self.xid {
+                if let (Request::Multi(_), ErrorCode::Ok) = (request, header.err) {
+                    let response = MultiResponse::decode(&mut payload).expect("multi response");
+                    return response.first_error().map_or(ErrorCode::Ok, |(_, err)| err);
+                }
                 return header.err;
             }
             // A notification: not what we wait for.
