@@ -10,7 +10,7 @@ use crate::sasl::SaslFlags;
 use crate::tls::{self, TlsFlags};
 
 /// Where and how to connect.
-#[derive(Args, Debug, Clone)]
+#[derive(Args, Clone)]
 pub struct Connection {
     /// Servers, `host:port[,host:port...][/chroot]`.
     #[arg(
@@ -59,11 +59,28 @@ pub struct Connection {
     pub sasl: SaslFlags,
 }
 
+// Written by hand so that the digest credential never reaches a log or a panic message.
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("server", &self.server)
+            .field("session_timeout", &self.session_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("chroot", &self.chroot)
+            .field("auth", &self.auth.as_ref().map(|_| "<redacted>"))
+            .field("timeout", &self.timeout)
+            .field("tls", &self.tls)
+            .field("sasl", &self.sasl)
+            .finish()
+    }
+}
+
 /// A duration such as `10s`, `500ms`, `2m` or `1h 30m`; a bare number is seconds.
 pub fn duration(text: &str) -> Result<Duration, String> {
     if let Ok(seconds) = text.parse::<f64>() {
         if seconds.is_finite() && seconds >= 0.0 {
-            return Ok(Duration::from_secs_f64(seconds));
+            return Duration::try_from_secs_f64(seconds)
+                .map_err(|_| format!("{text} seconds is too long a duration"));
         }
     }
     humantime::parse_duration(text).map_err(|e| format!("{e} (expected e.g. 10s, 500ms, 2m)"))
@@ -123,5 +140,21 @@ mod tests {
         assert_eq!(duration("250ms"), Ok(Duration::from_millis(250)));
         assert!(duration("soon").is_err());
         assert!(duration("-1").is_err());
+        // Refused, not a panic: more seconds than a Duration holds.
+        assert!(duration("1e300").is_err());
+    }
+
+    #[test]
+    fn debug_hides_the_digest_credential() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Flags {
+            #[command(flatten)]
+            connection: super::Connection,
+        }
+        let flags = Flags::try_parse_from(["zk", "--auth", "alice:hunter2"]).unwrap();
+        let printed = format!("{:?}", flags.connection);
+        assert!(!printed.contains("hunter2"), "{printed}");
+        assert!(printed.contains("<redacted>"), "{printed}");
     }
 }

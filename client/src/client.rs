@@ -75,6 +75,8 @@ pub(crate) struct Inner {
     pub publisher: StatePublisher,
     pub chroot: Chroot,
     pub max_frame: usize,
+    /// Events a persistent watch's stream queues before it folds them (see `event_queue`).
+    pub max_queued_events: usize,
 }
 
 impl Drop for Inner {
@@ -166,6 +168,7 @@ impl Client {
             .password
             .lock()
             .unwrap_or_else(|e| e.into_inner())
+            .expose()
             .clone()
     }
 
@@ -196,8 +199,9 @@ impl Client {
     }
 
     /// A handle to the same session whose requests fail with [`ErrorKind::Timeout`] when no reply
-    /// arrived within `timeout` (`None`: wait as long as the session lives). A request that
-    /// was not yet sent when its deadline passed is never sent.
+    /// arrived within `timeout` of the first poll of their future (`None`: wait as long as the
+    /// session lives; the builder's [`ClientBuilder::request_timeout`] sets the default). A
+    /// request that was not yet sent when its deadline passed is never sent.
     pub fn with_request_timeout(&self, timeout: Option<Duration>) -> Client {
         Client {
             inner: self.inner.clone(),
@@ -239,6 +243,10 @@ impl Client {
 
     pub(crate) fn request_timeout(&self) -> Option<Duration> {
         self.request_timeout
+    }
+
+    pub(crate) fn max_queued_events(&self) -> usize {
+        self.inner.max_queued_events
     }
 
     pub(crate) fn chroot_ref(&self) -> &Chroot {
@@ -364,6 +372,7 @@ mod tests {
                 publisher,
                 chroot: Chroot::new(chroot),
                 max_frame: 1 << 20,
+                max_queued_events: 16,
             },
             None,
         );
@@ -417,7 +426,7 @@ mod tests {
         c.inner.info.record(
             0x1000008321d000b,
             Duration::from_secs(10),
-            &bytes::Bytes::from_static(b"0123456789abcdef"),
+            &crate::secret::Secret::copy_from(b"0123456789abcdef"),
         );
         let debug = format!("{c:?}");
         assert_eq!(

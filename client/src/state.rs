@@ -4,6 +4,8 @@ use std::fmt;
 
 use tokio::sync::{broadcast, watch};
 
+use crate::secret::Secret;
+
 /// Where the session stands. Watch it with [`Client::state_watcher`](crate::Client::state_watcher).
 ///
 /// `Expired`, `AuthFailed` and `Closed` are terminal: the client never leaves them and never
@@ -117,7 +119,7 @@ impl StateChanges {
 pub(crate) struct SessionInfo {
     pub session_id: std::sync::atomic::AtomicI64,
     pub timeout_ms: std::sync::atomic::AtomicU64,
-    pub password: std::sync::Mutex<bytes::Bytes>,
+    pub password: std::sync::Mutex<Secret>,
     /// The server list in rotation order, and the server of the current connection.
     pub servers: std::sync::Mutex<(
         Vec<crate::connect_string::HostPort>,
@@ -146,7 +148,7 @@ pub(crate) struct AttemptFailures {
 const ATTEMPT_FAILURES_MAX: usize = 64;
 
 impl SessionInfo {
-    pub fn record(&self, session_id: i64, timeout: std::time::Duration, password: &bytes::Bytes) {
+    pub fn record(&self, session_id: i64, timeout: std::time::Duration, password: &Secret) {
         use std::sync::atomic::Ordering;
         *self.password.lock().unwrap_or_else(|e| e.into_inner()) = password.clone();
         self.timeout_ms

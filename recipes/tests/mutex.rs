@@ -427,3 +427,45 @@ async fn a_refused_request_names_its_operation_and_path() {
         "create /ro/lock: not authorised by the node's ACL"
     );
 }
+
+/// Recipes hold the client of a session that authenticated: none of them prints the
+/// credential or the session password in its `Debug`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn debug_output_of_recipes_shows_no_secret() {
+    const PASSWORD: &str = "hunter2-s3cret";
+    let c = bounded(
+        "connect",
+        zookeeper_tokio::Client::builder(&chroot_connect("debug_secrets"))
+            .digest_auth("alice", PASSWORD)
+            .connect(),
+    )
+    .await
+    .unwrap();
+    let session_password = format!("{:?}", c.session_password());
+    let session_password = session_password
+        .trim_start_matches("b\"")
+        .trim_end_matches('"');
+    let mutex = Mutex::new(&c, "/m").unwrap();
+    let guard = bounded("acquire", mutex.acquire()).await.unwrap();
+    let rwlock = zookeeper_recipes::ReadWriteLock::new(&c, "/rw").unwrap();
+    let semaphore = zookeeper_recipes::Semaphore::new(&c, "/s", 2).unwrap();
+    let latch = bounded(
+        "latch",
+        zookeeper_recipes::LeaderLatch::start(&c, "/l", "node-a"),
+    )
+    .await
+    .unwrap();
+    for printed in [
+        format!("{c:?}"),
+        format!("{mutex:?}"),
+        format!("{guard:?}"),
+        format!("{rwlock:?}"),
+        format!("{semaphore:?}"),
+        format!("{latch:?}"),
+    ] {
+        assert!(!printed.contains(PASSWORD), "{printed}");
+        assert!(!printed.contains(session_password), "{printed}");
+    }
+    guard.release().await.unwrap();
+    latch.resign().await.unwrap();
+}

@@ -3,7 +3,7 @@
 
 mod acl;
 mod children;
-mod config;
+pub(crate) mod config;
 mod delete_tree;
 mod multi;
 mod node;

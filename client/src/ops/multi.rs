@@ -107,7 +107,11 @@ impl TransactionOp for MultiOp {
                 path,
                 data,
                 options,
-            } => match create_request(chroot.to_server(path)?, data, options)? {
+            } => match create_request(
+                chroot.to_server_create(path, options.mode.is_sequential())?,
+                data,
+                options,
+            )? {
                 Request::Create2(r) => W::Create2(r),
                 Request::CreateContainer(r) => W::CreateContainer(r),
                 Request::CreateTtl(r) => W::CreateTtl(r),

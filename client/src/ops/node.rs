@@ -26,6 +26,10 @@ impl Client {
     /// container nodes with the node's ACL; racing creators of the same ancestors are fine),
     /// in one more round trip.
     ///
+    /// A sequential node's path is checked with its suffix, as the server does: `/queue/`
+    /// creates `/queue/0000000007`, and `/` a numbered child of the root (of the chroot, under
+    /// one).
+    ///
     /// Errors: [`ErrorKind::NodeExists`], [`ErrorKind::NoNode`] (no parent),
     /// [`ErrorKind::NoChildrenForEphemerals`], [`ErrorKind::InvalidAcl`], [`ErrorKind::NoAuth`],
     /// [`ErrorKind::Unimplemented`] (TTL modes on a server without extended types), and, before
@@ -49,14 +53,9 @@ impl Client {
     }
 
     fn create_call(&self, path: &str, data: &[u8], options: &CreateOptions) -> Result<Call> {
-        if options.mode.is_sequential() && path.len() > 1 && path.ends_with('/') {
-            return Err(ErrorKind::InvalidPath {
-                path: path.to_owned(),
-                reason: "a sequential node's path must not end with '/'",
-            }
-            .into());
-        }
-        let path = self.server_path(path)?;
+        let path = self
+            .chroot_ref()
+            .to_server_create(path, options.mode.is_sequential())?;
         let request = create_request(path, data, options)?;
         self.call(request, None)
     }

@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 
 use crate::error::Error;
 use crate::packet::{Packet, ReplyTx, WatchRegistration};
+use crate::secret::Secret;
 
 /// What a pending entry is waiting for.
 #[derive(Debug)]
@@ -56,7 +57,7 @@ impl Pending {
 #[derive(Debug)]
 pub(crate) struct PendingAuth {
     pub scheme: String,
-    pub auth: bytes::Bytes,
+    pub auth: Secret,
     /// The user's `add_auth` call, or `None` for a replay after reconnect.
     pub reply: Option<ReplyTx>,
 }
