@@ -88,9 +88,9 @@ impl Session {
             }),
         };
         encode_request_frame(&mut self.out, xid, &request);
+        // These reads are made while a frame is handled, so they leave at its arrival time.
         self.pending
-            .requests
-            .push_back(Pending::Learn { xid, read });
+            .push(Pending::Learn { xid, read }, self.last_recv);
     }
 
     /// The reply to one of the session's own reads.

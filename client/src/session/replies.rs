@@ -36,7 +36,11 @@ impl Session {
                     self.follow_up(read);
                 }
             }
-            xid::PING => self.ping_outstanding = false,
+            xid::PING => {
+                if let Some(sent) = self.ping_sent.take() {
+                    self.acknowledged(sent);
+                }
+            }
             xid::AUTH => self.on_auth_reply(header, now),
             x if x > 0 => self.on_ordered_reply(header, frame, now),
             other => self.protocol_error(now, &format!("reply with unexpected xid {other}")),
@@ -75,25 +79,19 @@ impl Session {
     }
 
     pub(super) fn on_ordered_reply(&mut self, header: ReplyHeader, body: Bytes, now: Instant) {
-        let Some(front) = self.pending.requests.front() else {
+        let Some(front) = self.pending.front_xid() else {
             return self.protocol_error(
                 now,
                 &format!("reply xid {} with nothing pending", header.xid),
             );
         };
-        if front.xid() != header.xid {
-            let reason = format!(
-                "xid out of order: expected {}, got {}",
-                front.xid(),
-                header.xid
-            );
+        if front != header.xid {
+            let reason = format!("xid out of order: expected {front}, got {}", header.xid);
             return self.protocol_error(now, &reason);
         }
-        let entry = self
-            .pending
-            .requests
-            .pop_front()
-            .expect("front checked above");
+        let (entry, sent) = self.pending.pop_front().expect("front checked above");
+        // Whatever the answer, the server took the request: it touched the session.
+        self.acknowledged(sent);
         if header.zxid > self.last_zxid {
             self.last_zxid = header.zxid;
         }
