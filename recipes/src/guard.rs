@@ -8,9 +8,7 @@ use tokio::sync::watch;
 use zookeeper_tokio::{Client, Stat};
 
 use crate::error::Result;
-use crate::lost::{
-    until_lost, until_not_held, LockState, LockStateChanges, LossMonitor, LossReason,
-};
+use crate::lost::{LockState, LockStateChanges, LossMonitor, LossReason};
 use crate::release::{delete_until_gone, spawn_delete};
 
 /// A number that grows with every grant of a lock: the lock node's creation zxid (`czxid`).
@@ -39,7 +37,12 @@ pub(crate) struct HeldNode {
 
 impl HeldNode {
     pub(crate) fn new(client: &Client, path: String, stat: Stat, wakeups: u32) -> Arc<HeldNode> {
-        let monitor = LossMonitor::start(client, &path, stat.ephemeral_owner);
+        let monitor = LossMonitor::start(
+            client,
+            &path,
+            stat.ephemeral_owner,
+            FencingToken(stat.czxid),
+        );
         Arc::new(HeldNode {
             client: client.clone(),
             path,
@@ -99,9 +102,26 @@ pub(crate) fn first_guard(node: Arc<HeldNode>, slot: Option<&HoldSlot>) -> LockG
 /// * [`lost`](LockGuard::lost): resolves when the lock can no longer be trusted; select on it
 ///   next to the protected work. [`suspended`](LockGuard::suspended) resolves earlier, on a
 ///   disconnect; [`state_changes`](LockGuard::state_changes) reports every transition.
+/// * [`state`](LockGuard::state): checked against the clock on every call, so a holder that
+///   looks before each step of its work never acts after its lease ran out.
 /// * [`release`](LockGuard::release): deletes the node; dropping the guard does the same in
 ///   the background. Either way the delete is retried across reconnects until the node (or
 ///   the session) is gone.
+///
+/// # What to do at each signal
+///
+/// | Signal | Meaning | The protected work should |
+/// |---|---|---|
+/// | [`LockState::Held`] | connected, the lease runs, our node is ours | go on |
+/// | [`LockState::Suspended`] | disconnected: still ours only if a server takes the session back in time | pause; when in doubt, stop (Curator's advice): nothing proves the lock is ours until it reads `Held` again |
+/// | [`LockState::Lost`] | the lease ran out, the session ended, or our node was deleted | stop at once: another contender may hold the lock |
+///
+/// The lease ([`zookeeper_tokio::Client::lease_deadline`]) ends no later than the server
+/// could expire our session, so `Lost` comes before anyone else can be granted the lock —
+/// as long as this process runs. A process that is paused (a long GC, `SIGSTOP`) cannot
+/// react while paused: its first look at [`state`](LockGuard::state) after resuming says
+/// `Lost`, but work already under way may have crossed the deadline. Resources that must
+/// never see two holders should check the [`fencing_token`](LockGuard::fencing_token).
 ///
 /// Guards taken reentrantly through the same handle share one node, deleted when the last of
 /// them goes.
@@ -150,8 +170,11 @@ impl LockGuard {
         *lock(&self.node.holds)
     }
 
-    /// Whether the lock can be trusted right now. The node itself is only watched once
-    /// [`lost`](Self::lost), [`suspended`](Self::suspended),
+    /// Whether the lock can be trusted right now. Checks the session's lease against the
+    /// monotonic clock on every call, before anything a background task published: once the
+    /// lease has run out this reads `Lost`, also on the first look of a process resuming
+    /// from a pause, before any round trip. The node itself is only watched (for a deletion
+    /// by someone else) once [`lost`](Self::lost), [`suspended`](Self::suspended),
     /// [`state_watcher`](Self::state_watcher) or [`state_changes`](Self::state_changes) has
     /// been called.
     pub fn state(&self) -> LockState {
@@ -172,19 +195,24 @@ impl LockGuard {
         self.node.monitor.changes()
     }
 
-    /// Resolves when the lock can no longer be trusted: the session expired or was closed,
-    /// the connection stayed down longer than the session timeout, or someone else deleted our
-    /// node. The future does not borrow the guard.
+    /// Resolves when the lock can no longer be trusted: the session's lease ran out (no
+    /// later than its end: before the server can expire the session and grant the lock to
+    /// anyone else), the session expired or was closed, or someone else deleted our node.
+    /// Every poll checks the lease first, so a future polled after a pause is ready at once.
+    /// The future does not borrow the guard.
     pub fn lost(&self) -> impl Future<Output = LossReason> + Send + 'static {
-        until_lost(self.node.monitor.subscribe())
+        self.node.monitor.lost()
     }
 
     /// Resolves as soon as the lock is not plainly held: on a disconnect (the early warning;
     /// it may come back) or on loss. Returns the state that ended the wait: a suspension that
     /// happened after this call still resolves it with `Suspended` even if the lock is held
     /// again by the time the future is polled. The future does not borrow the guard.
+    ///
+    /// At `Suspended`, pause the protected work, and stop it when in doubt: until the state
+    /// reads `Held` again nothing proves the lock is still ours.
     pub fn suspended(&self) -> impl Future<Output = LockState> + Send + 'static {
-        until_not_held(self.node.monitor.changes())
+        self.node.monitor.suspended()
     }
 
     /// Releases this hold. When it is the last hold on the node, deletes the node and returns

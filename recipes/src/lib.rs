@@ -4,10 +4,14 @@
 //! Every recipe queues ephemeral-sequential nodes under its path, and every waiter watches
 //! exactly one node, so a release wakes one waiter whatever the queue length. Every grant
 //! carries a [`FencingToken`] (the node's czxid) and a lost signal
-//! ([`LockGuard::lost`]) that fires when the lock can no longer be trusted: the session
-//! expired or was closed, the connection stayed down longer than the session timeout, or
-//! someone deleted our node. A disconnect is reported earlier as
-//! [`LockState::Suspended`].
+//! ([`LockGuard::lost`]) that fires when the lock can no longer be trusted: the session's
+//! lease ran out ([`zookeeper_tokio::Client::lease_deadline`]: no server answered a request
+//! sent within the last session timeout), the session expired or was closed, or someone
+//! deleted our node. The lease ends no later than the server can expire the session, so the
+//! signal comes before anyone else can be granted the lock, and [`LockGuard::state`] checks
+//! it against the clock on every call (a process resuming from a pause reads `Lost` on its
+//! first look). A disconnect is reported earlier as [`LockState::Suspended`]: pause the
+//! protected work there, and stop it when in doubt.
 //!
 //! Node layouts: Curator's by default (`InterProcessMutex`, `InterProcessReadWriteLock`,
 //! `LeaderLatch`, `InterProcessSemaphoreV2`); the mutex can also use kazoo's `Lock` layout
@@ -35,6 +39,7 @@ mod ensure_path;
 mod error;
 mod guard;
 mod leader;
+mod lease;
 mod lost;
 mod mutex;
 mod naming;
@@ -43,6 +48,7 @@ mod release;
 mod rwlock;
 mod semaphore;
 mod session;
+mod session_follower;
 mod transitions;
 
 pub use error::{Error, Result};
