@@ -26,6 +26,14 @@ pub enum Error {
         /// The node that vanished.
         path: String,
     },
+    /// A guarded write ([`LockGuard::guarded_multi`](crate::LockGuard::guarded_multi)) was
+    /// refused by the server because our lock node is gone: the lock is no longer ours
+    /// (our session ended, or someone deleted the node). Nothing was applied.
+    #[error("the lock is no longer held: our node {path} is gone, nothing was written")]
+    NotHeld {
+        /// Our lock node.
+        path: String,
+    },
     /// The connection stayed down longer than the session timeout: the session is gone on
     /// the server, and with it our node.
     #[error("disconnected for longer than the session timeout")]

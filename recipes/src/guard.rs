@@ -5,9 +5,9 @@ use std::future::Future;
 use std::sync::{Arc, Mutex as StdMutex};
 
 use tokio::sync::watch;
-use zookeeper_tokio::{Client, Stat};
+use zookeeper_tokio::{Client, ErrorKind, MultiOp, MultiResult, Stat};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::lost::{LockState, LockStateChanges, LossMonitor, LossReason};
 use crate::release::{delete_until_gone, spawn_delete};
 
@@ -104,6 +104,8 @@ pub(crate) fn first_guard(node: Arc<HeldNode>, slot: Option<&HoldSlot>) -> LockG
 ///   disconnect; [`state_changes`](LockGuard::state_changes) reports every transition.
 /// * [`state`](LockGuard::state): checked against the clock on every call, so a holder that
 ///   looks before each step of its work never acts after its lease ran out.
+/// * [`guarded_multi`](LockGuard::guarded_multi): ZooKeeper writes that the server applies
+///   only while our lock node exists.
 /// * [`release`](LockGuard::release): deletes the node; dropping the guard does the same in
 ///   the background. Either way the delete is retried across reconnects until the node (or
 ///   the session) is gone.
@@ -121,7 +123,9 @@ pub(crate) fn first_guard(node: Arc<HeldNode>, slot: Option<&HoldSlot>) -> LockG
 /// as long as this process runs. A process that is paused (a long GC, `SIGSTOP`) cannot
 /// react while paused: its first look at [`state`](LockGuard::state) after resuming says
 /// `Lost`, but work already under way may have crossed the deadline. Resources that must
-/// never see two holders should check the [`fencing_token`](LockGuard::fencing_token).
+/// never see two holders should check the [`fencing_token`](LockGuard::fencing_token), or,
+/// for state kept in ZooKeeper, be written through
+/// [`guarded_multi`](LockGuard::guarded_multi).
 ///
 /// Guards taken reentrantly through the same handle share one node, deleted when the last of
 /// them goes.
@@ -213,6 +217,46 @@ impl LockGuard {
     /// reads `Held` again nothing proves the lock is still ours.
     pub fn suspended(&self) -> impl Future<Output = LockState> + Send + 'static {
         self.node.monitor.suspended()
+    }
+
+    /// A `check` of our lock node, to put first in a [`Client::multi`] of your own: the server
+    /// applies the transaction only while the node exists, that is while the lock is ours
+    /// (the node goes with our session, or when released or deleted, and no later holder can
+    /// bring it back). See [`guarded_multi`](Self::guarded_multi).
+    pub fn check_op(&self) -> MultiOp {
+        MultiOp::check(&self.node.path, -1)
+    }
+
+    /// Writes `ops` in one transaction that the server applies only while this lock is ours:
+    /// our lock node is checked first, in the same transaction, on our session. A holder
+    /// that outlived its lock (paused, partitioned, or deleted by someone else) has its
+    /// write refused by the server with [`Error::NotHeld`], and nothing of `ops` is applied.
+    ///
+    /// This is the strongest fencing ZooKeeper offers for state kept in ZooKeeper itself:
+    /// the check and the writes are one atomic step at the server, so no pause or delay on
+    /// the client's side can slip a stale write in after the lock changed hands. (For
+    /// resources outside ZooKeeper, use the [`fencing_token`](Self::fencing_token).)
+    ///
+    /// Returns the results of `ops` (without the check's). When one of `ops` fails, the
+    /// error is the client's [`ErrorKind::MultiFailed`], whose index counts the check as
+    /// operation 0: your first operation is 1. A write that failed with connection loss may
+    /// have been applied, like any ZooKeeper write.
+    pub async fn guarded_multi(&self, ops: Vec<MultiOp>) -> Result<Vec<MultiResult>> {
+        let mut transaction = Vec::with_capacity(ops.len() + 1);
+        transaction.push(self.check_op());
+        transaction.extend(ops);
+        match self.node.client.multi(transaction).await {
+            Ok(mut results) => {
+                results.remove(0);
+                Ok(results)
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::MultiFailed { index: 0, .. }) => {
+                Err(Error::NotHeld {
+                    path: self.node.path.clone(),
+                })
+            }
+            Err(e) => Err(Error::Client(e)),
+        }
     }
 
     /// Releases this hold. When it is the last hold on the node, deletes the node and returns

@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::{blip_rig, bounce_connection, bounded, children, client, BlipRig};
 use zookeeper_recipes::{LeaderLatch, Leadership, LockState, LossReason, Mutex, Semaphore};
 use zookeeper_testkit::{Ensemble, Proxy, ZkServer};
-use zookeeper_tokio::{Client, SessionState};
+use zookeeper_tokio::{Client, CreateOptions, MultiOp, SessionState};
 
 async fn short_session(connect: &str) -> Client {
     bounded(
@@ -132,13 +132,13 @@ fn a_holder_paused_past_its_lease_reads_lost_on_its_first_look() {
     let lease = holder_client.lease_deadline().unwrap();
 
     // The holder stands still; another contender waits for the server to expire it.
-    let taken = others.block_on(async {
+    let (taken, other) = others.block_on(async {
         let other = client(&connect).await;
         let m = Mutex::new(&other, "/lock").unwrap();
         let mine = bounded("takeover", m.acquire()).await.unwrap();
         let token = mine.fencing_token();
         mine.release().await.unwrap();
-        token
+        (token, other)
     });
     assert!(taken > g.fencing_token());
     assert!(
@@ -157,8 +157,20 @@ fn a_holder_paused_past_its_lease_reads_lost_on_its_first_look() {
             tokio::time::timeout(Duration::ZERO, g.lost()).await.ok(),
             Some(LossReason::LeaseExpired)
         );
+        // A write guarded by the lock is refused by the server.
+        let stale = g
+            .guarded_multi(vec![MultiOp::create(
+                "/stale",
+                b"",
+                &CreateOptions::persistent(),
+            )])
+            .await;
+        assert!(stale.is_err(), "{stale:?}");
         drop((g, lease_guard, latch));
         holder_client.close().await;
+    });
+    others.block_on(async {
+        assert!(other.exists("/stale").await.unwrap().is_none());
     });
 }
 
