@@ -6,6 +6,9 @@
 //! node with `getData` (not `exists`, which would leave a creation watch behind when the node
 //! is already gone), so each release wakes one waiter however long the queue is.
 
+use std::future::Future;
+use std::time::Duration;
+
 use tokio::time::Instant;
 use tracing::debug;
 use zookeeper_tokio::{Client, ErrorKind, Stat};
@@ -179,6 +182,34 @@ pub(crate) async fn ordered_queue(
 /// The deadline of a timed acquisition.
 pub(crate) fn deadline_after(timeout: std::time::Duration) -> Patience {
     Patience::Until(Instant::now() + timeout)
+}
+
+/// How long after its deadline a timed acquisition may still be finishing the delete of its
+/// node before it returns anyway, leaving the delete to the background.
+const CLEANUP_GRACE: Duration = Duration::from_millis(50);
+
+/// Runs `acquisition` so that it returns within its patience whatever the connection does
+/// (a partition, refused connections, a slow server): an acquisition with a deadline
+/// returns `None` by then (plus [`CLEANUP_GRACE`]), a `NoWait` one within the session
+/// timeout. What it leaves unfinished is dropped, and dropping an acquisition deletes its
+/// node in the background (see `protection`), retried until the node or the session is gone.
+pub(crate) async fn bounded<T>(
+    client: &Client,
+    patience: Patience,
+    acquisition: impl Future<Output = Result<Option<T>>>,
+) -> Result<Option<T>> {
+    let bound = match patience {
+        Patience::Forever => return acquisition.await,
+        Patience::Until(deadline) => deadline + CLEANUP_GRACE,
+        Patience::NoWait => Instant::now() + client.session_timeout(),
+    };
+    match tokio::time::timeout_at(bound, acquisition).await {
+        Ok(outcome) => outcome,
+        Err(_) => {
+            debug!("acquisition gave up at its deadline; cleanup goes on in the background");
+            Ok(None)
+        }
+    }
 }
 
 /// Takes a handle's own serialisation lock within the acquisition's patience.

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use zookeeper_tokio::Client;
 
-use crate::contend::{contend, deadline_after, ordered_queue, serialize, Patience, Verdict};
+use crate::contend::{
+    bounded, contend, deadline_after, ordered_queue, serialize, Patience, Verdict,
+};
 use crate::ensure_path::validate;
 use crate::error::Result;
 use crate::guard::{first_guard, reenter, HeldNode, HoldSlot, LockGuard};
@@ -99,17 +101,26 @@ impl Mutex {
     }
 
     /// Takes the lock only if nobody holds or waits for it; `None` otherwise, with our node
-    /// already deleted.
+    /// deleted. Returns within the session timeout whatever the connection does (`None` when
+    /// no server answered in time; the node, if the create got through, is then deleted in
+    /// the background).
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
         self.acquire_with(Patience::NoWait).await
     }
 
-    /// Waits at most `timeout`; `None` on timeout, with our node already deleted.
+    /// Waits at most `timeout`; `None` on timeout, with our node deleted. The bound holds
+    /// whatever the connection does (a partition, refused connections, a slow server): the
+    /// call returns within `timeout` plus at most 50 ms, and a node it could not delete by
+    /// then is deleted in the background, retried until it or the session is gone.
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<LockGuard>> {
         self.acquire_with(deadline_after(timeout)).await
     }
 
     async fn acquire_with(&self, patience: Patience) -> Result<Option<LockGuard>> {
+        bounded(&self.client, patience, self.acquire_unbounded(patience)).await
+    }
+
+    async fn acquire_unbounded(&self, patience: Patience) -> Result<Option<LockGuard>> {
         if let Some(guard) = reenter(&self.slot) {
             return Ok(Some(guard));
         }

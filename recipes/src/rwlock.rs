@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use zookeeper_tokio::Client;
 
-use crate::contend::{contend, deadline_after, ordered_queue, serialize, Patience, Verdict};
+use crate::contend::{
+    bounded, contend, deadline_after, ordered_queue, serialize, Patience, Verdict,
+};
 use crate::ensure_path::validate;
 use crate::error::{Error, Result};
 use crate::guard::{first_guard, reenter, HeldNode, HoldSlot, LockGuard};
@@ -100,12 +102,15 @@ impl ReadWriteLock {
             .expect("waits until granted"))
     }
 
-    /// Takes the read lock only if no writer holds or waits before us.
+    /// Takes the read lock only if no writer holds or waits before us. Returns within the
+    /// session timeout whatever the connection does.
     pub async fn try_read(&self) -> Result<Option<LockGuard>> {
         self.acquire(Half::Read, Patience::NoWait).await
     }
 
-    /// Waits at most `timeout` for the read lock.
+    /// Waits at most `timeout` for the read lock; `None` on timeout, with our node deleted.
+    /// Returns within `timeout` plus at most 50 ms whatever the connection does (a node it
+    /// could not delete by then is deleted in the background).
     pub async fn read_timeout(&self, timeout: Duration) -> Result<Option<LockGuard>> {
         self.acquire(Half::Read, deadline_after(timeout)).await
     }
@@ -118,12 +123,15 @@ impl ReadWriteLock {
             .expect("waits until granted"))
     }
 
-    /// Takes the write lock only if nobody holds or waits for the lock.
+    /// Takes the write lock only if nobody holds or waits for the lock. Returns within the
+    /// session timeout whatever the connection does.
     pub async fn try_write(&self) -> Result<Option<LockGuard>> {
         self.acquire(Half::Write, Patience::NoWait).await
     }
 
-    /// Waits at most `timeout` for the write lock.
+    /// Waits at most `timeout` for the write lock; `None` on timeout, with our node deleted.
+    /// Returns within `timeout` plus at most 50 ms whatever the connection does (a node it
+    /// could not delete by then is deleted in the background).
     pub async fn write_timeout(&self, timeout: Duration) -> Result<Option<LockGuard>> {
         self.acquire(Half::Write, deadline_after(timeout)).await
     }
@@ -152,6 +160,15 @@ impl ReadWriteLock {
     }
 
     async fn acquire(&self, half: Half, patience: Patience) -> Result<Option<LockGuard>> {
+        bounded(
+            &self.client,
+            patience,
+            self.acquire_unbounded(half, patience),
+        )
+        .await
+    }
+
+    async fn acquire_unbounded(&self, half: Half, patience: Patience) -> Result<Option<LockGuard>> {
         if let Some(guard) = self.reenter(half)? {
             return Ok(Some(guard));
         }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use zookeeper_tokio::Client;
 
-use crate::contend::{deadline_after, Patience};
+use crate::contend::{bounded, deadline_after, Patience};
 use crate::ensure_path::validate;
 use crate::error::{Error, Result};
 use crate::guard::{first_guard, HeldNode, LockGuard};
@@ -74,17 +74,24 @@ impl Semaphore {
             .expect("waits until granted"))
     }
 
-    /// Takes a lease only if one is free now.
+    /// Takes a lease only if one is free now. Returns within the session timeout whatever
+    /// the connection does.
     pub async fn try_acquire(&self) -> Result<Option<Lease>> {
         self.acquire_with(Patience::NoWait).await
     }
 
-    /// Waits at most `timeout` for a lease.
+    /// Waits at most `timeout` for a lease; `None` on timeout, with our nodes deleted.
+    /// Returns within `timeout` plus at most 50 ms whatever the connection does (nodes it
+    /// could not delete by then are deleted in the background).
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<Lease>> {
         self.acquire_with(deadline_after(timeout)).await
     }
 
     async fn acquire_with(&self, patience: Patience) -> Result<Option<Lease>> {
+        bounded(&self.client, patience, self.acquire_unbounded(patience)).await
+    }
+
+    async fn acquire_unbounded(&self, patience: Patience) -> Result<Option<Lease>> {
         // A gate handle per acquisition (not per semaphore): concurrent acquisitions through
         // one handle queue in ZooKeeper like any others instead of re-entering the gate.
         let mutex = Mutex::new(&self.client, &self.locks_path)?;
