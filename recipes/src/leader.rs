@@ -15,13 +15,12 @@ use tokio::sync::oneshot;
 use tracing::{info, warn};
 use zookeeper_tokio::{Client, ErrorKind, EventType};
 
-use crate::contend::ordered_queue;
 use crate::ensure_path::validate;
 use crate::error::{Error, Result};
 use crate::guard::FencingToken;
 use crate::lease;
 use crate::lost::LossReason;
-use crate::naming::{attempt_prefix, child_name, join, Layout, CURATOR_LATCH};
+use crate::naming::{attempt_prefix, child_name, join, peer_queue, Layout, CURATOR_LATCH};
 use crate::protection::{list_children, PendingNode};
 use crate::release::{delete_until_gone, spawn_delete};
 use crate::session_follower::{SessionFollower, SessionSignal};
@@ -293,7 +292,7 @@ impl Drop for LeaderLatch {
 /// The participants of the election on `path`, in queue order, read by anyone.
 pub async fn participants(client: &Client, path: &str) -> Result<Vec<Participant>> {
     let children = list_children(client, path).await?.unwrap_or_default();
-    let queue = ordered_queue(client, path, &children, &[CURATOR_LATCH]).await?;
+    let queue = peer_queue(Layout::Curator, &children, &[CURATOR_LATCH], None).contenders;
     let reads: Vec<_> = queue
         .iter()
         .map(|c| client.get_data(&join(path, &c.name)))
@@ -392,12 +391,23 @@ impl Follow {
             Ok((c, _)) => c,
             Err(e) => return self.on_error(e),
         };
-        let queue = match ordered_queue(&self.client, &self.path, &children, &[CURATOR_LATCH]).await
-        {
-            Ok(q) => q,
-            Err(Error::Client(e)) => return self.on_error(e),
-            Err(_) => return Step::Again,
-        };
+        let queue = peer_queue(
+            Layout::Curator,
+            &children,
+            &[CURATOR_LATCH],
+            Some(&self.ours),
+        );
+        if let Some(child) = queue.wrapped {
+            warn!(
+                path = %self.path,
+                node = %self.ours,
+                child,
+                "sequence numbers wrapped past 2^31 under the election path: the peers' order \
+                 is broken, leaving the election"
+            );
+            return Step::End(LossReason::SequenceWrapped);
+        }
+        let queue = queue.contenders;
         let Some(index) = queue.iter().position(|c| c.name == self.ours) else {
             return Step::End(LossReason::NodeDeleted);
         };

@@ -58,6 +58,10 @@ pub enum LossReason {
     LeaseExpired,
     /// Our node was deleted by someone else.
     NodeDeleted,
+    /// The election path's sequence counter wrapped past 2^31: the peers' order is broken
+    /// (see [`Error::SequenceWrapped`](crate::Error::SequenceWrapped)), so a leader latch
+    /// leaves rather than risk a second leader.
+    SequenceWrapped,
     /// We released it.
     Released,
 }
@@ -71,6 +75,9 @@ impl fmt::Display for LossReason {
                 "the session's lease ran out: no server answered within the session timeout"
             }
             LossReason::NodeDeleted => "our node was deleted by someone else",
+            LossReason::SequenceWrapped => {
+                "sequence numbers wrapped past 2^31: the peers' order is broken"
+            }
             LossReason::Released => "released",
         })
     }

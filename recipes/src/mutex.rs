@@ -6,13 +6,11 @@ use std::time::Duration;
 
 use zookeeper_tokio::Client;
 
-use crate::contend::{
-    bounded, contend, deadline_after, ordered_queue, serialize, Patience, Verdict,
-};
+use crate::contend::{bounded, contend, deadline_after, serialize, Patience, Verdict};
 use crate::ensure_path::validate;
 use crate::error::Result;
 use crate::guard::{first_guard, reenter, HeldNode, HoldSlot, LockGuard};
-use crate::naming::{attempt_prefix, Layout, CURATOR_LOCK, KAZOO_LOCK};
+use crate::naming::{attempt_prefix, peer_queue, Layout, CURATOR_LOCK, KAZOO_LOCK};
 use crate::protection::list_children;
 
 /// A distributed mutual-exclusion lock on a ZooKeeper path.
@@ -137,6 +135,7 @@ impl Mutex {
         let won = contend(
             &self.client,
             &self.path,
+            self.layout,
             prefix,
             &markers,
             &self.data,
@@ -153,12 +152,14 @@ impl Mutex {
         }))
     }
 
-    /// The contenders' node names in queue order: the holder first.
+    /// The contenders' node names in queue order, the holder first, exactly as the layout's
+    /// peer orders them (in Curator's layout every child of the path counts, as it does for
+    /// Curator; in kazoo's, only children matching kazoo's pattern).
     pub async fn participants(&self) -> Result<Vec<String>> {
         let children = list_children(&self.client, &self.path)
             .await?
             .unwrap_or_default();
-        let queue = ordered_queue(&self.client, &self.path, &children, &[self.marker()]).await?;
-        Ok(queue.into_iter().map(|c| c.name).collect())
+        let queue = peer_queue(self.layout, &children, &[self.marker()], None);
+        Ok(queue.contenders.into_iter().map(|c| c.name).collect())
     }
 }
