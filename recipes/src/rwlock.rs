@@ -11,8 +11,9 @@
 //!
 //! Which layouts exclude which on one path: Curator's readers and writers exclude ours in
 //! Curator's layout; kazoo's `ReadLock` and `WriteLock` exclude ours in kazoo's layout (and a
-//! kazoo `Lock` excludes our writers, whose nodes it shares the name of, but not our readers,
-//! as it ignores kazoo's own readers). The two layouts do not see each other.
+//! kazoo `Lock` excludes our writers, whose nodes it shares the name of, but ignores our
+//! readers as it ignores kazoo's own, while readers wait for it). The two layouts do not see
+//! each other.
 
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
