@@ -8,6 +8,7 @@
 //!   black-hole them, add latency, hold replies, or cut a connection right after a given
 //!   request; it can also log the frames it passes on, in order ([`FrameEvent`]).
 //! * [`four_letter()`] and its parsed forms ([`Srvr`], [`Mntr`], ...) for assertions.
+//! * [`peers`]: Curator and kazoo, for peer programs in Java and Python.
 //!
 //! Servers run Debian's ZooKeeper (`scripts/setup` installs it); set `ZK_TESTS_JAVA` and
 //! `ZK_TESTS_CLASSPATH` (or `ZOOKEEPER_HOME`) to use another one. No Java process outlives
@@ -55,6 +56,7 @@ pub mod four_letter;
 mod install;
 mod node;
 pub mod options;
+pub mod peers;
 mod ports;
 mod process;
 pub mod proxy;

@@ -1,10 +1,8 @@
 //! Real Curator and kazoo peers, driven over stdin/stdout (see `tests/peers/`).
 //!
-//! The Curator peer is compiled at test time with `javac` against Debian's jars
+//! The Java peers are compiled at test time with `javac` against Debian's jars
 //! (`libcurator-recipes-java`), into the test target directory, cached by source hash.
 
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Mutex as StdMutex;
@@ -12,16 +10,9 @@ use std::sync::Mutex as StdMutex;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use super::bounded;
+use zookeeper_testkit::peers::{compile_curator_peers, kazoo_python};
 
-const JARS: &[&str] = &[
-    "/usr/share/java/curator-recipes.jar",
-    "/usr/share/java/curator-framework.jar",
-    "/usr/share/java/curator-client.jar",
-    "/usr/share/java/zookeeper.jar",
-    "/usr/share/java/zookeeper-jute.jar",
-    "/usr/share/java/slf4j-nop.jar",
-];
+use super::bounded;
 
 fn peers_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers")
@@ -35,54 +26,15 @@ fn curator_classpath() -> String {
     if let Some(cp) = built.as_ref() {
         return cp.clone();
     }
-    for jar in JARS {
-        assert!(
-            Path::new(jar).exists(),
-            "{jar} missing: install libcurator-recipes-java (scripts/setup)"
-        );
-    }
-    let mut sources: Vec<PathBuf> = std::fs::read_dir(peers_dir())
+    let sources: Vec<PathBuf> = std::fs::read_dir(peers_dir())
         .expect("list tests/peers")
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "java"))
         .collect();
-    sources.sort();
-    let mut h = DefaultHasher::new();
-    for source in &sources {
-        std::fs::read(source)
-            .expect("read a Java peer")
-            .hash(&mut h);
-    }
-    let out =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("curator-peer-{:016x}", h.finish()));
-    let jars = JARS.join(":");
-    if !out.join("CuratorPeer.class").exists() {
-        let tmp = out.with_extension(format!("tmp{}", std::process::id()));
-        std::fs::create_dir_all(&tmp).unwrap();
-        let status = std::process::Command::new("javac")
-            .args(["-nowarn", "-d"])
-            .arg(&tmp)
-            .args(["-cp", &jars])
-            .args(&sources)
-            .status()
-            .expect("run javac: install a JDK (default-jdk-headless, see scripts/setup)");
-        assert!(status.success(), "javac of the Java peers failed");
-        // Another test binary may have won the race; either copy is the same.
-        let _ = std::fs::rename(&tmp, &out);
-        let _ = std::fs::remove_dir_all(&tmp);
-    }
-    let cp = format!("{jars}:{}", out.display());
+    let cp = compile_curator_peers(&sources, Path::new(env!("CARGO_TARGET_TMPDIR")))
+        .unwrap_or_else(|e| panic!("{e}"));
     *built = Some(cp.clone());
     cp
-}
-
-/// The Python that has Debian's python3-kazoo.
-fn python() -> &'static str {
-    if Path::new("/usr/bin/python3").exists() {
-        "/usr/bin/python3"
-    } else {
-        "python3"
-    }
 }
 
 /// Runs `cmd` with `names` on stdin, one a line; returns its output lines.
@@ -122,7 +74,7 @@ pub async fn kazoo_order(
     class: &str,
     names: &[String],
 ) -> (Vec<String>, Vec<(String, Option<String>)>) {
-    let mut cmd = Command::new(python());
+    let mut cmd = Command::new(kazoo_python());
     cmd.arg(peers_dir().join("kazoo_order.py")).arg(class);
     let lines = run_with_names(cmd, names).await;
     let order = lines
@@ -182,7 +134,7 @@ impl Peer {
 
     /// A kazoo peer connected to `connect` (Debian's python3-kazoo, hence /usr/bin/python3).
     pub async fn kazoo(connect: &str) -> Peer {
-        let mut cmd = Command::new(python());
+        let mut cmd = Command::new(kazoo_python());
         cmd.arg(peers_dir().join("kazoo_peer.py")).arg(connect);
         Peer::spawn("kazoo", cmd).await
     }
