@@ -13,14 +13,21 @@
 //! first look). A disconnect is reported earlier as [`LockState::Suspended`]: pause the
 //! protected work there, and stop it when in doubt.
 //!
+//! Writes to state kept in ZooKeeper can be made conditional on still holding the lock
+//! ([`LockGuard::guarded_multi`]): the server refuses a stale holder's writes.
+//!
 //! Node layouts: Curator's by default (`InterProcessMutex`, `InterProcessReadWriteLock`,
-//! `LeaderLatch`, `InterProcessSemaphoreV2`); the mutex can also use kazoo's `Lock` layout
-//! ([`Layout::Kazoo`]). The two layouts do not see each other: pick the one your peers use.
+//! `LeaderLatch`, `InterProcessSemaphoreV2`); the mutex and the read-write lock can also use
+//! kazoo's (`Lock`, `ReadLock`, `WriteLock`: [`Layout::Kazoo`]). Each layout orders
+//! contenders exactly as its peer does, and refuses to grant once the path's sequence numbers
+//! wrapped past 2^31 ([`Error::SequenceWrapped`]), where the peers' order breaks. The two
+//! layouts do not see each other: pick the one your peers use.
 //!
 //! Acquisitions are cancel-safe: dropping an acquiring future at any await point deletes the
 //! node it created (even if the create's reply has not arrived yet), and so do timeouts and
-//! failed `try_` calls. A create whose reply is lost with the connection is found again by
-//! the GUID in its name and adopted only if our session owns it.
+//! failed `try_` calls. Calls with a timeout return within it whatever the connection does.
+//! A create whose reply is lost with the connection is found again by the GUID in its name and
+//! adopted only if our session owns it.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
