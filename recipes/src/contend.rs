@@ -90,9 +90,9 @@ pub(crate) async fn contend(
             } = peer_queue(layout, &children, markers, Some(&ours));
             if let Some(child) = wrapped {
                 warn!(
-                    path = dir,
-                    node = ours,
-                    child,
+                    path = %dir,
+                    node = %ours,
+                    %child,
                     "sequence numbers wrapped past 2^31 under the lock path: the peers' order is \
                      broken, refusing the lock"
                 );
@@ -161,8 +161,8 @@ fn won(pending: PendingNode, wakeups: u32, started: Instant) -> Won {
     } else {
         let (dir, node) = path.rsplit_once('/').unwrap_or(("", &path));
         info!(
-            path = dir,
-            node,
+            path = %dir,
+            node = %node,
             %token,
             wakeups,
             waited_ms = started.elapsed().as_millis() as u64,

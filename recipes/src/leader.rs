@@ -345,18 +345,18 @@ impl LatchState {
         }
         let (path, node, token) = (&*self.path, child_name(&self.node), self.token);
         match new {
-            Leadership::Leader => info!(path, node, %token, "leadership gained"),
+            Leadership::Leader => info!(path = %path, node = %node, %token, "leadership gained"),
             Leadership::Lost(reason) => {
-                warn!(path, node, %token, %reason, was = %old, "leadership lost: stop leading")
+                warn!(path = %path, node = %node, %token, %reason, was = %old, "leadership lost: stop leading")
             }
             Leadership::Suspended if old == Leadership::Leader => warn!(
-                path,
-                node,
+                path = %path,
+                node = %node,
                 %token,
                 "leadership suspended: connection lost; pause leading"
             ),
             Leadership::Closed if old == Leadership::Leader => {
-                info!(path, node, %token, "leadership given up")
+                info!(path = %path, node = %node, %token, "leadership given up")
             }
             _ => {}
         }
@@ -401,7 +401,7 @@ impl Follow {
             warn!(
                 path = %self.path,
                 node = %self.ours,
-                child,
+                %child,
                 "sequence numbers wrapped past 2^31 under the election path: the peers' order \
                  is broken, leaving the election"
             );

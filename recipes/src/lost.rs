@@ -156,8 +156,10 @@ impl Shared {
         }
         let (path, node, token) = (self.lock_path(), child_name(&self.node), self.token);
         match reason {
-            LossReason::Released => debug!(path, node, %token, "lock released"),
-            _ => warn!(path, node, %token, %reason, "lock lost: stop the work it protects"),
+            LossReason::Released => debug!(path = %path, node = %node, %token, "lock released"),
+            _ => {
+                warn!(path = %path, node = %node, %token, %reason, "lock lost: stop the work it protects")
+            }
         }
     }
 
@@ -165,8 +167,8 @@ impl Shared {
         if self.state.set(LockState::Suspended) {
             let (path, node, token) = (self.lock_path(), child_name(&self.node), self.token);
             warn!(
-                path,
-                node,
+                path = %path,
+                node = %node,
                 %token,
                 "lock suspended: connection lost; pause the work it protects"
             );
@@ -176,7 +178,7 @@ impl Shared {
     fn hold_again(&self) {
         if self.state.set(LockState::Held) {
             let (path, node, token) = (self.lock_path(), child_name(&self.node), self.token);
-            info!(path, node, %token, "lock held again: reconnected within the lease");
+            info!(path = %path, node = %node, %token, "lock held again: reconnected within the lease");
         }
     }
 }

@@ -12,7 +12,7 @@ use zookeeper_tokio::Client;
 use crate::contend::{bounded, deadline_after, Patience};
 use crate::ensure_path::validate;
 use crate::error::{Error, Result};
-use crate::guard::{first_guard, HeldNode, LockGuard};
+use crate::guard::{first_guard, FencingToken, HeldNode, LockGuard};
 use crate::mutex::Mutex;
 use crate::naming::{attempt_prefix, child_name, join, Layout, CURATOR_LEASE};
 use crate::protection::{list_children, PendingNode};
@@ -139,6 +139,15 @@ impl Semaphore {
             }
             if children.len() <= self.max_leases {
                 let (path, stat) = pending.keep();
+                if wakeups > 0 {
+                    tracing::info!(
+                        path = %self.leases_path,
+                        node = %ours,
+                        token = %FencingToken(stat.czxid),
+                        wakeups,
+                        "semaphore lease granted after a wait"
+                    );
+                }
                 let node = HeldNode::new(&self.client, path, stat, wakeups);
                 return Ok(Some(first_guard(node, None)));
             }
