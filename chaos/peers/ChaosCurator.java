@@ -36,6 +36,31 @@ public class ChaosCurator {
         return (String) get.invoke(m);
     }
 
+    // Deletes the marker while our lock node exists, retried until it is gone: the lock is
+    // released only after, or the next holder would find it.
+    private static boolean leave(CuratorFramework client, String node, String marker) throws InterruptedException {
+        while (true) {
+            try {
+                client.transaction().forOperations(
+                        client.transactionOp().check().forPath(node),
+                        client.transactionOp().delete().forPath(marker));
+                return true;
+            } catch (Exception e) {
+                // Below: whether the marker is still ours to delete.
+            }
+            try {
+                Stat there = client.checkExists().forPath(marker);
+                long session = client.getZookeeperClient().getZooKeeper().getSessionId();
+                if (there == null || there.getEphemeralOwner() != session) {
+                    return there == null;
+                }
+            } catch (Exception e) {
+                // Not known yet: try again.
+            }
+            Thread.sleep(50);
+        }
+    }
+
     private static void contend(String connect, String lock, String marker, String who, long holdMs, int sessionMs) {
         CuratorFramework client = CuratorFrameworkFactory.builder()
                 .connectString(connect)
@@ -78,10 +103,9 @@ public class ChaosCurator {
                     }
                     out("grant " + who + " " + token + " " + markerCzxid + " " + nowNs());
                     Thread.sleep(holdMs);
-                    client.transaction().forOperations(
-                            client.transactionOp().check().forPath(node),
-                            client.transactionOp().delete().forPath(marker));
-                    out("exit " + who + " " + token + " " + nowNs());
+                    if (leave(client, node, marker)) {
+                        out("exit " + who + " " + token + " " + nowNs());
+                    }
                 } finally {
                     mutex.release();
                 }
