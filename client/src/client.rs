@@ -177,6 +177,32 @@ impl Client {
         Duration::from_millis(self.inner.info.timeout_ms.load(Ordering::Acquire))
     }
 
+    /// The instant before which no server can have expired this session: the time the most
+    /// recent request (or ping, or reconnecting handshake) that a read-write server answered
+    /// was *sent*, plus the session timeout (the smallest one granted, should a reconnect
+    /// have negotiated another).
+    ///
+    /// A server expires a session one timeout after it last heard from it, and it heard the
+    /// request after it was sent; so until this instant the session, and every ephemeral node
+    /// it owns, still exists, whatever the network or this process did since. After it, the
+    /// session may be gone and another client may have taken over what its ephemerals
+    /// guarded. Reading it costs one atomic load: no round trip, no wait for the session task,
+    /// so a process resuming from a long pause sees at once that its lease ran out. Compare
+    /// it with [`Instant::now`](std::time::Instant::now).
+    ///
+    /// `None` while no read-write server has vouched for the session (before the first
+    /// handshake, or only read-only servers so far) and once it ended (expired, closed).
+    ///
+    /// Limits: the deadline is on the monotonic clock, which on Linux stands still while the
+    /// whole machine is suspended (a process pause, `SIGSTOP` or a stalled VM with a running
+    /// clock, is covered; a machine asleep is not). In an ensemble, a follower passes the
+    /// requests it answered on to the leader, which decides expiry; a follower cut off from
+    /// the leader keeps answering until it notices (up to `syncLimit` × `tickTime`), and
+    /// during such a partition the leader may expire the session up to that much earlier.
+    pub fn lease_deadline(&self) -> Option<std::time::Instant> {
+        self.inner.info.lease()
+    }
+
     /// The session state now.
     pub fn state(&self) -> SessionState {
         *self.inner.state_rx.borrow()

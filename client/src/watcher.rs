@@ -22,6 +22,17 @@ pub struct WatchedEvent {
     pub path: String,
 }
 
+/// `NodeDeleted /locks/a` for a node event; `session Expired while watching /locks/a` for a
+/// session event.
+impl std::fmt::Display for WatchedEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.event_type {
+            EventType::None => write!(f, "session {} while watching {}", self.state, self.path),
+            kind => write!(f, "{} {}", kind.name(), self.path),
+        }
+    }
+}
+
 impl WatchedEvent {
     pub(crate) fn session(state: SessionState, path: &str) -> WatchedEvent {
         WatchedEvent {
@@ -169,5 +180,25 @@ impl futures_core::Stream for PersistentWatcher {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<WatchedEvent>> {
         self.rx.poll_recv(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_print_what_happened_and_where() {
+        let deleted = WatchedEvent {
+            event_type: EventType::NodeDeleted,
+            state: SessionState::Connected,
+            path: "/locks/a".into(),
+        };
+        assert_eq!(deleted.to_string(), "NodeDeleted /locks/a");
+        let expired = WatchedEvent::session(SessionState::Expired, "/locks/a");
+        assert_eq!(
+            expired.to_string(),
+            "session Expired while watching /locks/a"
+        );
     }
 }

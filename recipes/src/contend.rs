@@ -6,12 +6,15 @@
 //! node with `getData` (not `exists`, which would leave a creation watch behind when the node
 //! is already gone), so each release wakes one waiter however long the queue is.
 
+use std::future::Future;
+use std::time::Duration;
+
 use tokio::time::Instant;
-use tracing::debug;
+use tracing::{debug, info, warn};
 use zookeeper_tokio::{Client, ErrorKind, Stat};
 
 use crate::error::{Error, Result};
-use crate::naming::{child_name, contenders, join, Contender, Ordered};
+use crate::naming::{child_name, join, peer_queue, sequence_of, Contender, Layout, Queue};
 use crate::protection::{list_children, PendingNode};
 use crate::session::{terminal_error, wait_connected};
 
@@ -41,18 +44,27 @@ pub(crate) struct Won {
     pub wakeups: u32,
 }
 
-/// One acquisition: our node is named `prefix` + sequence under `dir`; `markers` says which
-/// children take part in the queue; `decide` judges our place in it, looking only at the
-/// contenders ahead of us (the handoff without a listing relies on that).
+/// Our sequences below this leave room for 2^30 more creations under the path before the
+/// counter wraps: far more than can happen while one contender waits, so the deletion of its
+/// only blocker is its grant without a listing. Above it, every grant is decided on a listing
+/// (which shows a wrap).
+const HANDOFF_BELOW: i32 = 1 << 30;
+
+/// One acquisition: our node is named `prefix` + sequence under `dir`; `layout` and
+/// `markers` say how the peers order the queue; `decide` judges our place in it, looking only
+/// at the contenders ahead of us (the handoff without a listing relies on that).
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn contend(
     client: &Client,
     dir: &str,
+    layout: Layout,
     prefix: String,
     markers: &[&str],
     data: &[u8],
     patience: Patience,
     decide: impl Fn(&[Contender], usize) -> Verdict,
 ) -> Result<Option<Won>> {
+    let started = Instant::now();
     let mut pending = PendingNode::new(client, dir, prefix, data);
     pending.send_create();
     let mut first_listing = Some(client.get_children(dir));
@@ -72,14 +84,32 @@ pub(crate) async fn contend(
                 Some(children) if children.contains(&ours) => children,
                 _ => list_children(client, dir).await?.unwrap_or_default(),
             };
-            let mut queue = ordered_queue(client, dir, &children, markers).await?;
+            let Queue {
+                contenders: mut queue,
+                wrapped,
+            } = peer_queue(layout, &children, markers, Some(&ours));
+            if let Some(child) = wrapped {
+                warn!(
+                    path = %dir,
+                    node = %ours,
+                    %child,
+                    "sequence numbers wrapped past 2^31 under the lock path: the peers' order is \
+                     broken, refusing the lock"
+                );
+                return Err(Error::SequenceWrapped {
+                    path: dir.to_owned(),
+                    child,
+                });
+            }
             let Some(index) = queue.iter().position(|c| c.name == ours) else {
                 return Err(Error::NodeDeleted { path });
             };
             match decide(&queue, index) {
-                Verdict::Acquired => return Ok(Some(won(pending, wakeups))),
+                Verdict::Acquired => return Ok(Some(won(pending, wakeups, started))),
                 Verdict::WaitFor(blocker) => {
-                    let ours_once_gone = granted_once_gone(&mut queue, index, &blocker, &decide);
+                    let ours_once_gone = sequence_of(&ours, markers)
+                        .is_some_and(|seq| (0..HANDOFF_BELOW).contains(&seq))
+                        && granted_once_gone(&mut queue, index, &blocker, &decide);
                     (blocker, ours_once_gone)
                 }
             }
@@ -117,15 +147,28 @@ pub(crate) async fn contend(
         // was all that stood in our way, its deletion is the grant: no listing needed, which
         // saves the next holder a round trip and a listing of the whole queue.
         if ours_once_gone && event.event_type == zookeeper_tokio::EventType::NodeDeleted {
-            return Ok(Some(won(pending, wakeups)));
+            return Ok(Some(won(pending, wakeups, started)));
         }
     }
 }
 
 /// Keeps our node: the acquisition is granted.
-fn won(pending: PendingNode, wakeups: u32) -> Won {
+fn won(pending: PendingNode, wakeups: u32, started: Instant) -> Won {
     let (path, stat) = pending.keep();
-    debug!(path, wakeups, "acquired");
+    let token = crate::guard::FencingToken(stat.czxid);
+    if wakeups == 0 {
+        debug!(path, %token, "acquired");
+    } else {
+        let (dir, node) = path.rsplit_once('/').unwrap_or(("", &path));
+        info!(
+            path = %dir,
+            node = %node,
+            %token,
+            wakeups,
+            waited_ms = started.elapsed().as_millis() as u64,
+            "acquired after a wait"
+        );
+    }
     Won {
         path,
         stat,
@@ -149,36 +192,37 @@ fn granted_once_gone(
     matches!(decide(queue, ours - 1), Verdict::Acquired)
 }
 
-/// Orders a listing, falling back to creation order (`czxid`) when the sequences alone cannot
-/// say (see `naming`). Children that vanish meanwhile are left out.
-pub(crate) async fn ordered_queue(
-    client: &Client,
-    dir: &str,
-    children: &[String],
-    markers: &[&str],
-) -> Result<Vec<Contender>> {
-    match contenders(children, markers) {
-        Ordered::Queue(queue) => Ok(queue),
-        Ordered::NeedsCzxid(all) => {
-            let stats: Vec<_> = all
-                .iter()
-                .map(|c| client.exists(&join(dir, &c.name)))
-                .collect();
-            let mut dated = Vec::with_capacity(all.len());
-            for (c, stat) in all.into_iter().zip(stats) {
-                if let Some(stat) = stat.await.map_err(Error::Client)? {
-                    dated.push((stat.czxid, c));
-                }
-            }
-            dated.sort_by_key(|(czxid, _)| *czxid);
-            Ok(dated.into_iter().map(|(_, c)| c).collect())
-        }
-    }
-}
-
 /// The deadline of a timed acquisition.
 pub(crate) fn deadline_after(timeout: std::time::Duration) -> Patience {
     Patience::Until(Instant::now() + timeout)
+}
+
+/// How long after its deadline a timed acquisition may still be finishing the delete of its
+/// node before it returns anyway, leaving the delete to the background.
+const CLEANUP_GRACE: Duration = Duration::from_millis(50);
+
+/// Runs `acquisition` so that it returns within its patience whatever the connection does
+/// (a partition, refused connections, a slow server): an acquisition with a deadline
+/// returns `None` by then (plus [`CLEANUP_GRACE`]), a `NoWait` one within the session
+/// timeout. What it leaves unfinished is dropped, and dropping an acquisition deletes its
+/// node in the background (see `protection`), retried until the node or the session is gone.
+pub(crate) async fn bounded<T>(
+    client: &Client,
+    patience: Patience,
+    acquisition: impl Future<Output = Result<Option<T>>>,
+) -> Result<Option<T>> {
+    let bound = match patience {
+        Patience::Forever => return acquisition.await,
+        Patience::Until(deadline) => deadline + CLEANUP_GRACE,
+        Patience::NoWait => Instant::now() + client.session_timeout(),
+    };
+    match tokio::time::timeout_at(bound, acquisition).await {
+        Ok(outcome) => outcome,
+        Err(_) => {
+            debug!("acquisition gave up at its deadline; cleanup goes on in the background");
+            Ok(None)
+        }
+    }
 }
 
 /// Takes a handle's own serialisation lock within the acquisition's patience.

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use zookeeper_tokio::Client;
 
-use crate::contend::{contend, deadline_after, ordered_queue, serialize, Patience, Verdict};
+use crate::contend::{bounded, contend, deadline_after, serialize, Patience, Verdict};
 use crate::ensure_path::validate;
 use crate::error::Result;
 use crate::guard::{first_guard, reenter, HeldNode, HoldSlot, LockGuard};
-use crate::naming::{attempt_prefix, Layout, CURATOR_LOCK, KAZOO_LOCK};
+use crate::naming::{attempt_prefix, peer_queue, Layout, CURATOR_LOCK, KAZOO_LOCK};
 use crate::protection::list_children;
 
 /// A distributed mutual-exclusion lock on a ZooKeeper path.
@@ -117,17 +117,26 @@ impl Mutex {
     }
 
     /// Takes the lock only if nobody holds or waits for it; `None` otherwise, with our node
-    /// already deleted.
+    /// deleted. Returns within the session timeout whatever the connection does (`None` when
+    /// no server answered in time; the node, if the create got through, is then deleted in
+    /// the background).
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
         self.acquire_with(Patience::NoWait).await
     }
 
-    /// Waits at most `timeout`; `None` on timeout, with our node already deleted.
+    /// Waits at most `timeout`; `None` on timeout, with our node deleted. The bound holds
+    /// whatever the connection does (a partition, refused connections, a slow server): the
+    /// call returns within `timeout` plus at most 50 ms, and a node it could not delete by
+    /// then is deleted in the background, retried until it or the session is gone.
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<LockGuard>> {
         self.acquire_with(deadline_after(timeout)).await
     }
 
     async fn acquire_with(&self, patience: Patience) -> Result<Option<LockGuard>> {
+        bounded(&self.client, patience, self.acquire_unbounded(patience)).await
+    }
+
+    async fn acquire_unbounded(&self, patience: Patience) -> Result<Option<LockGuard>> {
         if let Some(guard) = reenter(&self.slot) {
             return Ok(Some(guard));
         }
@@ -144,6 +153,7 @@ impl Mutex {
         let won = contend(
             &self.client,
             &self.path,
+            self.layout,
             prefix,
             &markers,
             &self.data,
@@ -160,12 +170,14 @@ impl Mutex {
         }))
     }
 
-    /// The contenders' node names in queue order: the holder first.
+    /// The contenders' node names in queue order, the holder first, exactly as the layout's
+    /// peer orders them (in Curator's layout every child of the path counts, as it does for
+    /// Curator; in kazoo's, only children matching kazoo's pattern).
     pub async fn participants(&self) -> Result<Vec<String>> {
         let children = list_children(&self.client, &self.path)
             .await?
             .unwrap_or_default();
-        let queue = ordered_queue(&self.client, &self.path, &children, &[self.marker()]).await?;
-        Ok(queue.into_iter().map(|c| c.name).collect())
+        let queue = peer_queue(self.layout, &children, &[self.marker()], None);
+        Ok(queue.contenders.into_iter().map(|c| c.name).collect())
     }
 }

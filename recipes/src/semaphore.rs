@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use zookeeper_tokio::Client;
 
-use crate::contend::{deadline_after, Patience};
+use crate::contend::{bounded, deadline_after, Patience};
 use crate::ensure_path::validate;
 use crate::error::{Error, Result};
-use crate::guard::{first_guard, HeldNode, LockGuard};
+use crate::guard::{first_guard, FencingToken, HeldNode, LockGuard};
 use crate::mutex::Mutex;
 use crate::naming::{attempt_prefix, child_name, join, Layout, CURATOR_LEASE};
 use crate::protection::{list_children, PendingNode};
@@ -88,17 +88,24 @@ impl Semaphore {
             .expect("waits until granted"))
     }
 
-    /// Takes a lease only if one is free now.
+    /// Takes a lease only if one is free now. Returns within the session timeout whatever
+    /// the connection does.
     pub async fn try_acquire(&self) -> Result<Option<Lease>> {
         self.acquire_with(Patience::NoWait).await
     }
 
-    /// Waits at most `timeout` for a lease.
+    /// Waits at most `timeout` for a lease; `None` on timeout, with our nodes deleted.
+    /// Returns within `timeout` plus at most 50 ms whatever the connection does (nodes it
+    /// could not delete by then are deleted in the background).
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<Lease>> {
         self.acquire_with(deadline_after(timeout)).await
     }
 
     async fn acquire_with(&self, patience: Patience) -> Result<Option<Lease>> {
+        bounded(&self.client, patience, self.acquire_unbounded(patience)).await
+    }
+
+    async fn acquire_unbounded(&self, patience: Patience) -> Result<Option<Lease>> {
         // A gate handle per acquisition (not per semaphore): concurrent acquisitions through
         // one handle queue in ZooKeeper like any others instead of re-entering the gate.
         let mutex = Mutex::new(&self.client, &self.locks_path)?;
@@ -146,6 +153,15 @@ impl Semaphore {
             }
             if children.len() <= self.max_leases {
                 let (path, stat) = pending.keep();
+                if wakeups > 0 {
+                    tracing::info!(
+                        path = %self.leases_path,
+                        node = %ours,
+                        token = %FencingToken(stat.czxid),
+                        wakeups,
+                        "semaphore lease granted after a wait"
+                    );
+                }
                 let node = HeldNode::new(&self.client, path, stat, wakeups);
                 return Ok(Some(first_guard(node, None)));
             }

@@ -54,7 +54,7 @@ async fn try_timeout_and_cancellation_leave_no_child_behind() {
 
     let other = Mutex::new(&b, "/lock").unwrap();
     assert!(other.try_acquire().await.unwrap().is_none());
-    assert_eq!(children(&b, "/lock").await.len(), 1);
+    assert_eq!(wait_empty_but(&b, "/lock", 1).await.len(), 1);
 
     let timed = bounded(
         "timed acquire",
@@ -63,7 +63,7 @@ async fn try_timeout_and_cancellation_leave_no_child_behind() {
     .await
     .unwrap();
     assert!(timed.is_none());
-    assert_eq!(children(&b, "/lock").await.len(), 1);
+    assert_eq!(wait_empty_but(&b, "/lock", 1).await.len(), 1);
 
     // Cancel acquisitions at every stage: before the create's reply (zero timeout polls the
     // future once), between create and listing, and while waiting for the watch.

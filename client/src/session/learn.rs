@@ -89,9 +89,9 @@ impl Session {
             }),
         };
         encode_request_frame(&mut self.out, xid, &request);
+        // These reads are made while a frame is handled, so they leave at its arrival time.
         self.pending
-            .requests
-            .push_back(Pending::Learn { xid, read });
+            .push(Pending::Learn { xid, read }, self.last_recv);
     }
 
     /// One of the session's own reads got a reply over the incoming limit: the `add_watch`

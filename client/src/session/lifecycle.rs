@@ -74,7 +74,7 @@ impl Session {
         let to = to.or_else(|| self.moving_to.take());
         self.tls_failures_in_a_row = 0;
         self.drop_connection();
-        self.ping_outstanding = false;
+        self.ping_sent = None;
         self.completed += self.pending.fail_all(&ErrorKind::ConnectionLoss.into());
         self.watches.abandon_reads();
         self.set_state(SessionState::Disconnected);
@@ -118,6 +118,8 @@ impl Session {
         if self.phase == Phase::Terminated {
             return;
         }
+        self.lease.end();
+        self.state_tx.info.set_lease(None);
         self.set_state(state);
         self.phase = Phase::Terminated;
         self.drop_connection();
@@ -202,7 +204,14 @@ impl Session {
             &self.passwd,
         );
         self.phase = Phase::Connected;
-        self.ping_outstanding = false;
+        self.ping_sent = None;
+        // The server revalidated the session when it took the handshake, and nothing else is
+        // sent while handshaking: `last_send` is when the handshake left.
+        let timeout = Duration::from_millis(response.timeout as u64);
+        self.lease
+            .negotiated(self.session_id, timeout, self.read_only_conn);
+        self.lease.acknowledged(self.last_send);
+        self.state_tx.info.set_lease(self.lease.deadline());
         info!(
             timeout_ms = response.timeout,
             read_only = self.read_only_conn,
@@ -272,7 +281,7 @@ impl Session {
             for request in batches {
                 let xid = self.next_xid();
                 encode_request_frame(&mut self.out, xid, &request);
-                self.pending.requests.push_back(Pending::SetWatches { xid });
+                self.pending.push(Pending::SetWatches { xid }, now);
             }
         }
         self.relearn(relearn.0, relearn.1);

@@ -15,6 +15,7 @@
 mod handshake;
 pub(crate) mod hosts;
 mod learn;
+mod lease;
 mod lifecycle;
 pub(crate) mod pending;
 mod rebalance;
@@ -44,6 +45,7 @@ use crate::secret::Secret;
 use crate::state::{SessionState, StatePublisher};
 
 use hosts::{HostRing, Rng};
+use lease::Lease;
 use pending::{Pending, PendingAuth, PendingQueue, Unsent};
 use watches::WatchRegistry;
 
@@ -173,7 +175,10 @@ pub(crate) struct Session {
     actions: VecDeque<Action>,
     last_recv: Instant,
     last_send: Instant,
-    ping_outstanding: bool,
+    /// When the ping in flight was sent; `None` when no ping is in flight.
+    ping_sent: Option<Instant>,
+    /// Until when the session is surely alive on the servers.
+    lease: Lease,
     /// Last frame from any server while a session existed: the base of local expiry.
     last_heard: Option<Instant>,
 
@@ -227,7 +232,8 @@ impl Session {
             actions: VecDeque::new(),
             last_recv: now,
             last_send: now,
-            ping_outstanding: false,
+            ping_sent: None,
+            lease: Lease::default(),
             last_heard: None,
             completed: 0,
             close_waiters: Vec::new(),
@@ -254,6 +260,12 @@ impl Session {
 
     pub fn session_id(&self) -> i64 {
         self.session_id
+    }
+
+    /// The instant before which no server can have expired the session (see `lease`).
+    #[cfg(test)]
+    pub fn lease_deadline(&self) -> Option<Instant> {
+        self.lease.deadline()
     }
 
     #[cfg(test)]
@@ -287,7 +299,7 @@ impl Session {
             Phase::Connecting { deadline } | Phase::Handshaking { deadline } => Some(deadline),
             Phase::Connected => {
                 let mut d = self.last_recv + t * 2 / 3;
-                if !self.ping_outstanding && !self.sasl_in_progress() {
+                if self.ping_sent.is_none() && !self.sasl_in_progress() {
                     d = d.min(self.last_send + t / 3);
                 }
                 match self.probe {
@@ -485,13 +497,13 @@ impl Session {
                 if now >= self.last_recv + t * 2 / 3 {
                     return self.connection_lost(now, "read timeout");
                 }
-                if !self.ping_outstanding
+                if self.ping_sent.is_none()
                     && !self.sasl_in_progress()
                     && now >= self.last_send + t / 3
                 {
                     trace!("ping");
                     encode_request_frame(&mut self.out, xid::PING, &Request::Ping);
-                    self.ping_outstanding = true;
+                    self.ping_sent = Some(now);
                     self.last_send = now;
                 }
                 self.maybe_probe(now);
@@ -530,7 +542,7 @@ impl Session {
             Phase::Connected => {
                 let xid = self.next_xid();
                 encode_request_frame(&mut self.out, xid, &Request::CloseSession);
-                self.pending.requests.push_back(Pending::Close { xid });
+                self.pending.push(Pending::Close { xid }, now);
                 self.last_send = now;
                 self.phase = Phase::Closing {
                     deadline: now + self.timeout() * 2 / 3,
@@ -587,6 +599,16 @@ impl Session {
         .into()
     }
 
+    /// A server took a request sent at `sent`: the lease runs from there.
+    fn acknowledged(&mut self, sent: Instant) {
+        let before = self.lease.deadline();
+        self.lease.acknowledged(sent);
+        let after = self.lease.deadline();
+        if after != before {
+            self.state_tx.info.set_lease(after);
+        }
+    }
+
     fn set_state(&mut self, state: SessionState) {
         if self.state != state {
             info!(?state, "session state");
@@ -610,9 +632,7 @@ impl Session {
                 self.out.extend_from_slice(&frame);
                 self.out[start + 4..start + 8].copy_from_slice(&xid.to_be_bytes());
                 debug!(xid, ?opcode, "request sent");
-                self.pending
-                    .requests
-                    .push_back(Pending::User { xid, reply, watch });
+                self.pending.push(Pending::User { xid, reply, watch }, now);
             }
             PacketKind::Auth { scheme, auth } => {
                 self.out.extend_from_slice(&frame);

@@ -42,7 +42,11 @@ impl Session {
                     self.follow_up(read);
                 }
             }
-            xid::PING => self.ping_outstanding = false,
+            xid::PING => {
+                if let Some(sent) = self.ping_sent.take() {
+                    self.acknowledged(sent);
+                }
+            }
             xid::AUTH => self.on_auth_reply(header, now),
             x if x > 0 && self.is_sasl_reply(x) => self.on_sasl_reply(&header, frame, now),
             x if x > 0 => self.on_ordered_reply(header, frame, now),
@@ -87,7 +91,7 @@ impl Session {
             warn!(size, max, "notification over the incoming limit dropped");
             return;
         }
-        let front = self.pending.requests.front().map(Pending::xid);
+        let front = self.pending.front_xid();
         if header.xid <= 0 || front != Some(header.xid) {
             let reason = format!(
                 "reply xid {} of {size} bytes matches no pending request",
@@ -95,11 +99,9 @@ impl Session {
             );
             return self.protocol_error(now, &reason);
         }
-        let entry = self
-            .pending
-            .requests
-            .pop_front()
-            .expect("front checked above");
+        let (entry, sent) = self.pending.pop_front().expect("front checked above");
+        // The server took the request, however large its answer: it touched the session.
+        self.acknowledged(sent);
         if header.zxid > self.last_zxid {
             self.last_zxid = header.zxid;
         }
@@ -152,25 +154,19 @@ impl Session {
     }
 
     pub(super) fn on_ordered_reply(&mut self, header: ReplyHeader, body: Bytes, now: Instant) {
-        let Some(front) = self.pending.requests.front() else {
+        let Some(front) = self.pending.front_xid() else {
             return self.protocol_error(
                 now,
                 &format!("reply xid {} with nothing pending", header.xid),
             );
         };
-        if front.xid() != header.xid {
-            let reason = format!(
-                "xid out of order: expected {}, got {}",
-                front.xid(),
-                header.xid
-            );
+        if front != header.xid {
+            let reason = format!("xid out of order: expected {front}, got {}", header.xid);
             return self.protocol_error(now, &reason);
         }
-        let entry = self
-            .pending
-            .requests
-            .pop_front()
-            .expect("front checked above");
+        let (entry, sent) = self.pending.pop_front().expect("front checked above");
+        // Whatever the answer, the server took the request: it touched the session.
+        self.acknowledged(sent);
         if header.zxid > self.last_zxid {
             self.last_zxid = header.zxid;
         }

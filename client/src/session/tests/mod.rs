@@ -1,6 +1,7 @@
 //! Step-by-step tests of the session machine: no sockets, no clock, time is an argument.
 
 mod catch_up_model;
+mod lease;
 mod persistent;
 mod read_only;
 mod rebalance;
@@ -142,6 +143,13 @@ impl Harness {
     }
 
     fn handshake(&mut self, session_id: i64, timeout_ms: i32, read_only: bool) -> ConnectRequest {
+        let request = self.open_connection();
+        self.answer_handshake(session_id, timeout_ms, read_only);
+        request
+    }
+
+    /// TCP up: returns the connect request the machine sent.
+    fn open_connection(&mut self) -> ConnectRequest {
         let mut actions = self.actions();
         if !matches!(actions.last(), Some(Action::Connect(_))) {
             // A connection that did not last is followed by a pause: wait it out.
@@ -154,10 +162,14 @@ impl Harness {
         );
         self.s.on_connected(self.now);
         self.handshaken = false;
-        let request = match self.sent().remove(0) {
+        match self.sent().remove(0) {
             Sent::Connect(c) => c,
             other => panic!("{other:?}"),
-        };
+        }
+    }
+
+    /// The server's answer to the connect request.
+    fn answer_handshake(&mut self, session_id: i64, timeout_ms: i32, read_only: bool) {
         let mut payload = BytesMut::new();
         ConnectResponse {
             protocol_version: 0,
@@ -168,7 +180,6 @@ impl Harness {
         }
         .encode(&mut payload);
         self.feed(payload);
-        request
     }
 
     /// Advances the clock through a pause between attempts, to the next connection attempt.
