@@ -38,6 +38,7 @@ use zookeeper_jute::{encode_request_frame, xid, Request};
 
 use crate::connect_string::HostPort;
 use crate::error::{Error, ErrorKind};
+use crate::metrics::{self, Loss, SessionGauge};
 use crate::packet::{Packet, PacketKind};
 use crate::path::Chroot;
 use crate::sasl::SaslFactory;
@@ -146,6 +147,8 @@ pub(crate) struct Session {
     phase: Phase,
     state: SessionState,
     state_tx: StatePublisher,
+    /// This session in the `zookeeper_sessions` gauge (nothing without the `metrics` feature).
+    state_gauge: SessionGauge,
     hosts: HostRing,
     rng: Rng,
 
@@ -213,6 +216,7 @@ impl Session {
             phase: Phase::Backoff { until: now },
             state: SessionState::Connecting,
             state_tx,
+            state_gauge: SessionGauge::new(SessionState::Connecting),
             hosts,
             rng,
             session_id,
@@ -372,7 +376,7 @@ impl Session {
                 debug!(reason, "connection attempt failed");
                 self.attempt_failed(now, reason);
             }
-            Phase::Connected => self.connection_lost(now, reason),
+            Phase::Connected => self.connection_lost(now, Loss::Closed, reason),
             Phase::Closing { .. } => self.terminate(SessionState::Closed),
             Phase::Backoff { .. } | Phase::Terminated => {}
         }
@@ -425,6 +429,7 @@ impl Session {
             }
             let len = len as usize;
             if len > self.cfg.max_incoming_frame {
+                metrics::frame_over_limit();
                 // Only its header is read: enough to fail the request it answers.
                 if !matches!(self.phase, Phase::Connected | Phase::Closing { .. })
                     || len < REPLY_HEADER_LEN
@@ -495,7 +500,7 @@ impl Session {
             }
             Phase::Connected => {
                 if now >= self.last_recv + t * 2 / 3 {
-                    return self.connection_lost(now, "read timeout");
+                    return self.connection_lost(now, Loss::ReadTimeout, "read timeout");
                 }
                 if self.ping_sent.is_none()
                     && !self.sasl_in_progress()
@@ -524,7 +529,8 @@ impl Session {
         }
         if read_write {
             info!(host = %host.to_addr_string(), "read-write server found: leaving the read-only one");
-            self.connection_lost_to(now, "moving to a read-write server", Some(host));
+            let reason = "moving to a read-write server";
+            self.connection_lost_to(now, Loss::Moved, reason, Some(host));
         } else {
             probe.interval = (probe.interval * 2).min(PROBE_MAX);
             probe.at = now + probe.interval;
@@ -612,6 +618,7 @@ impl Session {
     fn set_state(&mut self, state: SessionState) {
         if self.state != state {
             info!(?state, "session state");
+            self.state_gauge.set(state);
             self.state = state;
             self.state_tx.publish(state);
         }
