@@ -2,100 +2,20 @@
 //! real server: exact counts by operation and error kind, one duration per finished request,
 //! connections, reconnects, session states, watches and bytes.
 //!
-//! Each test installs its own recorder on its thread only and runs its client on a
-//! current-thread runtime of that thread, session task included, so that tests running in
-//! parallel never see each other's metrics.
+//! Each test runs its client on a current-thread runtime with a recorder of its own on that
+//! thread (`zookeeper_testkit::metrics::recorded`), session task included, so that tests
+//! running in parallel never see each other's metrics.
 
 mod common;
 
-use std::future::Future;
 use std::time::Duration;
 
 use common::{connect_string, within};
-use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-use metrics_util::CompositeKey;
+use zookeeper_testkit::metrics::recorded;
 use zookeeper_testkit::Proxy;
 use zookeeper_tokio::{
     AddWatchMode, Client, CreateOptions, ErrorKind, EventType, SessionState, MIN_FRAME_LIMIT,
 };
-
-/// Runs `workload` on a current-thread runtime with a recorder of its own; returns what the
-/// recorder holds once the runtime (and with it the session task) is gone.
-fn recorded<F: Future<Output = ()>>(workload: impl FnOnce() -> F) -> Metrics {
-    let recorder = DebuggingRecorder::new();
-    let snapshotter = recorder.snapshotter();
-    {
-        let _local = metrics::set_default_local_recorder(&recorder);
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(workload());
-    }
-    Metrics(
-        snapshotter
-            .snapshot()
-            .into_vec()
-            .into_iter()
-            .map(|(key, _, _, value)| (key, value))
-            .collect(),
-    )
-}
-
-/// A snapshot, read by name and labels.
-struct Metrics(Vec<(CompositeKey, DebugValue)>);
-
-impl Metrics {
-    fn find(&self, name: &str, labels: &[(&str, &str)]) -> Option<&DebugValue> {
-        let mut want: Vec<(&str, &str)> = labels.to_vec();
-        want.sort();
-        self.0.iter().find_map(|(key, value)| {
-            let key = key.key();
-            let mut have: Vec<(&str, &str)> = key.labels().map(|l| (l.key(), l.value())).collect();
-            have.sort();
-            (key.name() == name && have == want).then_some(value)
-        })
-    }
-
-    /// A counter's value; 0 when it was never recorded.
-    fn counter(&self, name: &str, labels: &[(&str, &str)]) -> u64 {
-        match self.find(name, labels) {
-            Some(DebugValue::Counter(n)) => *n,
-            None => 0,
-            Some(other) => panic!("{name} {labels:?} is not a counter: {other:?}"),
-        }
-    }
-
-    fn gauge(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
-        match self.find(name, labels) {
-            Some(DebugValue::Gauge(v)) => v.into_inner(),
-            other => panic!("{name} {labels:?} is not a gauge: {other:?}"),
-        }
-    }
-
-    fn histogram(&self, name: &str, labels: &[(&str, &str)]) -> Vec<f64> {
-        match self.find(name, labels) {
-            Some(DebugValue::Histogram(v)) => v.iter().map(|x| x.into_inner()).collect(),
-            None => Vec::new(),
-            Some(other) => panic!("{name} {labels:?} is not a histogram: {other:?}"),
-        }
-    }
-
-    /// Every label set recorded under `name`, for messages and for checking that no label
-    /// carries a path or a session id.
-    fn label_sets(&self, name: &str) -> Vec<Vec<(String, String)>> {
-        self.0
-            .iter()
-            .filter(|(key, _)| key.key().name() == name)
-            .map(|(key, _)| {
-                key.key()
-                    .labels()
-                    .map(|l| (l.key().to_owned(), l.value().to_owned()))
-                    .collect()
-            })
-            .collect()
-    }
-}
 
 async fn connect(test: &str) -> Client {
     Client::builder(&connect_string(test))
