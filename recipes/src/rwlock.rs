@@ -24,6 +24,7 @@ use crate::contend::{bounded, contend, deadline_after, serialize, Patience, Verd
 use crate::ensure_path::validate;
 use crate::error::{Error, Result};
 use crate::guard::{first_guard, reenter, HeldNode, HoldSlot, LockGuard};
+use crate::metrics::{self, Recipe};
 use crate::naming::{
     attempt_prefix, peer_queue, Contender, Layout, CURATOR_READ, CURATOR_WRITE, KAZOO_LOCK,
     KAZOO_READ,
@@ -101,6 +102,15 @@ impl std::fmt::Debug for ReadWriteLock {
 enum Half {
     Read,
     Write,
+}
+
+impl Half {
+    fn recipe(self) -> Recipe {
+        match self {
+            Half::Read => Recipe::ReadLock,
+            Half::Write => Recipe::WriteLock,
+        }
+    }
 }
 
 impl ReadWriteLock {
@@ -204,12 +214,12 @@ impl ReadWriteLock {
     }
 
     async fn acquire(&self, half: Half, patience: Patience) -> Result<Option<LockGuard>> {
-        bounded(
+        let acquisition = bounded(
             &self.client,
             patience,
             self.acquire_unbounded(half, patience),
-        )
-        .await
+        );
+        metrics::acquisition(half.recipe(), acquisition).await
     }
 
     async fn acquire_unbounded(&self, half: Half, patience: Patience) -> Result<Option<LockGuard>> {
@@ -243,7 +253,7 @@ impl ReadWriteLock {
         )
         .await?;
         Ok(won.map(|w| {
-            let node = HeldNode::new(&self.client, w.path, w.stat, w.wakeups);
+            let node = HeldNode::new(&self.client, half.recipe(), w.path, w.stat, w.wakeups);
             first_guard(node, Some(slot))
         }))
     }

@@ -13,6 +13,7 @@ use crate::contend::{bounded, deadline_after, Patience};
 use crate::ensure_path::validate;
 use crate::error::{Error, Result};
 use crate::guard::{first_guard, FencingToken, HeldNode, LockGuard};
+use crate::metrics::{self, Recipe};
 use crate::mutex::Mutex;
 use crate::naming::{attempt_prefix, child_name, join, Layout, CURATOR_LEASE};
 use crate::protection::{list_children, PendingNode};
@@ -102,13 +103,14 @@ impl Semaphore {
     }
 
     async fn acquire_with(&self, patience: Patience) -> Result<Option<Lease>> {
-        bounded(&self.client, patience, self.acquire_unbounded(patience)).await
+        let acquisition = bounded(&self.client, patience, self.acquire_unbounded(patience));
+        metrics::acquisition(Recipe::Semaphore, acquisition).await
     }
 
     async fn acquire_unbounded(&self, patience: Patience) -> Result<Option<Lease>> {
         // A gate handle per acquisition (not per semaphore): concurrent acquisitions through
         // one handle queue in ZooKeeper like any others instead of re-entering the gate.
-        let mutex = Mutex::new(&self.client, &self.locks_path)?;
+        let mutex = Mutex::new(&self.client, &self.locks_path)?.recorded_as(Recipe::SemaphoreGate);
         let gate = match patience {
             Patience::Forever => Some(mutex.acquire().await?),
             Patience::NoWait => mutex.try_acquire().await?,
@@ -162,7 +164,7 @@ impl Semaphore {
                         "semaphore lease granted after a wait"
                     );
                 }
-                let node = HeldNode::new(&self.client, path, stat, wakeups);
+                let node = HeldNode::new(&self.client, Recipe::Semaphore, path, stat, wakeups);
                 return Ok(Some(first_guard(node, None)));
             }
             if let Patience::NoWait = patience {
