@@ -78,9 +78,9 @@
 //! | Metric | Kind | Labels | What it counts |
 //! |---|---|---|---|
 //! | `zookeeper_requests_total` | counter | `operation` | requests made, by client method (`get_data`, `create`, `multi`...), those refused before sending and those whose future was dropped included; a method that makes several requests (`create` with parents, `delete_recursive`) counts each |
-//! | `zookeeper_request_duration_seconds` | histogram | `operation` | time from the call to the outcome, of every request that finished |
+//! | `zookeeper_request_duration_seconds` | histogram | `operation` | time from the call until its future completed (when the reply arrived, unless the future was polled late), of every request that finished |
 //! | `zookeeper_request_errors_total` | counter | `operation`, `kind` | failed requests, by [`ErrorKind`] in snake case (`no_node`, `connection_loss`, `timeout`...) |
-//! | `zookeeper_requests_in_flight` | gauge | | requests made whose outcome has not arrived |
+//! | `zookeeper_requests_in_flight` | gauge | | requests the session holds, queued or sent, whose reply has not arrived |
 //! | `zookeeper_connection_attempts_total` | counter | | connections opened towards a server |
 //! | `zookeeper_connections_established_total` | counter | | connections on which a server accepted the session |
 //! | `zookeeper_reconnects_total` | counter | | established connections that resumed an existing session |

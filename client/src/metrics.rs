@@ -27,7 +27,7 @@ pub const REQUESTS: &str = "zookeeper_requests_total";
 pub const REQUEST_DURATION: &str = "zookeeper_request_duration_seconds";
 /// Failed requests, by `operation` and `kind` (the [`ErrorKind`], e.g. `no_node`).
 pub const REQUEST_ERRORS: &str = "zookeeper_request_errors_total";
-/// Requests made whose outcome has not arrived yet.
+/// Requests the session holds, queued or sent, whose reply has not arrived yet.
 pub const REQUESTS_IN_FLIGHT: &str = "zookeeper_requests_in_flight";
 /// Connections opened towards a server, the first one and every retry.
 pub const CONNECTION_ATTEMPTS: &str = "zookeeper_connection_attempts_total";
@@ -72,7 +72,10 @@ pub fn describe() {
         REQUEST_ERRORS,
         "Failed requests, by operation and error kind"
     );
-    describe_gauge!(REQUESTS_IN_FLIGHT, "Requests awaiting their outcome");
+    describe_gauge!(
+        REQUESTS_IN_FLIGHT,
+        "Requests queued or sent, awaiting their reply"
+    );
     describe_counter!(CONNECTION_ATTEMPTS, "Connections opened towards a server");
     describe_counter!(
         CONNECTIONS_ESTABLISHED,
@@ -97,36 +100,153 @@ pub fn describe() {
     describe_counter!(FRAMES_OVER_LIMIT, "Frames over the incoming frame limit");
 }
 
-/// One request, from its call to its outcome: counted in flight meanwhile, then by operation,
-/// with its duration and, if it failed, its error kind. A request whose future is dropped
-/// first is counted, without an outcome.
+/// The operations whose request metrics a client keeps handles for, the most frequent first
+/// (one is found by a scan of this list). An operation missing here is recorded all the same,
+/// through the recorder's own lookup on every request.
+#[cfg(feature = "metrics")]
+const OPERATIONS: [&str; 24] = [
+    "get_data",
+    "exists",
+    "set_data",
+    "create",
+    "delete",
+    "get_children",
+    "multi",
+    "get_data_and_watch",
+    "exists_and_watch",
+    "get_children_and_watch",
+    "add_watch",
+    "remove_watches",
+    "multi_read",
+    "sync",
+    "get_acl",
+    "set_acl",
+    "get_all_children_number",
+    "get_ephemerals",
+    "get_config",
+    "get_config_and_watch",
+    "reconfig_incremental",
+    "reconfig_members",
+    "add_auth",
+    "who_am_i",
+];
+
+/// A client's handles on its request metrics, shared by its clones and its requests.
+///
+/// A recorder hands out a handle per metric and label set after a lookup (a hash of the name
+/// and labels, a map under a lock); a request that kept none would pay that twice. Handles
+/// are taken from the recorder current when the client first makes a request of an
+/// operation: install the recorder before.
+#[derive(Clone, Default)]
+pub(crate) struct ClientMetrics {
+    #[cfg(feature = "metrics")]
+    handles: Option<std::sync::Arc<Handles>>,
+}
+
+#[cfg(feature = "metrics")]
+struct Handles {
+    operations: [std::sync::OnceLock<Operation>; OPERATIONS.len()],
+}
+
+/// The handles of one operation.
+#[cfg(feature = "metrics")]
+struct Operation {
+    requests: ::metrics::Counter,
+    duration: ::metrics::Histogram,
+}
+
+#[cfg(feature = "metrics")]
+impl Operation {
+    fn register(operation: &'static str) -> Operation {
+        Operation {
+            requests: counter!(REQUESTS, "operation" => operation),
+            duration: histogram!(REQUEST_DURATION, "operation" => operation),
+        }
+    }
+}
+
+impl ClientMetrics {
+    /// The handles of a new client.
+    pub(crate) fn new() -> ClientMetrics {
+        ClientMetrics {
+            #[cfg(feature = "metrics")]
+            handles: Some(std::sync::Arc::new(Handles {
+                operations: Default::default(),
+            })),
+        }
+    }
+}
+
+#[cfg(feature = "metrics")]
+impl Handles {
+    fn operation(&self, operation: &'static str) -> Option<&Operation> {
+        let i = OPERATIONS.iter().position(|o| *o == operation)?;
+        Some(self.operations[i].get_or_init(|| Operation::register(operation)))
+    }
+}
+
+/// One request, from its call to its outcome: counted by operation, with its duration and, if
+/// it failed, its error kind. A request whose future is dropped first is counted, without an
+/// outcome.
 pub(crate) struct RequestTimer {
     #[cfg(feature = "metrics")]
-    started: Option<(&'static str, Instant)>,
+    started: Option<Started>,
+}
+
+#[cfg(feature = "metrics")]
+struct Started {
+    operation: &'static str,
+    at: Instant,
+    /// The client's handles; `None` for a request refused before it was queued.
+    handles: Option<std::sync::Arc<Handles>>,
+}
+
+#[cfg(feature = "metrics")]
+impl Started {
+    /// Counts the request; records its duration when it finished.
+    fn count(&self, finished: bool) {
+        let handles = self.handles.as_ref();
+        match handles.and_then(|h| h.operation(self.operation)) {
+            Some(op) => {
+                op.requests.increment(1);
+                if finished {
+                    op.duration.record(self.at.elapsed().as_secs_f64());
+                }
+            }
+            None => {
+                counter!(REQUESTS, "operation" => self.operation).increment(1);
+                if finished {
+                    histogram!(REQUEST_DURATION, "operation" => self.operation)
+                        .record(self.at.elapsed().as_secs_f64());
+                }
+            }
+        }
+    }
 }
 
 impl RequestTimer {
+    /// A request of `operation` made now, on the client of `metrics` (`None`: refused before
+    /// it was queued).
     #[inline]
-    pub(crate) fn start(operation: &'static str) -> RequestTimer {
+    pub(crate) fn start(operation: &'static str, metrics: Option<ClientMetrics>) -> RequestTimer {
         RequestTimer {
             #[cfg(feature = "metrics")]
-            started: {
-                gauge!(REQUESTS_IN_FLIGHT).increment(1.0);
-                Some((operation, Instant::now()))
-            },
+            started: Some(Started {
+                operation,
+                at: Instant::now(),
+                handles: metrics.and_then(|m| m.handles),
+            }),
         }
     }
 
     #[inline]
     pub(crate) fn finish<T>(&mut self, outcome: &Result<T>) {
         #[cfg(feature = "metrics")]
-        if let Some((operation, started)) = self.started.take() {
-            gauge!(REQUESTS_IN_FLIGHT).decrement(1.0);
-            counter!(REQUESTS, "operation" => operation).increment(1);
-            histogram!(REQUEST_DURATION, "operation" => operation)
-                .record(started.elapsed().as_secs_f64());
+        if let Some(started) = self.started.take() {
+            started.count(true);
             if let Err(e) = outcome {
-                counter!(REQUEST_ERRORS, "operation" => operation, "kind" => error_kind(e.kind()))
+                let kind = error_kind(e.kind());
+                counter!(REQUEST_ERRORS, "operation" => started.operation, "kind" => kind)
                     .increment(1);
             }
         }
@@ -136,10 +256,66 @@ impl RequestTimer {
 #[cfg(feature = "metrics")]
 impl Drop for RequestTimer {
     fn drop(&mut self) {
-        if let Some((operation, _)) = self.started.take() {
-            gauge!(REQUESTS_IN_FLIGHT).decrement(1.0);
-            counter!(REQUESTS, "operation" => operation).increment(1);
+        if let Some(started) = self.started.take() {
+            started.count(false);
         }
+    }
+}
+
+/// One session's requests in the [`REQUESTS_IN_FLIGHT`] gauge: counted as the session takes
+/// them and as they complete (answered, failed, or dropped unsent), and moved into the gauge
+/// once per turn of the session task rather than twice per request.
+pub(crate) struct InFlight {
+    #[cfg(feature = "metrics")]
+    gauge: ::metrics::Gauge,
+    /// Requests taken and not completed.
+    #[cfg(feature = "metrics")]
+    held: i64,
+    /// What the gauge holds of them.
+    #[cfg(feature = "metrics")]
+    recorded: i64,
+}
+
+impl InFlight {
+    #[inline]
+    pub(crate) fn new() -> InFlight {
+        InFlight {
+            #[cfg(feature = "metrics")]
+            gauge: gauge!(REQUESTS_IN_FLIGHT),
+            #[cfg(feature = "metrics")]
+            held: 0,
+            #[cfg(feature = "metrics")]
+            recorded: 0,
+        }
+    }
+
+    /// The session took a request.
+    #[inline]
+    pub(crate) fn taken(&mut self) {
+        #[cfg(feature = "metrics")]
+        {
+            self.held += 1;
+        }
+    }
+
+    /// `n` requests completed; the gauge catches up.
+    #[inline]
+    pub(crate) fn completed(&mut self, n: usize) {
+        #[cfg(feature = "metrics")]
+        {
+            self.held -= n as i64;
+            if self.held != self.recorded {
+                self.gauge.increment((self.held - self.recorded) as f64);
+                self.recorded = self.held;
+            }
+        }
+    }
+}
+
+#[cfg(feature = "metrics")]
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.gauge.decrement(self.recorded as f64);
     }
 }
 
@@ -371,5 +547,124 @@ pub(crate) fn error_kind(kind: &ErrorKind) -> &'static str {
         ErrorKind::DataTooLarge { .. } => "data_too_large",
         ErrorKind::InvalidArgument(_) => "invalid_argument",
         ErrorKind::InvalidConnectString { .. } => "invalid_connect_string",
+    }
+}
+
+#[cfg(all(test, feature = "metrics"))]
+mod tests {
+    use zookeeper_testkit::metrics::recorded;
+
+    use super::*;
+
+    #[test]
+    fn in_flight_follows_taken_and_completed_requests_and_leaves_with_the_session() {
+        let held = recorded(|| async {
+            let mut in_flight = InFlight::new();
+            for _ in 0..3 {
+                in_flight.taken();
+            }
+            in_flight.completed(1);
+            std::mem::forget(in_flight);
+        });
+        assert_eq!(held.gauge(REQUESTS_IN_FLIGHT, &[]), 2.0);
+
+        let gone = recorded(|| async {
+            let mut in_flight = InFlight::new();
+            for _ in 0..3 {
+                in_flight.taken();
+            }
+            in_flight.completed(1);
+            // A session task dropped with requests still held (its runtime shut down).
+        });
+        assert_eq!(gone.gauge(REQUESTS_IN_FLIGHT, &[]), 0.0);
+    }
+
+    #[test]
+    fn a_session_counts_in_its_current_state_only_and_leaves_when_dropped() {
+        let live = recorded(|| async {
+            let mut gauge = SessionGauge::new(SessionState::Connecting);
+            gauge.set(SessionState::Connected);
+            gauge.set(SessionState::Disconnected);
+            gauge.set(SessionState::Connected);
+            std::mem::forget(gauge);
+        });
+        let state = |s| [("state", s)];
+        assert_eq!(live.gauge(SESSIONS, &state("connected")), 1.0);
+        assert_eq!(live.gauge(SESSIONS, &state("disconnected")), 0.0);
+        assert_eq!(live.gauge(SESSIONS, &state("connecting")), 0.0);
+        assert_eq!(live.counter(SESSION_STATE_CHANGES, &state("connected")), 2);
+        assert_eq!(
+            live.counter(SESSION_STATE_CHANGES, &state("disconnected")),
+            1
+        );
+
+        let ended = recorded(|| async {
+            let mut gauge = SessionGauge::new(SessionState::Connecting);
+            gauge.set(SessionState::Expired);
+        });
+        assert_eq!(ended.gauge(SESSIONS, &state("expired")), 0.0);
+        assert_eq!(ended.counter(SESSION_EXPIRATIONS, &[]), 1);
+    }
+
+    #[test]
+    fn every_error_kind_has_its_own_snake_case_label() {
+        use zookeeper_jute::ErrorCode;
+        // Every variant, so that two never share a label.
+        let kinds = [
+            ErrorKind::NoNode,
+            ErrorKind::NodeExists,
+            ErrorKind::BadVersion,
+            ErrorKind::NotEmpty,
+            ErrorKind::NoChildrenForEphemerals,
+            ErrorKind::InvalidAcl,
+            ErrorKind::NoAuth,
+            ErrorKind::BadArguments,
+            ErrorKind::Unimplemented,
+            ErrorKind::NotReadOnly,
+            ErrorKind::NoWatcher,
+            ErrorKind::MarshallingError,
+            ErrorKind::SessionMoved,
+            ErrorKind::Throttled,
+            ErrorKind::QuotaExceeded,
+            ErrorKind::EphemeralOnLocalSession,
+            ErrorKind::Server(ErrorCode::SystemError),
+            ErrorKind::MultiFailed {
+                index: 0,
+                code: ErrorCode::NoNode,
+            },
+            ErrorKind::ConnectionLoss,
+            ErrorKind::SessionExpired,
+            ErrorKind::Closed,
+            ErrorKind::AuthFailed,
+            ErrorKind::Timeout,
+            ErrorKind::Connect(String::new()),
+            ErrorKind::Tls {
+                cause: crate::TlsCause::Handshake,
+                message: String::new(),
+            },
+            ErrorKind::Protocol(String::new()),
+            ErrorKind::ReplyTooLarge { size: 2, max: 1 },
+            ErrorKind::InvalidPath {
+                path: "x".into(),
+                reason: "relative",
+            },
+            ErrorKind::DataTooLarge { size: 2, max: 1 },
+            ErrorKind::InvalidArgument(String::new()),
+            ErrorKind::InvalidConnectString {
+                input: String::new(),
+                reason: String::new(),
+            },
+        ];
+        let labels: Vec<&str> = kinds.iter().map(error_kind).collect();
+        for label in &labels {
+            assert!(
+                label.chars().all(|c| c.is_ascii_lowercase() || c == '_'),
+                "{label}"
+            );
+        }
+        let mut distinct = labels.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), labels.len(), "{labels:?}");
     }
 }

@@ -26,14 +26,15 @@ use crate::packet::RawReply;
 /// Every error of the operation, found before sending (`call` is then an error) or in the
 /// reply, passes once through `locate`, which names the operation and its path: the one place
 /// where an operation's errors get their context, and its outcome its metrics.
-pub(crate) fn reply<T, L, D>(call: Result<Call>, locate: L, decode: D) -> Reply<L, D>
+pub(crate) fn reply<T, L, D>(mut call: Result<Call>, locate: L, decode: D) -> Reply<L, D>
 where
     L: Locate,
     D: FnOnce(Result<RawReply>) -> Result<T> + Unpin,
 {
+    let metrics = call.as_mut().ok().map(Call::take_metrics);
     Reply {
+        timer: RequestTimer::start(locate.operation(), metrics),
         call,
-        timer: RequestTimer::start(locate.operation()),
         finish: Some((locate, decode)),
     }
 }

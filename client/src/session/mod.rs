@@ -38,7 +38,7 @@ use zookeeper_jute::{encode_request_frame, xid, Request};
 
 use crate::connect_string::HostPort;
 use crate::error::{Error, ErrorKind};
-use crate::metrics::{self, Loss, SessionGauge};
+use crate::metrics::{self, InFlight, Loss, SessionGauge};
 use crate::packet::{Packet, PacketKind};
 use crate::path::Chroot;
 use crate::sasl::SaslFactory;
@@ -187,6 +187,9 @@ pub(crate) struct Session {
 
     /// User requests finished since the driver last asked (returns queue capacity).
     completed: usize,
+    /// User requests taken and not completed, in the `zookeeper_requests_in_flight` gauge
+    /// (nothing without the `metrics` feature).
+    in_flight: InFlight,
     close_waiters: Vec<oneshot::Sender<()>>,
     /// Bumped whenever the connection is dropped, so frames of a dead connection are ignored.
     epoch: u64,
@@ -240,6 +243,7 @@ impl Session {
             lease: Lease::default(),
             last_heard: None,
             completed: 0,
+            in_flight: InFlight::new(),
             close_waiters: Vec::new(),
             epoch: 0,
             auth_replays: 0,
@@ -292,6 +296,7 @@ impl Session {
 
     /// User requests completed since the last call.
     pub fn take_completed(&mut self) -> usize {
+        self.in_flight.completed(self.completed);
         std::mem::take(&mut self.completed)
     }
 
@@ -324,6 +329,7 @@ impl Session {
 
     /// A request from a handle.
     pub fn submit(&mut self, packet: Packet, now: Instant) {
+        self.in_flight.taken();
         if packet.reply.is_closed() {
             // The caller gave up (deadline or drop) before it was sent: never send it.
             self.completed += 1;
