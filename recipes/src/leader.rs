@@ -310,8 +310,18 @@ impl Drop for LeaderLatch {
 
 /// The participants of the election on `path`, in queue order, read by anyone.
 pub async fn participants(client: &Client, path: &str) -> Result<Vec<Participant>> {
+    read_participants(client, path, CURATOR_LATCH).await
+}
+
+/// The participants queued under `path` with nodes named by `marker` (Curator's layout), in
+/// queue order, each with the id its node holds; the first leads.
+pub(crate) async fn read_participants(
+    client: &Client,
+    path: &str,
+    marker: &str,
+) -> Result<Vec<Participant>> {
     let children = list_children(client, path).await?.unwrap_or_default();
-    let queue = peer_queue(Layout::Curator, &children, &[CURATOR_LATCH], None).contenders;
+    let queue = peer_queue(Layout::Curator, &children, &[marker], None).contenders;
     let reads: Vec<_> = queue
         .iter()
         .map(|c| client.get_data(&join(path, &c.name)))

@@ -59,6 +59,7 @@ mod naming;
 mod protection;
 mod release;
 mod rwlock;
+mod selector;
 mod semaphore;
 mod session;
 mod session_follower;
@@ -74,6 +75,9 @@ pub use lost::{LockState, LockStateChanges, LossReason};
 pub use mutex::Mutex;
 pub use naming::Layout;
 pub use rwlock::ReadWriteLock;
+pub use selector::{
+    CancelOn, LeaderContext, LeaderSelector, LeaderSelectorBuilder, SelectorChanges, SelectorState,
+};
 pub use semaphore::{Lease, Semaphore};
 /// The client types a recipe user needs, so that a lock takes one dependency.
 pub use zookeeper_tokio::{

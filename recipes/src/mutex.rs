@@ -4,6 +4,7 @@
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
+use tokio_util::sync::CancellationToken;
 use zookeeper_tokio::Client;
 
 use crate::contend::{
@@ -142,8 +143,19 @@ impl Mutex {
         self.acquire_with(deadline_after(timeout)).await
     }
 
+    /// Waits until the lock is ours or `stop` is cancelled: `None` then, once our node is
+    /// deleted.
+    pub(crate) async fn acquire_until(&self, stop: CancellationToken) -> Result<Option<LockGuard>> {
+        self.acquire_with(Patience::UntilStopped(stop)).await
+    }
+
     async fn acquire_with(&self, patience: Patience) -> Result<Option<LockGuard>> {
-        bounded(&self.client, patience, self.acquire_unbounded(patience)).await
+        bounded(
+            &self.client,
+            &patience,
+            self.acquire_unbounded(patience.clone()),
+        )
+        .await
     }
 
     async fn acquire_unbounded(&self, patience: Patience) -> Result<Option<LockGuard>> {
@@ -152,7 +164,7 @@ impl Mutex {
         }
         // One acquisition at a time per handle: a second caller re-enters once the first
         // has the lock.
-        let Some(_serial) = serialize(&self.serial, patience).await else {
+        let Some(_serial) = serialize(&self.serial, &patience).await else {
             return Ok(None);
         };
         if let Some(guard) = reenter(&self.slot) {

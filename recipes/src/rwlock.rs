@@ -209,8 +209,8 @@ impl ReadWriteLock {
     async fn acquire(&self, half: Half, patience: Patience) -> Result<Option<LockGuard>> {
         bounded(
             &self.client,
-            patience,
-            self.acquire_unbounded(half, patience),
+            &patience,
+            self.acquire_unbounded(half, patience.clone()),
         )
         .await
     }
@@ -219,7 +219,7 @@ impl ReadWriteLock {
         if let Some(guard) = self.reenter(half)? {
             return Ok(Some(guard));
         }
-        let Some(_serial) = serialize(&self.serial, patience).await else {
+        let Some(_serial) = serialize(&self.serial, &patience).await else {
             return Ok(None);
         };
         if let Some(guard) = self.reenter(half)? {

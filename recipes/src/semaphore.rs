@@ -103,16 +103,22 @@ impl Semaphore {
     }
 
     async fn acquire_with(&self, patience: Patience) -> Result<Option<Lease>> {
-        bounded(&self.client, patience, self.acquire_unbounded(patience)).await
+        bounded(
+            &self.client,
+            &patience,
+            self.acquire_unbounded(patience.clone()),
+        )
+        .await
     }
 
     async fn acquire_unbounded(&self, patience: Patience) -> Result<Option<Lease>> {
         // A gate handle per acquisition (not per semaphore): concurrent acquisitions through
         // one handle queue in ZooKeeper like any others instead of re-entering the gate.
         let mutex = Mutex::new(&self.client, &self.locks_path)?;
-        let gate = match patience {
+        let gate = match &patience {
             Patience::Forever => Some(mutex.acquire().await?),
             Patience::NoWait => mutex.try_acquire().await?,
+            Patience::UntilStopped(stop) => mutex.acquire_until(stop.clone()).await?,
             Patience::Until(deadline) => {
                 let left = deadline.saturating_duration_since(tokio::time::Instant::now());
                 mutex.acquire_timeout(left).await?

@@ -21,6 +21,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 use zookeeper_tokio::{Client, ErrorKind, EventType, Stat};
 
@@ -34,14 +35,28 @@ pub(crate) use rule::{
 };
 
 /// How long an acquisition may wait.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) enum Patience {
     /// Until granted.
     Forever,
     /// Until this instant; then give up, leaving nothing behind.
     Until(Instant),
+    /// Until granted or this is cancelled; then give up, leaving nothing behind (returning
+    /// once our node is deleted).
+    UntilStopped(CancellationToken),
     /// Not at all: hold it now or give up.
     NoWait,
+}
+
+impl Patience {
+    /// Resolves when the patience ran out; never for `Forever` and `NoWait`.
+    async fn run_out(&self) {
+        match self {
+            Patience::Until(deadline) => tokio::time::sleep_until(*deadline).await,
+            Patience::UntilStopped(stop) => stop.cancelled().await,
+            Patience::Forever | Patience::NoWait => std::future::pending().await,
+        }
+    }
 }
 
 /// Where contenders queue, and how their peers order them.
@@ -76,7 +91,20 @@ pub(crate) async fn enter(
     let mut pending = PendingNode::new(line.client, line.dir, prefix, data);
     pending.send_create();
     let first_listing = line.client.get_children(line.dir);
-    let (path, _) = pending.created().await?;
+    let created = match &patience {
+        // A stop while the create is under way (perhaps retried across a reconnect) is
+        // heard at once; abandoning deletes whatever the create made.
+        Patience::UntilStopped(stop) => tokio::select! {
+            created = pending.created() => Some(created),
+            _ = stop.cancelled() => None,
+        },
+        _ => Some(pending.created().await),
+    };
+    let Some(created) = created else {
+        pending.abandon().await?;
+        return Ok(None);
+    };
+    let (path, _) = created?;
     let ours = child_name(&path).to_owned();
     // The listing written right after the create is only useful if it was answered after
     // our (last) create.
@@ -141,7 +169,7 @@ pub(crate) async fn wait_turn(
             Assessment::Wait { watch, handoff } => (watch, handoff),
         };
         drop(children);
-        if let Patience::NoWait = patience {
+        if let Patience::NoWait = &patience {
             return Ok(None);
         }
         let set = match &watch {
@@ -176,16 +204,10 @@ pub(crate) async fn wait_turn(
         };
         debug!(path, ?watch, "waiting");
         watching(&watch);
-        let deadline = async {
-            match patience {
-                Patience::Until(deadline) => tokio::time::sleep_until(deadline).await,
-                _ => std::future::pending().await,
-            }
-        };
         let event = tokio::select! {
             event = watcher => Some(event),
             () = rule.changed() => None,
-            () = deadline => return Ok(None),
+            () = patience.run_out() => return Ok(None),
         };
         wakeups += 1;
         let Some(event) = event else {
@@ -243,11 +265,11 @@ const CLEANUP_GRACE: Duration = Duration::from_millis(50);
 /// node in the background (see `protection`), retried until the node or the session is gone.
 pub(crate) async fn bounded<T>(
     client: &Client,
-    patience: Patience,
+    patience: &Patience,
     acquisition: impl Future<Output = Result<Option<T>>>,
 ) -> Result<Option<T>> {
-    let bound = match patience {
-        Patience::Forever => return acquisition.await,
+    let bound = match *patience {
+        Patience::Forever | Patience::UntilStopped(_) => return acquisition.await,
         Patience::Until(deadline) => deadline + CLEANUP_GRACE,
         Patience::NoWait => Instant::now() + client.session_timeout(),
     };
@@ -261,13 +283,17 @@ pub(crate) async fn bounded<T>(
 }
 
 /// Takes a handle's own serialisation lock within the acquisition's patience.
-pub(crate) async fn serialize(
-    serial: &tokio::sync::Mutex<()>,
-    patience: Patience,
-) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+pub(crate) async fn serialize<'a>(
+    serial: &'a tokio::sync::Mutex<()>,
+    patience: &Patience,
+) -> Option<tokio::sync::MutexGuard<'a, ()>> {
     match patience {
         Patience::NoWait => serial.try_lock().ok(),
         Patience::Forever => Some(serial.lock().await),
-        Patience::Until(deadline) => tokio::time::timeout_at(deadline, serial.lock()).await.ok(),
+        Patience::Until(deadline) => tokio::time::timeout_at(*deadline, serial.lock()).await.ok(),
+        Patience::UntilStopped(stop) => tokio::select! {
+            serial = serial.lock() => Some(serial),
+            _ = stop.cancelled() => None,
+        },
     }
 }
