@@ -61,6 +61,7 @@ mod release;
 mod rwlock;
 mod selector;
 mod semaphore;
+mod semaphore_mutex;
 mod session;
 mod session_follower;
 mod standalone;
@@ -79,6 +80,7 @@ pub use selector::{
     CancelOn, LeaderContext, LeaderSelector, LeaderSelectorBuilder, SelectorChanges, SelectorState,
 };
 pub use semaphore::{Lease, Semaphore};
+pub use semaphore_mutex::SemaphoreMutex;
 /// The client types a recipe user needs, so that a lock takes one dependency.
 pub use zookeeper_tokio::{
     Client, ClientBuilder, CreateOptions, Error as ClientError, ErrorKind, MultiOp, SessionId,
