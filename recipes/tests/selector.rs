@@ -337,3 +337,31 @@ async fn a_cut_off_leader_stops_before_the_next_leads() {
     assert!(matches!(end, SelectorState::Ended(_)), "{end:?}");
     b.close().await;
 }
+
+/// A work that panics ends its term like one that returns: the selector lets go and, with
+/// auto-requeue, leads again. Dropping the selector deletes its node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_work_ends_its_term_and_a_dropped_selector_leaves_nothing() {
+    let connect = chroot_connect("selector_panic");
+    let c = client(&connect).await;
+    let (tx, mut terms) = mpsc::unbounded_channel();
+    let selector = LeaderSelector::builder(&c, "/election")
+        .auto_requeue(true)
+        .start(move |ctx: LeaderContext| {
+            let tx = tx.clone();
+            async move {
+                let _ = tx.send(ctx.term());
+                if ctx.term() == 1 {
+                    panic!("the first term's work fails");
+                }
+                std::future::pending::<()>().await;
+            }
+        })
+        .unwrap();
+    assert_eq!(bounded("first term", terms.recv()).await, Some(1));
+    assert_eq!(bounded("second term", terms.recv()).await, Some(2));
+    assert!(selector.has_leadership());
+    assert_eq!(children(&c, "/election").await.len(), 1);
+    drop(selector);
+    assert!(common::wait_empty(&c, "/election").await.is_empty());
+}
