@@ -45,9 +45,11 @@ pub enum CancelOn {
     Suspended,
     /// Only once leadership is lost: the session's lease ran out, the session ended, or our
     /// node was deleted. The work runs on through disconnects that heal within the session
-    /// timeout (a server failover). Still safe, as long as the work reaches an await point
-    /// promptly: the loss is reported no later than the lease's end, and no one else can lead
-    /// before the server expired our session, which it cannot do sooner.
+    /// timeout (a server failover). Safe against the server expiring the session, as long as
+    /// the work reaches an await point promptly: the loss is reported no later than the
+    /// lease's end, and the server cannot expire the session sooner. Not against what no
+    /// clock can see: while we are cut off, someone deleting our node, or closing our session
+    /// with its password, lets another lead at once, and we hear of it only on reconnecting.
     Lost,
 }
 
