@@ -23,6 +23,17 @@
 //! wrapped past 2^31 ([`Error::SequenceWrapped`]), where the peers' order breaks. The two
 //! layouts do not see each other: pick the one your peers use.
 //!
+//! Leadership beyond a latch: a [`LeaderSelector`] (Curator's `LeaderSelector`) runs a future
+//! for each term it leads, cancelled when leadership is suspended or lost ([`CancelOn`]), and
+//! queues again if asked. A [`SemaphoreMutex`] is Curator's `InterProcessSemaphoreMutex`: the
+//! semaphore with one lease, not reentrant.
+//!
+//! Locks, read-write locks, semaphores and latches share one queue algorithm, to which each
+//! hands its rule. A rule that judges by the contenders ahead of it only may take a watched
+//! node's deletion as its grant without listing the queue again (one round trip saved per
+//! handoff); one that judges by more (a semaphore's count) cannot, by construction. Each
+//! rule is checked against a model of the peers over random queues.
+//!
 //! Acquisitions are cancel-safe: dropping an acquiring future at any await point deletes the
 //! node it created (even if the create's reply has not arrived yet), and so do timeouts and
 //! failed `try_` calls. Calls with a timeout return within it whatever the connection does.
@@ -86,7 +97,9 @@ mod naming;
 mod protection;
 mod release;
 mod rwlock;
+mod selector;
 mod semaphore;
+mod semaphore_mutex;
 mod session;
 mod session_follower;
 mod standalone;
@@ -101,7 +114,11 @@ pub use lost::{LockState, LockStateChanges, LossReason};
 pub use mutex::Mutex;
 pub use naming::Layout;
 pub use rwlock::ReadWriteLock;
+pub use selector::{
+    CancelOn, LeaderContext, LeaderSelector, LeaderSelectorBuilder, SelectorChanges, SelectorState,
+};
 pub use semaphore::{Lease, Semaphore};
+pub use semaphore_mutex::SemaphoreMutex;
 /// The client types a recipe user needs, so that a lock takes one dependency.
 pub use zookeeper_tokio::{
     Client, ClientBuilder, CreateOptions, Error as ClientError, ErrorKind, MultiOp, SessionId,
