@@ -77,8 +77,10 @@
 //! | `zookeeper_leadership_gained_total` | counter | | times a [`LeaderLatch`] became the leader |
 //! | `zookeeper_leadership_lost_total` | counter | `reason` | times a latch stopped leading: `suspended` (it may lead again), `resigned`, or a loss reason as above (`sequence_wrapped` too); gained minus lost is the number of latches leading |
 //!
-//! `recipe` is `mutex`, `read_lock`, `write_lock`, `semaphore` (a lease), or `semaphore_gate`
-//! (the mutex a [`Semaphore`] takes around its leases, apart from the application's).
+//! `recipe` is `mutex`, `read_lock`, `write_lock`, `semaphore` (a lease, a [`SemaphoreMutex`]'s
+//! included), `semaphore_gate` (the mutex a [`Semaphore`] takes around its leases, apart from
+//! the application's), or `leader_selector` (the mutex a [`LeaderSelector`] queues on: its wait
+//! is the time to lead, its hold a term). A selector closed while queued is no timeout.
 #![warn(missing_docs)]
 
 mod contend;

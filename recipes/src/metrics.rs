@@ -14,6 +14,7 @@ use ::metrics::{counter, histogram};
 #[cfg(feature = "metrics")]
 use tokio::time::Instant;
 
+use crate::contend::Patience;
 use crate::leader::Leadership;
 use crate::lost::LossReason;
 
@@ -74,6 +75,9 @@ pub(crate) enum Recipe {
     Semaphore,
     /// The mutex a semaphore takes around its leases, apart from the application's mutexes.
     SemaphoreGate,
+    /// The mutex a `LeaderSelector` queues on: its wait is the time to leadership, its hold a
+    /// term.
+    LeaderSelector,
 }
 
 #[cfg(feature = "metrics")]
@@ -85,14 +89,17 @@ impl Recipe {
             Recipe::WriteLock => "write_lock",
             Recipe::Semaphore => "semaphore",
             Recipe::SemaphoreGate => "semaphore_gate",
+            Recipe::LeaderSelector => "leader_selector",
         }
     }
 }
 
-/// Runs one acquire call of `recipe`: a grant records its wait, a `None` a timeout.
+/// Runs one acquire call of `recipe` made with `patience`: a grant records its wait, a `None` a
+/// timeout, unless the call was stopped (`Patience::UntilStopped`: a close, not a timeout).
 #[cfg(feature = "metrics")]
 pub(crate) async fn acquisition<T>(
     recipe: Recipe,
+    patience: &Patience,
     acquisition: impl std::future::Future<Output = crate::Result<Option<T>>>,
 ) -> crate::Result<Option<T>> {
     let started = Instant::now();
@@ -103,6 +110,7 @@ pub(crate) async fn acquisition<T>(
                 .record(started.elapsed().as_secs_f64());
             counter!(LOCK_ACQUISITIONS, "recipe" => recipe.label()).increment(1);
         }
+        Ok(None) if matches!(patience, Patience::UntilStopped(_)) => {}
         Ok(None) => counter!(LOCK_TIMEOUTS, "recipe" => recipe.label()).increment(1),
         Err(_) => {}
     }
@@ -112,7 +120,7 @@ pub(crate) async fn acquisition<T>(
 /// See the recording version: without the feature, the acquisition itself.
 #[cfg(not(feature = "metrics"))]
 #[inline]
-pub(crate) fn acquisition<F>(recipe: Recipe, acquisition: F) -> F {
+pub(crate) fn acquisition<F>(recipe: Recipe, patience: &Patience, acquisition: F) -> F {
     acquisition
 }
 

@@ -165,7 +165,7 @@ impl Mutex {
             &patience,
             self.acquire_unbounded(patience.clone()),
         );
-        metrics::acquisition(self.recipe, acquisition).await
+        metrics::acquisition(self.recipe, &patience, acquisition).await
     }
 
     async fn acquire_unbounded(&self, patience: Patience) -> Result<Option<LockGuard>> {

@@ -222,7 +222,7 @@ impl ReadWriteLock {
             &patience,
             self.acquire_unbounded(half, patience.clone()),
         );
-        metrics::acquisition(half.recipe(), acquisition).await
+        metrics::acquisition(half.recipe(), &patience, acquisition).await
     }
 
     async fn acquire_unbounded(&self, half: Half, patience: Patience) -> Result<Option<LockGuard>> {

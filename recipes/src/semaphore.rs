@@ -109,7 +109,7 @@ impl Semaphore {
             &patience,
             self.acquire_unbounded(patience.clone()),
         );
-        metrics::acquisition(Recipe::Semaphore, acquisition).await
+        metrics::acquisition(Recipe::Semaphore, &patience, acquisition).await
     }
 
     async fn acquire_unbounded(&self, patience: Patience) -> Result<Option<Lease>> {

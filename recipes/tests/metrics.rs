@@ -1,6 +1,6 @@
 //! The recipes' metrics (cargo feature `metrics`), read from a recorder after known workloads
 //! against a real server: lock waits and holds by recipe, acquisitions, timeouts, losses by
-//! reason, leadership gained and lost.
+//! reason, leadership gained and lost, a leader selector's terms.
 //!
 //! Each test runs on a current-thread runtime with a recorder of its own on that thread
 //! (`zookeeper_testkit::metrics::recorded`), background tasks included, so that tests
@@ -13,7 +13,8 @@ use std::time::Duration;
 use common::{bounded, chroot_connect, client, clients};
 use tokio::time::Instant;
 use zookeeper_recipes::{
-    Client, LeaderLatch, Leadership, LossReason, Mutex, ReadWriteLock, Semaphore,
+    Client, LeaderLatch, LeaderSelector, Leadership, LossReason, Mutex, ReadWriteLock,
+    SelectorState, Semaphore,
 };
 use zookeeper_testkit::metrics::recorded;
 
@@ -185,4 +186,49 @@ fn leadership_gained_and_lost_are_counted() {
     assert_eq!(m.counter(lost, &[("reason", "resigned")]), 1);
     assert_eq!(m.counter(lost, &[("reason", "node_deleted")]), 1);
     assert_eq!(m.label_sets(lost).len(), 2, "{:?}", m.label_sets(lost));
+}
+
+#[test]
+fn a_leader_selector_is_recorded_as_its_own_recipe_and_a_close_in_the_queue_is_no_timeout() {
+    let m = recorded(|| async {
+        let cs = clients(&chroot_connect("metrics_selector"), 2).await;
+        let (leading, mut led) = tokio::sync::mpsc::unbounded_channel();
+        let (end_term, term_ends) = tokio::sync::oneshot::channel::<()>();
+        let term_ends = std::sync::Arc::new(tokio::sync::Mutex::new(Some(term_ends)));
+        let a = LeaderSelector::builder(&cs[0], "/election")
+            .id("a")
+            .start(move |_| {
+                let (leading, term_ends) = (leading.clone(), term_ends.clone());
+                async move {
+                    let _ = leading.send(());
+                    if let Some(ends) = term_ends.lock().await.take() {
+                        let _ = ends.await;
+                    }
+                }
+            })
+            .unwrap();
+        bounded("a leads", led.recv()).await.unwrap();
+        let b = LeaderSelector::builder(&cs[1], "/election")
+            .id("b")
+            .start(|_| async {})
+            .unwrap();
+        wait_children(&cs[0], "/election", 2).await;
+        // Closed while queued: its acquisition stops, which is not a timeout.
+        bounded("b leaves the queue", b.close()).await;
+        end_term.send(()).unwrap();
+        let mut changes = a.changes();
+        bounded("a's term ends", async {
+            while changes.next().await != Some(SelectorState::Idle) {}
+        })
+        .await;
+        bounded("a closes", a.close()).await;
+    });
+    let selector = [("recipe", "leader_selector")];
+    assert_eq!(m.counter(ACQUISITIONS, &selector), 1);
+    assert_eq!(m.histogram(WAIT, &selector).len(), 1);
+    assert_eq!(m.histogram(HELD, &selector).len(), 1, "a's term");
+    assert_eq!(m.counter(TIMEOUTS, &selector), 0, "b's close is no timeout");
+    // Terms are not counted as the application's mutexes.
+    assert_eq!(m.counter(ACQUISITIONS, &[("recipe", "mutex")]), 0);
+    assert_eq!(m.label_sets(TIMEOUTS), Vec::<Vec<(String, String)>>::new());
 }
