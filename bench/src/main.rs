@@ -15,6 +15,8 @@ mod measure;
 mod options;
 mod ours;
 mod raw_socket;
+#[cfg(feature = "metrics")]
+mod recorder;
 mod report;
 mod rusage;
 mod server_metrics;
@@ -56,8 +58,12 @@ fn main() {
             .build(),
     }
     .expect("tokio runtime");
+    #[cfg(feature = "metrics")]
+    let recorder = recorder::install();
     let mut report = Report::default();
     runtime.block_on(run(opts, &mut report));
+    #[cfg(feature = "metrics")]
+    println!("# metrics: {}", recorder::summary(recorder.as_ref()));
     println!();
     println!("{}", report.markdown());
 }
@@ -88,6 +94,14 @@ async fn run(opts: Options, report: &mut Report) {
         }
     );
     println!("# machine: {}", machine::describe());
+    println!(
+        "# metrics: {}",
+        if cfg!(feature = "metrics") {
+            "recorded (feature `metrics`); the recorder is said at the end"
+        } else {
+            "off (the client and recipes built without their `metrics` feature)"
+        }
+    );
     let ctx = Ctx { opts, zk };
     for workload in options::WORKLOADS {
         if !ctx.opts.runs(workload) {

@@ -9,6 +9,7 @@ use zookeeper_tokio::{Client, ErrorKind, MultiOp, MultiResult, Stat};
 
 use crate::error::{Error, Result};
 use crate::lost::{LockState, LockStateChanges, LossMonitor, LossReason};
+use crate::metrics::{Hold, Recipe};
 use crate::release::{delete_until_gone, spawn_delete};
 
 /// A number that grows with every grant of a lock: the lock node's creation zxid (`czxid`).
@@ -36,12 +37,20 @@ pub(crate) struct HeldNode {
 }
 
 impl HeldNode {
-    pub(crate) fn new(client: &Client, path: String, stat: Stat, wakeups: u32) -> Arc<HeldNode> {
+    /// A node of `recipe` just granted.
+    pub(crate) fn new(
+        client: &Client,
+        recipe: Recipe,
+        path: String,
+        stat: Stat,
+        wakeups: u32,
+    ) -> Arc<HeldNode> {
         let monitor = LossMonitor::start(
             client,
             &path,
             stat.ephemeral_owner,
             FencingToken(stat.czxid),
+            Hold::granted(recipe),
         );
         Arc::new(HeldNode {
             client: client.clone(),

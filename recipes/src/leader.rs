@@ -21,6 +21,7 @@ use crate::error::{Error, Result};
 use crate::guard::FencingToken;
 use crate::lease;
 use crate::lost::LossReason;
+use crate::metrics;
 use crate::naming::{attempt_prefix, child_name, join, peer_queue, Layout, CURATOR_LATCH};
 use crate::protection::{list_children, PendingNode};
 use crate::release::{delete_until_gone, spawn_delete};
@@ -372,6 +373,7 @@ impl LatchState {
         if !self.state.set(new) {
             return;
         }
+        metrics::leadership(old, new);
         let (path, node, token) = (&*self.path, child_name(&self.node), self.token);
         match new {
             Leadership::Leader => info!(path = %path, node = %node, %token, "leadership gained"),

@@ -56,6 +56,31 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! # Metrics
+//!
+//! With the cargo feature `metrics` (off by default; without it the crate has no `metrics`
+//! dependency and records nothing) the recipes record these through the
+//! [`metrics`](https://docs.rs/metrics) facade, into whatever recorder the application
+//! installed, beside the client's own metrics (the feature turns on `zookeeper-tokio/metrics`;
+//! see that crate's docs for its table). `zookeeper_recipes::metrics::describe()` gives each
+//! metric, the client's included, its description and unit in the recorder. Histograms are in
+//! seconds; labels never carry a lock path.
+//!
+//! | Metric | Kind | Labels | What it counts |
+//! |---|---|---|---|
+//! | `zookeeper_lock_wait_seconds` | histogram | `recipe` | time from an acquire call to its grant |
+//! | `zookeeper_lock_hold_seconds` | histogram | `recipe` | time from a grant to its release, or to its loss |
+//! | `zookeeper_lock_acquisitions_total` | counter | `recipe` | acquire calls granted (reentrant ones included) |
+//! | `zookeeper_lock_timeouts_total` | counter | `recipe` | acquire calls that gave up at their deadline (`acquire_timeout`), or at once (`try_acquire`, `try_read`...) |
+//! | `zookeeper_lock_losses_total` | counter | `recipe`, `reason` | grants lost before their release: `session_expired`, `session_closed`, `lease_expired`, `node_deleted` |
+//! | `zookeeper_leadership_gained_total` | counter | | times a [`LeaderLatch`] became the leader |
+//! | `zookeeper_leadership_lost_total` | counter | `reason` | times a latch stopped leading: `suspended` (it may lead again), `resigned`, or a loss reason as above (`sequence_wrapped` too); gained minus lost is the number of latches leading |
+//!
+//! `recipe` is `mutex`, `read_lock`, `write_lock`, `semaphore` (a lease, a [`SemaphoreMutex`]'s
+//! included), `semaphore_gate` (the mutex a [`Semaphore`] takes around its leases, apart from
+//! the application's), or `leader_selector` (the mutex a [`LeaderSelector`] queues on: its wait
+//! is the time to lead, its hold a term). A selector closed while queued is no timeout.
 #![warn(missing_docs)]
 
 mod contend;
@@ -65,6 +90,10 @@ mod guard;
 mod leader;
 mod lease;
 mod lost;
+#[cfg(feature = "metrics")]
+pub mod metrics;
+#[cfg(not(feature = "metrics"))]
+mod metrics;
 mod mutex;
 mod naming;
 mod protection;

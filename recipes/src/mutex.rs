@@ -13,6 +13,7 @@ use crate::contend::{
 use crate::ensure_path::validate;
 use crate::error::Result;
 use crate::guard::{first_guard, reenter, HeldNode, HoldSlot, LockGuard};
+use crate::metrics::{self, Recipe};
 use crate::naming::{attempt_prefix, peer_queue, Layout, CURATOR_LOCK, KAZOO_LOCK};
 use crate::protection::list_children;
 
@@ -74,6 +75,8 @@ pub struct Mutex {
     data: Vec<u8>,
     slot: HoldSlot,
     serial: tokio::sync::Mutex<()>,
+    /// What its grants are recorded as.
+    recipe: Recipe,
 }
 
 impl std::fmt::Debug for Mutex {
@@ -102,12 +105,19 @@ impl Mutex {
             data: Vec::new(),
             slot: Arc::new(StdMutex::new(None)),
             serial: tokio::sync::Mutex::new(()),
+            recipe: Recipe::Mutex,
         })
     }
 
     /// The data written into our node (kazoo shows it as the contender's identifier).
     pub fn with_data(mut self, data: &[u8]) -> Mutex {
         self.data = data.to_vec();
+        self
+    }
+
+    /// Records its acquisitions and grants as `recipe`'s.
+    pub(crate) fn recorded_as(mut self, recipe: Recipe) -> Mutex {
+        self.recipe = recipe;
         self
     }
 
@@ -150,12 +160,12 @@ impl Mutex {
     }
 
     async fn acquire_with(&self, patience: Patience) -> Result<Option<LockGuard>> {
-        bounded(
+        let acquisition = bounded(
             &self.client,
             &patience,
             self.acquire_unbounded(patience.clone()),
-        )
-        .await
+        );
+        metrics::acquisition(self.recipe, &patience, acquisition).await
     }
 
     async fn acquire_unbounded(&self, patience: Patience) -> Result<Option<LockGuard>> {
@@ -180,7 +190,7 @@ impl Mutex {
         };
         let won = enter(line, prefix, &self.data, patience, Rule::Ahead(RULE)).await?;
         Ok(won.map(|w| {
-            let node = HeldNode::new(&self.client, w.path, w.stat, w.wakeups);
+            let node = HeldNode::new(&self.client, self.recipe, w.path, w.stat, w.wakeups);
             first_guard(node, Some(&self.slot))
         }))
     }

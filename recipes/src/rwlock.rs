@@ -27,6 +27,7 @@ use crate::contend::{
 use crate::ensure_path::validate;
 use crate::error::{Error, Result};
 use crate::guard::{first_guard, reenter, HeldNode, HoldSlot, LockGuard};
+use crate::metrics::{self, Recipe};
 use crate::naming::{
     attempt_prefix, peer_queue, Contender, Layout, CURATOR_READ, CURATOR_WRITE, KAZOO_LOCK,
     KAZOO_READ,
@@ -104,6 +105,15 @@ impl std::fmt::Debug for ReadWriteLock {
 enum Half {
     Read,
     Write,
+}
+
+impl Half {
+    fn recipe(self) -> Recipe {
+        match self {
+            Half::Read => Recipe::ReadLock,
+            Half::Write => Recipe::WriteLock,
+        }
+    }
 }
 
 impl ReadWriteLock {
@@ -207,12 +217,12 @@ impl ReadWriteLock {
     }
 
     async fn acquire(&self, half: Half, patience: Patience) -> Result<Option<LockGuard>> {
-        bounded(
+        let acquisition = bounded(
             &self.client,
             &patience,
             self.acquire_unbounded(half, patience.clone()),
-        )
-        .await
+        );
+        metrics::acquisition(half.recipe(), &patience, acquisition).await
     }
 
     async fn acquire_unbounded(&self, half: Half, patience: Patience) -> Result<Option<LockGuard>> {
@@ -243,7 +253,7 @@ impl ReadWriteLock {
         };
         let won = enter(line, prefix, &self.data, patience, Rule::Ahead(rule)).await?;
         Ok(won.map(|w| {
-            let node = HeldNode::new(&self.client, w.path, w.stat, w.wakeups);
+            let node = HeldNode::new(&self.client, half.recipe(), w.path, w.stat, w.wakeups);
             first_guard(node, Some(slot))
         }))
     }

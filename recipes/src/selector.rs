@@ -25,6 +25,7 @@ use crate::error::{Error, Result};
 use crate::guard::{FencingToken, HeldNode, LockGuard};
 use crate::leader::{read_participants, Participant};
 use crate::lost::{LockState, LockStateChanges, LossReason};
+use crate::metrics::Recipe;
 use crate::mutex::Mutex;
 use crate::naming::CURATOR_LOCK;
 use crate::transitions::{changes_stream, Phase, Transitions};
@@ -226,7 +227,9 @@ impl LeaderSelectorBuilder {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
             Error::InvalidArgument("a LeaderSelector must be started within a tokio runtime")
         })?;
-        let mutex = Mutex::new(&self.client, &self.path)?.with_data(self.id.as_bytes());
+        let mutex = Mutex::new(&self.client, &self.path)?
+            .with_data(self.id.as_bytes())
+            .recorded_as(Recipe::LeaderSelector);
         let shared = Arc::new(Shared {
             state: Transitions::new(SelectorState::Queued),
             term: StdMutex::new(None),

@@ -15,6 +15,7 @@ use crate::contend::{bounded, deadline_after, enter, Line, Patience, Rule, Verdi
 use crate::ensure_path::validate;
 use crate::error::{Error, Result};
 use crate::guard::{first_guard, HeldNode, LockGuard};
+use crate::metrics::{self, Recipe};
 use crate::mutex::Mutex;
 use crate::naming::{attempt_prefix, join, Contender, Layout, CURATOR_LEASE};
 use crate::protection::list_children;
@@ -103,18 +104,18 @@ impl Semaphore {
     }
 
     async fn acquire_with(&self, patience: Patience) -> Result<Option<Lease>> {
-        bounded(
+        let acquisition = bounded(
             &self.client,
             &patience,
             self.acquire_unbounded(patience.clone()),
-        )
-        .await
+        );
+        metrics::acquisition(Recipe::Semaphore, &patience, acquisition).await
     }
 
     async fn acquire_unbounded(&self, patience: Patience) -> Result<Option<Lease>> {
         // A gate handle per acquisition (not per semaphore): concurrent acquisitions through
         // one handle queue in ZooKeeper like any others instead of re-entering the gate.
-        let mutex = Mutex::new(&self.client, &self.locks_path)?;
+        let mutex = Mutex::new(&self.client, &self.locks_path)?.recorded_as(Recipe::SemaphoreGate);
         let gate = match &patience {
             Patience::Forever => Some(mutex.acquire().await?),
             Patience::NoWait => mutex.try_acquire().await?,
@@ -147,7 +148,10 @@ impl Semaphore {
         };
         let mut room = LeaseRoom::fixed(self.max_leases);
         let won = enter(line, prefix, &self.data, patience, Rule::Whole(&mut room)).await?;
-        Ok(won.map(|w| first_guard(HeldNode::new(&self.client, w.path, w.stat, w.wakeups), None)))
+        Ok(won.map(|w| {
+            let node = HeldNode::new(&self.client, Recipe::Semaphore, w.path, w.stat, w.wakeups);
+            first_guard(node, None)
+        }))
     }
 
     /// The lease node names currently held.
