@@ -37,6 +37,9 @@ pub enum Error {
     /// The leader latch was closed (or lost its node) before it became leader.
     #[error("the leader latch is closed")]
     LatchClosed,
+    /// The recipe was closed (or every handle to it dropped).
+    #[error("the recipe was closed")]
+    Closed,
 }
 
 /// Result of a recipe operation.

@@ -36,6 +36,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod cache;
 mod contend;
 mod ensure_path;
 mod error;
@@ -49,8 +50,13 @@ mod release;
 mod rwlock;
 mod semaphore;
 mod session;
+mod sessions;
 mod transitions;
 
+pub use cache::{
+    CacheEvent, CacheEvents, CachedNode, NodeCache, NodeCacheBuilder, Snapshot, TreeCache,
+    TreeCacheBuilder,
+};
 pub use error::{Error, Result};
 pub use guard::{FencingToken, LockGuard};
 pub use leader::{
@@ -61,6 +67,7 @@ pub use mutex::Mutex;
 pub use naming::Layout;
 pub use rwlock::ReadWriteLock;
 pub use semaphore::{Lease, Semaphore};
+pub use sessions::Sessions;
 
 // The workspace README's examples, compiled and run with this crate's doctests (it can reach
 // every crate they use).
