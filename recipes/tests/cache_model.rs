@@ -10,11 +10,12 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use common::faults::{expire, move_session};
 use common::{bounded, client};
 use tokio::task::JoinHandle;
 use zookeeper_recipes::{CacheEvent, CachedNode, Sessions, Snapshot, TreeCache};
 use zookeeper_testkit::{chroot_for, shared_server, Ensemble, Proxy};
-use zookeeper_tokio::{Client, CreateOptions, ErrorKind, SessionState};
+use zookeeper_tokio::{Client, CreateOptions, ErrorKind};
 
 /// A node as the model knows it: czxid, mzxid, version, data.
 type Row = (i64, i64, i32, Vec<u8>);
@@ -353,24 +354,7 @@ impl Fault<'_> {
                 if let Some(member) = killed.take() {
                     bounded("restart", ensemble.restart(member)).await.unwrap();
                 }
-                let Some(member) = member_serving(ensemble, client.session_id().0).await else {
-                    return;
-                };
-                let mut states = client.state_changes();
-                ensemble.kill(member).unwrap();
-                *killed = Some(member);
-                bounded(
-                    "disconnected",
-                    states.wait_for(|s| s == SessionState::Disconnected),
-                )
-                .await
-                .unwrap();
-                bounded(
-                    "moved to another member",
-                    states.wait_for(|s| s == SessionState::Connected),
-                )
-                .await
-                .unwrap();
+                *killed = move_session(ensemble, client).await;
             }
             Fault::Expire {
                 proxy,
@@ -422,19 +406,6 @@ async fn random_histories_through_connection_drops() {
     let steps = run_history(&mut writer, &cache, 600, 40, Fault::Drop(&proxy)).await;
     assert!(steps > 50, "only {steps} steps checked");
     assert!(proxy.accepted() > 10, "the connection was dropped");
-}
-
-/// The index of the member whose `cons` lists `session`.
-async fn member_serving(ensemble: &Ensemble, session: i64) -> Option<usize> {
-    let needle = format!("sid=0x{:x}", session as u64);
-    for (i, addr) in ensemble.addrs().iter().enumerate() {
-        if let Ok(cons) = zookeeper_testkit::four_letter(*addr, "cons").await {
-            if cons.contains(&needle) {
-                return Some(i);
-            }
-        }
-    }
-    None
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -510,33 +481,6 @@ async fn random_histories_through_session_expiry() {
         first,
         "a new session"
     );
-}
-
-/// Ends `victim`'s session from the server side: cut off behind its proxy, its session is
-/// resumed and closed by another connection, so that its next reconnect is told it expired.
-pub async fn expire(proxy: &Proxy, connect: &str, victim: &Client) {
-    let mut states = victim.state_changes();
-    proxy.refuse(true);
-    proxy.drop_all();
-    bounded(
-        "disconnected",
-        states.wait_for(|s| s == SessionState::Disconnected),
-    )
-    .await
-    .unwrap();
-    let twin = bounded(
-        "resume",
-        Client::builder(connect)
-            .session(victim.session_id(), &victim.session_password())
-            .connect(),
-    )
-    .await
-    .unwrap();
-    twin.close().await;
-    proxy.refuse(false);
-    bounded("expired", states.wait_for(|s| s.is_terminal()))
-        .await
-        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
