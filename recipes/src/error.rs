@@ -40,6 +40,22 @@ pub enum Error {
     /// The recipe was closed (or every handle to it dropped).
     #[error("the recipe was closed")]
     Closed,
+    /// A node holds data the recipe cannot read (a counter of the wrong size, say).
+    #[error("unexpected data in {path}: {reason}")]
+    BadValue {
+        /// The node.
+        path: String,
+        /// What was expected.
+        reason: &'static str,
+    },
+    /// A write was sent but its reply was lost with the connection, and what the node holds
+    /// now cannot tell whether it was applied (someone else may have written the same). Read
+    /// the value again before deciding.
+    #[error("the write to {path} may or may not have been applied (its reply was lost)")]
+    Indeterminate {
+        /// The node written.
+        path: String,
+    },
 }
 
 /// Result of a recipe operation.

@@ -38,6 +38,7 @@
 
 pub mod cache;
 mod contend;
+mod counter;
 mod ensure_path;
 mod error;
 mod guard;
@@ -47,6 +48,7 @@ mod mutex;
 mod naming;
 mod protection;
 mod release;
+mod retry;
 mod rwlock;
 mod semaphore;
 mod session;
@@ -57,6 +59,10 @@ pub use cache::{
     CacheEvent, CacheEvents, CachedNode, NodeCache, NodeCacheBuilder, Snapshot, TreeCache,
     TreeCacheBuilder,
 };
+pub use counter::{
+    AtomicStats, AtomicValue, CountChanges, DistributedAtomicLong, PromotedToLock, SharedCount,
+    VersionedCount,
+};
 pub use error::{Error, Result};
 pub use guard::{FencingToken, LockGuard};
 pub use leader::{
@@ -65,6 +71,7 @@ pub use leader::{
 pub use lost::{LockState, LockStateChanges, LossReason};
 pub use mutex::Mutex;
 pub use naming::Layout;
+pub use retry::RetryPolicy;
 pub use rwlock::ReadWriteLock;
 pub use semaphore::{Lease, Semaphore};
 pub use sessions::Sessions;

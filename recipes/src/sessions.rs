@@ -135,6 +135,16 @@ impl Sessions {
             .clone()
     }
 
+    /// The current client, replaced first if its session is over and new sessions can be
+    /// opened: what a recipe's next call should use.
+    pub(crate) async fn live(&self) -> Result<Client> {
+        let client = self.client();
+        if client.state().is_terminal() && self.renews() {
+            return self.replace(&client).await;
+        }
+        Ok(client)
+    }
+
     /// Whether a new session is opened after expiry.
     pub fn renews(&self) -> bool {
         self.inner.open.is_some()

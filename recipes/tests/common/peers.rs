@@ -1,6 +1,6 @@
 //! Real Curator and kazoo peers, driven over stdin/stdout (see `tests/peers/`).
 //!
-//! The Curator peer is compiled at test time with `javac` against Debian's jars
+//! The Java peers are compiled at test time with `javac` against Debian's jars
 //! (`libcurator-recipes-java`), into the test target directory, cached by source hash.
 
 use std::collections::hash_map::DefaultHasher;
@@ -27,7 +27,8 @@ fn peers_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers")
 }
 
-/// Compiles CuratorPeer.java once per source version; returns the classpath to run it.
+/// Compiles the Java peers (every `.java` file in `tests/peers/`) once per version of their
+/// sources; returns the classpath to run them.
 fn curator_classpath() -> String {
     static BUILT: StdMutex<Option<String>> = StdMutex::new(None);
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
@@ -40,24 +41,32 @@ fn curator_classpath() -> String {
             "{jar} missing: install libcurator-recipes-java (scripts/setup)"
         );
     }
-    let source = peers_dir().join("CuratorPeer.java");
-    let text = std::fs::read(&source).expect("read CuratorPeer.java");
+    let mut sources: Vec<PathBuf> = std::fs::read_dir(peers_dir())
+        .expect("list tests/peers")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "java"))
+        .collect();
+    sources.sort();
     let mut h = DefaultHasher::new();
-    text.hash(&mut h);
+    for source in &sources {
+        std::fs::read(source)
+            .expect("read a Java peer")
+            .hash(&mut h);
+    }
     let out =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("curator-peer-{:016x}", h.finish()));
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("curator-peers-{:016x}", h.finish()));
     let jars = JARS.join(":");
-    if !out.join("CuratorPeer.class").exists() {
+    if !out.exists() {
         let tmp = out.with_extension(format!("tmp{}", std::process::id()));
         std::fs::create_dir_all(&tmp).unwrap();
         let status = std::process::Command::new("javac")
             .args(["-nowarn", "-d"])
             .arg(&tmp)
             .args(["-cp", &jars])
-            .arg(&source)
+            .args(&sources)
             .status()
             .expect("run javac: install a JDK (default-jdk-headless, see scripts/setup)");
-        assert!(status.success(), "javac CuratorPeer.java failed");
+        assert!(status.success(), "javac {sources:?} failed");
         // Another test binary may have won the race; either copy is the same.
         let _ = std::fs::rename(&tmp, &out);
         let _ = std::fs::remove_dir_all(&tmp);
@@ -101,8 +110,18 @@ impl Peer {
 
     /// A Curator 5.4 peer connected to `connect`.
     pub async fn curator(connect: &str) -> Peer {
+        Peer::curator_class("CuratorPeer", connect).await
+    }
+
+    /// The Curator 5.4 peer of the counters, barriers and group membership
+    /// (`CuratorRecipesPeer.java`) connected to `connect`.
+    pub async fn curator_recipes(connect: &str) -> Peer {
+        Peer::curator_class("CuratorRecipesPeer", connect).await
+    }
+
+    async fn curator_class(class: &str, connect: &str) -> Peer {
         let mut cmd = Command::new("java");
-        cmd.args(["-cp", &curator_classpath(), "CuratorPeer", connect]);
+        cmd.args(["-cp", &curator_classpath(), class, connect]);
         Peer::spawn("curator", cmd).await
     }
 
