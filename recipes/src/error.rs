@@ -62,6 +62,11 @@ pub enum Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
+    /// True when trying again may succeed: the connection was lost or a request timed out.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Error::Client(e) if e.is_retryable())
+    }
+
     /// True when the session behind the recipe is finished (expired, closed, failed
     /// authentication): a new client is needed.
     pub fn is_session_terminal(&self) -> bool {

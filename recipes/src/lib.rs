@@ -36,9 +36,11 @@
 //! ```
 #![warn(missing_docs)]
 
+mod barrier;
 pub mod cache;
 mod contend;
 mod counter;
+mod double_barrier;
 mod ensure_path;
 mod error;
 mod guard;
@@ -55,6 +57,7 @@ mod session;
 mod sessions;
 mod transitions;
 
+pub use barrier::DistributedBarrier;
 pub use cache::{
     CacheEvent, CacheEvents, CachedNode, NodeCache, NodeCacheBuilder, Snapshot, TreeCache,
     TreeCacheBuilder,
@@ -63,6 +66,7 @@ pub use counter::{
     AtomicStats, AtomicValue, CountChanges, DistributedAtomicLong, PromotedToLock, SharedCount,
     VersionedCount,
 };
+pub use double_barrier::DistributedDoubleBarrier;
 pub use error::{Error, Result};
 pub use guard::{FencingToken, LockGuard};
 pub use leader::{
