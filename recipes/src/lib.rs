@@ -43,11 +43,13 @@ mod counter;
 mod double_barrier;
 mod ensure_path;
 mod error;
+mod group;
 mod guard;
 mod leader;
 mod lost;
 mod mutex;
 mod naming;
+mod persistent_node;
 mod protection;
 mod release;
 mod retry;
@@ -68,6 +70,7 @@ pub use counter::{
 };
 pub use double_barrier::DistributedDoubleBarrier;
 pub use error::{Error, Result};
+pub use group::GroupMember;
 pub use guard::{FencingToken, LockGuard};
 pub use leader::{
     participants as leader_participants, LeaderLatch, Leadership, LeadershipChanges, Participant,
@@ -75,6 +78,7 @@ pub use leader::{
 pub use lost::{LockState, LockStateChanges, LossReason};
 pub use mutex::Mutex;
 pub use naming::Layout;
+pub use persistent_node::{PersistentNode, PersistentNodeState};
 pub use retry::RetryPolicy;
 pub use rwlock::ReadWriteLock;
 pub use semaphore::{Lease, Semaphore};
