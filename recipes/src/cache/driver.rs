@@ -163,42 +163,24 @@ async fn session(client: &Client, engine: &mut Engine, options: &Options) -> End
                 }
             }
             done = tasks.join_next(), if !tasks.is_empty() => {
-                let Some(Ok(done)) = done else { continue };
-                // The events the reply may have observed come first.
-                let from = engine.position();
-                if let Err(end) = take(None, &mut watch, engine) {
-                    return end;
-                }
-                if let Err(end) = saw_state(&mut states, engine, from, &mut epoch, &mut barrier) {
-                    return end;
-                }
-                match done {
-                    Done::Read(ticket, outcome) => engine.on_read(ticket, outcome),
-                    Done::List(ticket, outcome) => engine.on_listing(ticket, outcome),
-                    Done::Probe(ticket, outcome) => {
-                        for request in engine.on_probe(ticket, outcome) {
-                            spawn_request(&mut tasks, client, options.stats_only, request);
+                let mut next = done;
+                // Every reply ready now, then one step of the view.
+                while let Some(done) = next {
+                    if let Ok(done) = done {
+                        // The events the reply may have observed come first.
+                        let from = engine.position();
+                        if let Err(end) = take(None, &mut watch, engine) {
+                            return end;
+                        }
+                        if let Err(end) = saw_state(&mut states, engine, from, &mut epoch, &mut barrier) {
+                            return end;
+                        }
+                        let answered = answer(done, engine, &mut barrier, client, options, &mut tasks);
+                        if let Err(end) = answered {
+                            return end;
                         }
                     }
-                    Done::Barrier(e, result) if barrier == Barrier::Adding(e) => match result {
-                        Ok(()) => {
-                            barrier = Barrier::Checking(e);
-                            let call = client.exists(&options.root);
-                            tasks.spawn(async move { Done::Check(e, call.await.map(drop)) });
-                        }
-                        Err(err) if err.is_session_terminal() => return End::Session(err.into()),
-                        Err(_) => barrier = Barrier::Needed,
-                    },
-                    Done::Check(e, result) if barrier == Barrier::Checking(e) => match result {
-                        Ok(()) => {
-                            barrier = Barrier::Idle;
-                            engine.end_stretch();
-                        }
-                        Err(err) if err.is_session_terminal() => return End::Session(err.into()),
-                        Err(_) => barrier = Barrier::Needed,
-                    },
-                    Done::Barrier(..) | Done::Check(..) => {}
-                    Done::Over(e) => return End::Session(e.into()),
+                    next = tasks.try_join_next();
                 }
             }
             changed = states.changed() => {
@@ -217,6 +199,46 @@ async fn session(client: &Client, engine: &mut Engine, options: &Options) -> End
         }
         engine.step();
     }
+}
+
+/// Hands a completed read to the engine, or moves the barrier on.
+fn answer(
+    done: Done,
+    engine: &mut Engine,
+    barrier: &mut Barrier,
+    client: &Client,
+    options: &Options,
+    tasks: &mut JoinSet<Done>,
+) -> Result<(), End> {
+    match done {
+        Done::Read(ticket, outcome) => engine.on_read(ticket, outcome),
+        Done::List(ticket, outcome) => engine.on_listing(ticket, outcome),
+        Done::Probe(ticket, outcome) => {
+            for request in engine.on_probe(ticket, outcome) {
+                spawn_request(tasks, client, options.stats_only, request);
+            }
+        }
+        Done::Barrier(e, result) if *barrier == Barrier::Adding(e) => match result {
+            Ok(()) => {
+                *barrier = Barrier::Checking(e);
+                let call = client.exists(&options.root);
+                tasks.spawn(async move { Done::Check(e, call.await.map(drop)) });
+            }
+            Err(err) if err.is_session_terminal() => return Err(End::Session(err.into())),
+            Err(_) => *barrier = Barrier::Needed,
+        },
+        Done::Check(e, result) if *barrier == Barrier::Checking(e) => match result {
+            Ok(()) => {
+                *barrier = Barrier::Idle;
+                engine.end_stretch();
+            }
+            Err(err) if err.is_session_terminal() => return Err(End::Session(err.into())),
+            Err(_) => *barrier = Barrier::Needed,
+        },
+        Done::Barrier(..) | Done::Check(..) => {}
+        Done::Over(e) => return Err(End::Session(e.into())),
+    }
+    Ok(())
 }
 
 /// Feeds the engine `first` and every event the stream holds now.
@@ -303,10 +325,12 @@ fn spawn_request(tasks: &mut JoinSet<Done>, client: &Client, stats_only: bool, r
             let client = client.clone();
             tasks.spawn(async move {
                 match call.await {
+                    // Copied out of the reply: a slice would keep the whole frame alive for
+                    // as long as the node is cached.
                     Ok((data, stat)) => Done::Read(
                         ticket,
                         Outcome::Done(NodeState::Present(CachedNode {
-                            data: Some(data),
+                            data: Some(bytes::Bytes::copy_from_slice(&data)),
                             stat,
                         })),
                     ),

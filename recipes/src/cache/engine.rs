@@ -159,6 +159,8 @@ pub(crate) struct Engine {
     /// A prefix whose zxid a probe established.
     probed: Option<(u64, i64)>,
     initialized: bool,
+    /// Something changed since the last step (events, a placed read, a stretch's end).
+    dirty: bool,
     /// Past this many pending events, they are folded (see `fold_pending`).
     max_pending: usize,
     fold_at: usize,
@@ -190,6 +192,7 @@ impl Engine {
             probe: None,
             probed: None,
             initialized: false,
+            dirty: true,
             max_pending,
             fold_at: max_pending,
         }
@@ -205,6 +208,7 @@ impl Engine {
 
     /// Starts a fresh view on a new watch: everything pending belongs to the old one.
     pub fn start_fresh(&mut self) {
+        self.dirty = true;
         self.applied_g = self.received_g();
         self.queue.clear();
         self.tracks.clear();
@@ -247,6 +251,7 @@ impl Engine {
 
     /// The client has reported everything missed while cut off.
     pub fn end_stretch(&mut self) {
+        self.dirty = true;
         if self.stretch_from.take().is_some() {
             self.settle_from = self.settle_from.max(self.received_g());
             self.hidden_until = self.settle_from;
@@ -265,6 +270,7 @@ impl Engine {
 
     /// Takes events from the watch, in the order received.
     pub fn on_events(&mut self, events: impl IntoIterator<Item = (Kind, String)>) {
+        self.dirty = true;
         for (kind, path) in events {
             if !within(&self.root, &path) || (!self.recursive && *path != *self.root) {
                 continue;
@@ -501,6 +507,7 @@ impl Engine {
 
     /// Places a read among its node's events.
     fn place(&mut self, path: &Arc<str>, sent_at: u64, state: NodeState) {
+        self.dirty = true;
         let track = self.tracks.get_mut(path).expect("checked by the caller");
         let from = if sent_at >= track.applied {
             sent_at
@@ -558,6 +565,7 @@ impl Engine {
 
     /// A listing of the walk completed.
     pub fn on_listing(&mut self, ticket: u64, outcome: Outcome<Option<Vec<String>>>) {
+        self.dirty = true;
         let Some(path) = self.listings.remove(&ticket) else {
             return;
         };
@@ -584,6 +592,7 @@ impl Engine {
     /// A probe read completed: the larger of the `pzxid` and `mzxid` of `path`, `None` if
     /// absent.
     pub fn on_probe(&mut self, ticket: u64, outcome: Outcome<Option<i64>>) -> Vec<Request> {
+        self.dirty = true;
         let mut next = Vec::new();
         let Some(probe) = self.probe.as_mut() else {
             return next;
@@ -622,7 +631,7 @@ impl Engine {
 
     /// Applies the longest prefix that can be applied.
     pub fn step(&mut self) {
-        if self.walking() {
+        if self.walking() || !std::mem::take(&mut self.dirty) {
             return;
         }
         let end = self.received_g();
@@ -1001,18 +1010,40 @@ impl Engine {
         }
         self.queue.drain(..n);
         self.applied_g = s;
-        if self.fresh {
-            self.fresh = false;
-            self.decided.clear();
-            self.listed.clear();
-        }
+        self.fresh = false;
         if self.probed.is_some_and(|(p, _)| p <= s) {
             self.probed = None;
         }
         self.tracks.retain(|_, t| {
             !t.events.is_empty() || t.read.is_some() || t.want_read || t.base.is_none()
         });
+        self.release_memory();
         true
+    }
+
+    /// Gives back what a burst (a fresh walk, a flood of events) left allocated: the view is
+    /// what must stay, not the bookkeeping of how it was reached.
+    fn release_memory(&mut self) {
+        fn oversized(capacity: usize, len: usize) -> bool {
+            capacity > 64 && capacity > 4 * len
+        }
+        if oversized(self.tracks.capacity(), self.tracks.len()) {
+            self.tracks.shrink_to_fit();
+        }
+        if oversized(self.queue.capacity(), self.queue.len()) {
+            self.queue.shrink_to_fit();
+        }
+        if oversized(self.want.capacity(), self.want.len()) {
+            self.want.shrink_to_fit();
+        }
+        if oversized(self.reads.capacity(), self.reads.len()) {
+            self.reads.shrink_to_fit();
+        }
+        if !self.fresh {
+            self.decided = HashSet::new();
+            self.listed = HashSet::new();
+            self.undecided.shrink_to_fit();
+        }
     }
 
     /// Pending events (for tests and bounds).

@@ -28,9 +28,10 @@
 //!
 //! # Memory
 //!
-//! The view holds every node's path, stat and data: the data plus about 200 bytes per node
-//! (see BENCHMARKS.md for measured figures), and no data with
-//! [`stats_only`](TreeCacheBuilder::stats_only). Events not yet applied are bounded by
+//! The view holds every node's path, stat and data: about 330 bytes per node plus the data
+//! (measured over 10,101 nodes, see BENCHMARKS.md), or no data with
+//! [`stats_only`](TreeCacheBuilder::stats_only); the client's record of the subtree behind the
+//! recursive watch costs about 370 more per node. Events not yet applied are bounded by
 //! [`max_pending`](TreeCacheBuilder::max_pending): past it they are folded into one pending
 //! change per node. Each event stream queues at most
 //! [`max_queued_events`](TreeCacheBuilder::max_queued_events) events for a consumer that reads
