@@ -1,5 +1,10 @@
 //! Herd-free, fenced ZooKeeper recipes that share their paths with Apache Curator and kazoo:
-//! a [`Mutex`], a [`ReadWriteLock`], a [`LeaderLatch`] and a [`Semaphore`].
+//! a [`Mutex`], a [`ReadWriteLock`], a [`LeaderLatch`] and a [`Semaphore`]; and, in Curator's
+//! layouts, caches ([`NodeCache`], [`TreeCache`]) whose view is always a state the server held,
+//! counters ([`SharedCount`], [`DistributedAtomicLong`]), barriers ([`DistributedBarrier`],
+//! [`DistributedDoubleBarrier`]) and group membership ([`PersistentNode`], [`GroupMember`]).
+//! Long-lived recipes carry on in a new session after expiry when given renewing
+//! [`Sessions`].
 //!
 //! Every recipe queues ephemeral-sequential nodes under its path, and every waiter watches
 //! exactly one node, so a release wakes one waiter whatever the queue length. Every grant

@@ -52,7 +52,7 @@ use zookeeper_tokio::Stat;
 pub use events::CacheEvents;
 pub use node::{NodeCache, NodeCacheBuilder};
 pub use shared::Snapshot;
-pub use tree::{TreeCache, TreeCacheBuilder};
+pub use tree::{TreeCache, TreeCacheBuilder, DEFAULT_MAX_PENDING, DEFAULT_MAX_QUEUED_EVENTS};
 
 /// A cached node: its data and stat as of the view's zxid.
 ///
