@@ -273,7 +273,7 @@ async fn barriers_through_a_session_expiry() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn double_barrier_through_a_member_kill() {
+async fn barriers_through_a_member_kill() {
     let ensemble = Ensemble::start(3).await.unwrap();
     bounded("ensemble serving", ensemble.wait_serving())
         .await
@@ -304,7 +304,15 @@ async fn double_barrier_through_a_member_kill() {
         })
         .collect();
     wait_until_count(&clients[2], "/b", 2).await;
+    // A barrier waiter on the session that moves.
+    let hold = DistributedBarrier::new(&clients[2], "/hold").unwrap();
+    hold.set_barrier().await.unwrap();
+    let waiter = DistributedBarrier::new(&clients[0], "/hold").unwrap();
+    let waiting = tokio::spawn(async move { waiter.wait_on_barrier().await });
     move_session(&ensemble, &clients[0]).await;
+    not_finished("the barrier waiter", &waiting).await;
+    hold.remove_barrier().await.unwrap();
+    bounded("waiter released", waiting).await.unwrap().unwrap();
     bounded("third enters", members[2].enter()).await.unwrap();
     for e in entering {
         bounded("entered", e).await.unwrap().unwrap();

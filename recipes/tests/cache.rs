@@ -1,12 +1,13 @@
 //! The node and tree caches against real servers: a missing node appearing, changes in order,
-//! and the view checked against the server after every event.
+//! the view checked against the server, and a node cache carried into a new session after
+//! expiry. (The model-checked histories are in `cache_model.rs`.)
 
 mod common;
 
 use std::time::Duration;
 
 use common::{bounded, chroot_connect, client};
-use zookeeper_recipes::{CacheEvent, NodeCache, TreeCache};
+use zookeeper_recipes::{CacheEvent, NodeCache, Sessions, TreeCache};
 use zookeeper_tokio::{Client, CreateOptions};
 
 async fn next(events: &mut zookeeper_recipes::CacheEvents) -> CacheEvent {
@@ -133,4 +134,53 @@ async fn read_subtree(c: &Client, root: &str) -> Vec<(String, Vec<u8>, i64)> {
     }
     out.sort();
     out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_cache_follows_its_node_into_a_new_session_after_expiry() {
+    let chroot = zookeeper_testkit::chroot_for("cache_node_expiry");
+    let server = zookeeper_testkit::shared_server();
+    let proxy = zookeeper_testkit::Proxy::start(server.addr())
+        .await
+        .unwrap();
+    let direct = server.connect_string_with_chroot(&chroot);
+    let builder = Client::builder(&format!("{}{}", proxy.connect_string(), chroot))
+        .session_timeout(Duration::from_secs(4));
+    let sessions = bounded("connect", Sessions::connect(builder))
+        .await
+        .unwrap();
+    let writer = client(&direct).await;
+    writer
+        .create("/cfg", b"v1", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    let cache = bounded("start", NodeCache::start(&sessions, "/cfg"))
+        .await
+        .unwrap();
+    let mut events = cache.events();
+    let first = sessions.client().session_id();
+    common::faults::expire(&proxy, &direct, &sessions.client()).await;
+    // Replaced while the session was gone: deleted, then created, in the new session.
+    writer.delete("/cfg", None).await.unwrap();
+    let (_, stat) = writer
+        .create("/cfg", b"v2", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    assert!(matches!(
+        next(&mut events).await,
+        CacheEvent::Deleted { .. }
+    ));
+    let CacheEvent::Created { node, .. } = next(&mut events).await else {
+        panic!()
+    };
+    assert_eq!(
+        (node.stat.czxid, &node.data.unwrap()[..]),
+        (stat.czxid, &b"v2"[..])
+    );
+    let stat = writer.set_data("/cfg", b"v3", None).await.unwrap();
+    let CacheEvent::Changed { zxid, .. } = next(&mut events).await else {
+        panic!()
+    };
+    assert_eq!(zxid, stat.mzxid);
+    assert_ne!(cache.sessions().client().session_id(), first);
 }

@@ -93,7 +93,9 @@ impl Shared {
             };
             let name = rest.split('/').next().unwrap_or(rest);
             if name.is_empty() {
-                break;
+                // The root itself ("/" is its own prefix): step past it.
+                from = format!("{key}\u{0}");
+                continue;
             }
             names.push(name.to_string());
             from = format!("{prefix}{name}0");
@@ -216,9 +218,14 @@ mod tests {
         );
         assert_eq!(shared.children("/r/b").unwrap(), Vec::<String>::new());
         assert!(shared.children("/nope").is_none());
-        assert_eq!(
-            shared.children("/").unwrap_or_default(),
-            Vec::<String>::new()
-        );
+        assert!(shared.children("/").is_none(), "not cached");
+
+        let whole = Shared::new(10);
+        let changes = ["/", "/a", "/a/b", "/c"]
+            .iter()
+            .map(|p| (p.to_string(), Some(node())))
+            .collect();
+        whole.apply(changes, Some(1), vec![]);
+        assert_eq!(whole.children("/").unwrap(), ["a", "c"]);
     }
 }
