@@ -305,12 +305,25 @@ fn check_history(
             continue;
         }
         assert!(zxid > last, "zxid {zxid} after {last}");
+        if rows(&replica) != writer.tree_at(zxid) {
+            let step: Vec<String> = events
+                .iter()
+                .filter(|e| e.zxid() == zxid)
+                .map(|e| format!("{e:?}"))
+                .collect();
+            let log: Vec<String> = writer
+                .log
+                .iter()
+                .filter(|(z, _)| *z > last - 10 && *z <= zxid + 3)
+                .map(|(z, w)| format!("{z}: {w:?}"))
+                .collect();
+            panic!(
+                "after the events of zxid {zxid} (previous step {last}):\n step: {step:#?}\n log: {log:#?}\n view {:?}\n model {:?}",
+                rows(&replica),
+                writer.tree_at(zxid)
+            );
+        }
         last = zxid;
-        assert_eq!(
-            rows(&replica),
-            writer.tree_at(zxid),
-            "after the events of zxid {zxid}"
-        );
         steps += 1;
     }
     for snapshot in snapshots {
@@ -398,9 +411,9 @@ async fn random_histories_through_connection_drops() {
     let proxy = Proxy::start(server.addr()).await.unwrap();
     let cache_client = client(&format!("{}{}", proxy.connect_string(), chroot)).await;
     let writer_client = client(&server.connect_string_with_chroot(&chroot)).await;
-    let mut writer = Writer::new(writer_client, "/m", 7);
+    let mut writer = Writer::new(writer_client, "/drops", 7);
     // The root does not exist yet: its appearance is part of the history.
-    let cache = bounded("start", TreeCache::start(&cache_client, "/m"))
+    let cache = bounded("start", TreeCache::start(&cache_client, "/drops"))
         .await
         .unwrap();
     let steps = run_history(&mut writer, &cache, 600, 40, Fault::Drop(&proxy)).await;
@@ -436,9 +449,9 @@ async fn random_histories_through_session_moves_between_members() {
     )
     .await
     .unwrap();
-    let mut writer = Writer::new(writer_client, "/m", 11);
-    writer.create("/m", b"root").await;
-    let cache = bounded("start", TreeCache::start(&cache_client, "/m"))
+    let mut writer = Writer::new(writer_client, "/moved", 11);
+    writer.create("/moved", b"root").await;
+    let cache = bounded("start", TreeCache::start(&cache_client, "/moved"))
         .await
         .unwrap();
     let session = cache_client.session_id().0;
@@ -464,8 +477,8 @@ async fn random_histories_through_session_expiry() {
         .await
         .unwrap();
     let writer_client = client(&direct).await;
-    let mut writer = Writer::new(writer_client, "/m", 23);
-    let cache = bounded("start", TreeCache::start(&sessions, "/m"))
+    let mut writer = Writer::new(writer_client, "/expiry", 23);
+    let cache = bounded("start", TreeCache::start(&sessions, "/expiry"))
         .await
         .unwrap();
     let first = sessions.client().session_id();

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info};
+use tracing::{debug, info, trace, Instrument};
 use zookeeper_tokio::{AddWatchMode, Client, ErrorKind, EventType, SessionState, WatchedEvent};
 
 use super::engine::{Engine, Outcome, Request};
@@ -35,12 +35,16 @@ pub(crate) fn spawn(sessions: Sessions, options: Options) -> (Arc<Shared>, Cance
     let stop = CancellationToken::new();
     let task_shared = shared.clone();
     let task_stop = stop.clone();
-    tokio::spawn(async move {
-        tokio::select! {
-            _ = task_stop.cancelled() => task_shared.end(Error::Closed),
-            e = run(sessions, options, task_shared.clone()) => task_shared.end(e),
+    let span = tracing::debug_span!("cache", root = options.root);
+    tokio::spawn(
+        async move {
+            tokio::select! {
+                _ = task_stop.cancelled() => task_shared.end(Error::Closed),
+                e = run(sessions, options, task_shared.clone()) => task_shared.end(e),
+            }
         }
-    });
+        .instrument(span),
+    );
     (shared, stop)
 }
 
@@ -267,6 +271,9 @@ fn take(
             }
             _ => {}
         }
+    }
+    if !batch.is_empty() {
+        trace!(events = ?batch, "watch events taken");
     }
     engine.on_events(batch);
     end.map_or(Ok(()), Err)

@@ -88,6 +88,8 @@ struct Track {
     want_read: bool,
     /// Scratch for the prefix scan: its state is known at the position scanned.
     scan_known: bool,
+    /// Its event count when the current (or last) unordered stretch began.
+    stretch_base: u64,
 }
 
 impl Track {
@@ -99,6 +101,7 @@ impl Track {
             read: None,
             want_read: false,
             scan_known: false,
+            stretch_base: 0,
         }
     }
 
@@ -112,6 +115,10 @@ struct ReadInFlight {
     path: Arc<str>,
     /// The node's event count when the read was sent.
     sent_at: u64,
+    /// Sent during an unordered stretch, or before one that began since: its reply may show
+    /// changes made while cut off whose events have not arrived yet.
+    generation: u64,
+    in_stretch: bool,
 }
 
 /// Reads of the nearest existing ancestors of the nodes deleted by a prefix.
@@ -119,6 +126,8 @@ struct ReadInFlight {
 struct Probe {
     /// The prefix it is for.
     prefix: u64,
+    /// The stretch generation it was made in: a probe across a reconnect is void.
+    generation: u64,
     outstanding: HashMap<u64, String>,
     pzxid: i64,
     failed: bool,
@@ -134,6 +143,8 @@ pub(crate) struct Engine {
     tracks: HashMap<Arc<str>, Track>,
     /// Nodes waiting for a read slot.
     want: VecDeque<Arc<str>>,
+    /// Nodes to read once the stretch under way ends.
+    after_stretch: Vec<Arc<str>>,
     reads: HashMap<u64, ReadInFlight>,
     listings: HashMap<u64, Arc<str>>,
     next_ticket: u64,
@@ -141,6 +152,9 @@ pub(crate) struct Engine {
     settle_from: u64,
     /// An unordered stretch under way since this position.
     stretch_from: Option<u64>,
+    /// Counts the stretches begun (and fresh starts): reads and probes sent before the
+    /// current one are answered in a world the events do not yet show.
+    generation: u64,
     /// Counting failed while events were being taken: the rest of them are unordered too.
     anomaly: bool,
     /// Prefixes starting before this may hide changes no event reported (a node created and
@@ -177,11 +191,13 @@ impl Engine {
             applied_g: 0,
             tracks: HashMap::new(),
             want: VecDeque::new(),
+            after_stretch: Vec::new(),
             reads: HashMap::new(),
             listings: HashMap::new(),
             next_ticket: 0,
             settle_from: 0,
             stretch_from: None,
+            generation: 0,
             anomaly: false,
             hidden_until: 0,
             fresh: true,
@@ -213,6 +229,7 @@ impl Engine {
         self.queue.clear();
         self.tracks.clear();
         self.want.clear();
+        self.after_stretch.clear();
         self.reads.clear();
         self.listings.clear();
         self.listed.clear();
@@ -222,6 +239,7 @@ impl Engine {
         self.probe = None;
         self.probed = None;
         self.stretch_from = None;
+        self.generation += 1;
         self.settle_from = self.applied_g;
         self.hidden_until = self.applied_g;
         self.fresh = true;
@@ -242,6 +260,19 @@ impl Engine {
     /// events from there on are unordered until [`Engine::end_stretch`].
     pub fn begin_stretch(&mut self, from: u64) {
         let from = from.clamp(self.applied_g, self.received_g());
+        self.generation += 1;
+        // Nothing counted from before the stretch can date a step any more.
+        self.probe = None;
+        if self.stretch_from.is_none() {
+            for track in self.tracks.values_mut() {
+                track.stretch_base = track.applied;
+                for g in &track.events {
+                    if *g < from {
+                        track.stretch_base += 1;
+                    }
+                }
+            }
+        }
         self.stretch_from = Some(self.stretch_from.map_or(from, |f| f.min(from)));
         let start = (from - self.applied_g) as usize;
         for q in self.queue.iter_mut().skip(start) {
@@ -255,6 +286,9 @@ impl Engine {
         if self.stretch_from.take().is_some() {
             self.settle_from = self.settle_from.max(self.received_g());
             self.hidden_until = self.settle_from;
+        }
+        for path in std::mem::take(&mut self.after_stretch) {
+            self.want_read(&path);
         }
     }
 
@@ -288,6 +322,9 @@ impl Engine {
     }
 
     fn push_event(&mut self, kind: Kind, path: Arc<str>) {
+        if kind != Kind::Deleted {
+            self.cover_ancestors(&path);
+        }
         let ordered = self.stretch_from.is_none() && !self.anomaly;
         let g = self.received_g();
         let base = self.base_for_new_track(&path);
@@ -320,6 +357,59 @@ impl Engine {
                 ?kind,
                 "a watch event does not follow what was known of its node: treating what is pending as unordered"
             );
+            self.mark_unordered();
+            self.anomaly = true;
+        }
+    }
+
+    /// A node exists only below existing ancestors: one not known to exist (never reported
+    /// created) must be read. After a reconnect, the client can miss reporting a node created
+    /// while it was cut off when a live event of one of its children arrives before its own
+    /// walk reaches it. Such an ancestor gets an unordered `Touched` event (and what is pending
+    /// becomes unordered); in a fresh view, where undiscovered nodes are normal, it is merely
+    /// read and listed.
+    fn cover_ancestors(&mut self, path: &str) {
+        let mut ancestors = Vec::new();
+        let mut at = path;
+        while let Some(up) = parent(at).filter(|up| within(&self.root, up)) {
+            ancestors.push(up);
+            at = up;
+        }
+        for ancestor in ancestors.into_iter().rev() {
+            let maybe_present = match self.tracks.get(ancestor) {
+                Some(track) => last_expect(track, &self.queue, self.applied_g) != Expect::Absent,
+                None => !self.fresh && self.shared.get(ancestor).is_some(),
+            };
+            if maybe_present {
+                continue;
+            }
+            let ancestor: Arc<str> = ancestor.into();
+            if self.fresh && !self.tracks.contains_key(&ancestor) {
+                self.tracks.insert(ancestor.clone(), Track::new(None));
+                self.undecide(&ancestor);
+                self.want_read(&ancestor);
+                continue;
+            }
+            warn!(
+                path = &*ancestor,
+                below = path,
+                "a node below one never reported created: reading it, and treating what is pending as unordered"
+            );
+            let g = self.received_g();
+            let base = self.base_for_new_track(&ancestor);
+            let track = self
+                .tracks
+                .entry(ancestor.clone())
+                .or_insert_with(|| Track::new(base));
+            track.events.push_back(g);
+            self.queue.push_back(Queued {
+                path: ancestor.clone(),
+                kind: Kind::Touched,
+                ordered: false,
+                known: None,
+            });
+            self.undecide(&ancestor);
+            self.want_read(&ancestor);
             self.mark_unordered();
             self.anomaly = true;
         }
@@ -446,6 +536,8 @@ impl Engine {
                 ReadInFlight {
                     path: path.clone(),
                     sent_at: track.count(),
+                    generation: self.generation,
+                    in_stretch: self.stretch_from.is_some(),
                 },
             );
             out.push(Request::Read {
@@ -502,11 +594,14 @@ impl Engine {
                 }
             }
         }
-        self.place(&read.path, read.sent_at, state);
+        let restricted = read.in_stretch || read.generation != self.generation;
+        self.place(&read.path, read.sent_at, restricted, state);
     }
 
-    /// Places a read among its node's events.
-    fn place(&mut self, path: &Arc<str>, sent_at: u64, state: NodeState) {
+    /// Places a read among its node's events. A `restricted` read (see `ReadInFlight`) may
+    /// show changes whose events have not arrived: it is placed only where it fits after the
+    /// stretch began and nowhere else, and never taken for an anomaly.
+    fn place(&mut self, path: &Arc<str>, sent_at: u64, restricted: bool, state: NodeState) {
         self.dirty = true;
         let track = self.tracks.get_mut(path).expect("checked by the caller");
         let from = if sent_at >= track.applied {
@@ -535,10 +630,13 @@ impl Engine {
             path = &**path,
             sent_at,
             applied = track.applied,
+            restricted,
             ?fits,
             "read placed"
         );
         match fits.as_slice() {
+            // Fits before the stretch: a read after it will tell.
+            [j] if restricted && *j <= track.stretch_base => self.read_after_stretch(path),
             [j] if *j == track.applied => {
                 if track.base.is_none() {
                     track.base = Some(state);
@@ -551,6 +649,8 @@ impl Engine {
                     q.known = Some(state);
                 }
             }
+            // It may show changes whose events have not arrived yet.
+            [] if restricted => self.read_after_stretch(path),
             [] => {
                 warn!(
                     path = &**path,
@@ -560,6 +660,16 @@ impl Engine {
                 self.want_read(path);
             }
             _ => self.want_read(path),
+        }
+    }
+
+    /// Reads made during a stretch may show changes whose events have not arrived: a read
+    /// that can only be placed after its end is made then.
+    fn read_after_stretch(&mut self, path: &Arc<str>) {
+        if self.stretch_from.is_some() {
+            self.after_stretch.push(path.clone());
+        } else {
+            self.want_read(path);
         }
     }
 
@@ -621,7 +731,11 @@ impl Engine {
         if probe.outstanding.is_empty() {
             let probe = self.probe.take().expect("checked above");
             // Valid only if nothing happened after the prefix while the probe was made.
-            if !probe.failed && probe.prefix == self.received_g() {
+            if !probe.failed
+                && probe.prefix == self.received_g()
+                && probe.generation == self.generation
+                && self.stretch_from.is_none()
+            {
                 let zxid = probe.pzxid.max(self.batch_mzxid(probe.prefix));
                 self.probed = Some((probe.prefix, zxid));
             }
@@ -852,7 +966,7 @@ impl Engine {
             || self.walking()
             || self.probed.is_some_and(|(s, _)| s == end)
             || end < self.settle_from
-            || self.stretch_from.is_some_and(|f| end > f)
+            || self.stretch_from.is_some()
             || (end == self.applied_g && !self.fresh && !self.hidden())
         {
             return None;
@@ -885,6 +999,7 @@ impl Engine {
         );
         self.probe = Some(Probe {
             prefix: end,
+            generation: self.generation,
             outstanding,
             pzxid: 0,
             failed: false,

@@ -19,6 +19,18 @@ pub async fn bounded<F: Future>(what: &str, f: F) -> F::Output {
     }
 }
 
+/// Prints `tracing` output when `ZK_RECIPES_LOG` is set (for example `ZK_RECIPES_LOG=trace`),
+/// to see what a failing test did.
+pub fn init_tracing() {
+    if let Ok(level) = std::env::var("ZK_RECIPES_LOG") {
+        let level = level.parse().unwrap_or(tracing::Level::DEBUG);
+        let _ = tracing_subscriber::fmt()
+            .with_max_level(level)
+            .with_test_writer()
+            .try_init();
+    }
+}
+
 /// A connect string to a fresh chroot on the shared server.
 pub fn chroot_connect(test: &str) -> String {
     let chroot = chroot_for(test);
@@ -27,6 +39,7 @@ pub fn chroot_connect(test: &str) -> String {
 
 /// A client on `connect` with a short session timeout.
 pub async fn client(connect: &str) -> Client {
+    init_tracing();
     bounded(
         "connect",
         Client::builder(connect)

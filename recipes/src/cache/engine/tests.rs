@@ -356,6 +356,64 @@ fn an_event_that_cannot_follow_makes_what_is_pending_unordered() {
 }
 
 #[test]
+fn a_node_never_reported_created_is_read_when_something_below_it_shows_up() {
+    let mut r = with_ab();
+    let from = r.engine.position();
+    r.engine.begin_stretch(from);
+    // /r/x was created while cut off; the client, learning of /r/x/y live first, never
+    // reports /r/x itself.
+    r.events(&[(Kind::Created, "/r/x/y")]);
+    let mut read: Vec<String> = r
+        .requests()
+        .into_iter()
+        .map(|q| match q {
+            Request::Read { ticket, path } => {
+                let state = if path == "/r/x" {
+                    node(70, 0, 70, 1)
+                } else {
+                    node(71, 0, 71, 0)
+                };
+                r.engine.on_read(ticket, Outcome::Done(state));
+                path
+            }
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    read.sort();
+    assert_eq!(read, ["/r/x", "/r/x/y"]);
+    r.engine.end_stretch();
+    r.engine.step();
+    // Changes may be hidden: every node's stats date the step.
+    for q in r.requests() {
+        let Request::Probe { ticket, .. } = q else {
+            panic!("{q:?}")
+        };
+        r.engine.on_probe(ticket, Outcome::Done(Some(72)));
+    }
+    r.engine.step();
+    assert_eq!(r.seen(), ["created /r/x @72", "created /r/x/y @72"]);
+}
+
+#[test]
+fn a_read_made_before_a_reconnect_and_answered_after_it_is_made_again() {
+    let mut r = with_ab();
+    r.events(&[(Kind::Changed, "/r/a")]);
+    let t = r.read_of("/r/a");
+    // The connection drops before the reply is taken: the reply may show changes made while
+    // cut off whose events have not come yet, so it places nothing...
+    let from = r.engine.position();
+    r.engine.begin_stretch(from);
+    r.read(t, node(2, 1, 11, 0));
+    assert_eq!(r.seen(), Vec::<String>::new());
+    // ... and is made again once the client has reported what it missed.
+    assert_eq!(r.requests(), []);
+    r.engine.end_stretch();
+    let t = r.read_of("/r/a");
+    r.read(t, node(2, 1, 11, 0));
+    assert_eq!(r.seen(), ["changed /r/a v1 @11"]);
+}
+
+#[test]
 fn a_rebuild_reports_only_what_differs() {
     let mut r = with_ab();
     r.engine.start_fresh();

@@ -173,8 +173,10 @@ enum Reply {
 }
 
 enum Item {
-    /// An event, and the zxid up to which the client's record is complete once it is taken.
-    Event(Kind, String, Option<i64>),
+    /// A live event, and the zxid of its change.
+    Event(Kind, String, i64),
+    /// The answer to the walk: the subtree at this zxid.
+    WalkReply(i64),
     Reply(Reply),
 }
 
@@ -182,6 +184,8 @@ enum Sent {
     Engine(Request),
     Barrier(u64),
     Check(u64),
+    /// The client's reads of the subtree after a reconnect.
+    Walk,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -208,8 +212,16 @@ struct Sim {
     watch: VecDeque<(Kind, String)>,
     done: Vec<Reply>,
     connected: bool,
-    /// The subtree as the client's events have shown it (what it compares after a reconnect).
-    memo_zxid: i64,
+    /// What the driver last saw of the session: it sends requests while it thinks connected,
+    /// and the client queues those it cannot send yet.
+    driver_connected: bool,
+    /// Queued by the client while disconnected, sent after the next reconnect.
+    unsent: VecDeque<Sent>,
+    /// The subtree as the client's events and walks have shown it: what it compares a walk
+    /// after a reconnect with.
+    /// `None`: a node the client links in as the ancestor of one it learned of, state
+    /// unknown, which its walk then never reports created (as the client does).
+    memo: BTreeMap<String, Option<Row>>,
     state_changed: bool,
     epoch: u64,
     barrier: Barrier,
@@ -234,18 +246,21 @@ impl Sim {
             watch: VecDeque::new(),
             done: Vec::new(),
             connected: true,
-            memo_zxid: 0,
+            driver_connected: true,
+            unsent: VecDeque::new(),
+            memo: BTreeMap::new(),
             state_changed: false,
             epoch: 0,
             barrier: Barrier::Idle,
             steps_applied: 0,
         };
-        // Some tree before the watch.
+        // Some tree before the watch (whose events nobody sees).
         sim.server.create("/r");
         for _ in 0..6 {
             sim.write();
         }
-        sim.memo_zxid = sim.server.zxid;
+        sim.stream.clear();
+        sim.memo = known(sim.server.subtree());
         sim.engine.start_fresh();
         sim.send();
         sim
@@ -271,17 +286,26 @@ impl Sim {
         self.trace(&format!("write {kind:?} {path}"));
         if self.connected {
             self.stream
-                .push_back(Item::Event(kind, path, Some(self.server.zxid)));
+                .push_back(Item::Event(kind, path, self.server.zxid));
         }
     }
 
     fn send(&mut self) {
-        for request in self.engine.requests(self.connected) {
-            self.sent.push_back(Sent::Engine(request));
+        for request in self.engine.requests(self.driver_connected) {
+            self.submit(Sent::Engine(request));
         }
-        if self.barrier == Barrier::Needed && self.connected {
+        if self.barrier == Barrier::Needed && self.driver_connected {
             self.barrier = Barrier::Adding(self.epoch);
-            self.sent.push_back(Sent::Barrier(self.epoch));
+            self.submit(Sent::Barrier(self.epoch));
+        }
+    }
+
+    /// A call made by the driver: sent, or queued by the client until it is connected.
+    fn submit(&mut self, sent: Sent) {
+        if self.connected {
+            self.sent.push_back(sent);
+        } else {
+            self.unsent.push_back(sent);
         }
     }
 
@@ -315,6 +339,10 @@ impl Sim {
             ),
             Sent::Barrier(e) => Reply::Barrier(e, true),
             Sent::Check(e) => Reply::Check(e, true),
+            Sent::Walk => {
+                self.stream.push_back(Item::WalkReply(self.server.zxid));
+                return;
+            }
         };
         self.stream.push_back(Item::Reply(reply));
     }
@@ -324,23 +352,92 @@ impl Sim {
         match self.stream.pop_front() {
             Some(Item::Event(kind, path, zxid)) => {
                 self.trace(&format!("client takes event {kind:?} {path}"));
-                if let Some(zxid) = zxid {
-                    self.memo_zxid = zxid;
-                }
+                self.live(kind, &path, zxid);
                 self.watch.push_back((kind, path));
+            }
+            Some(Item::WalkReply(zxid)) => {
+                let missed = self.missed(zxid);
+                self.trace(&format!("client takes its walk: missed {missed:?}"));
+                self.watch.extend(missed);
             }
             Some(Item::Reply(reply)) => self.done.push(reply),
             None => {}
         }
     }
 
+    /// The client's record follows a live event; a creation of a node it thought present
+    /// reports its unseen deletion (and its descendants') first, as the client does.
+    fn live(&mut self, kind: Kind, path: &str, zxid: i64) {
+        let below = |p: &String| p == path || p.starts_with(&format!("{path}/"));
+        match kind {
+            Kind::Created | Kind::Deleted => {
+                let mut gone: Vec<String> =
+                    self.memo.keys().filter(|p| below(p)).cloned().collect();
+                gone.sort_by_key(|p| std::cmp::Reverse(depth(p)));
+                for p in &gone {
+                    self.memo.remove(p);
+                    if kind == Kind::Created || p != path {
+                        self.watch.push_back((Kind::Deleted, p.clone()));
+                    }
+                }
+                if kind == Kind::Created {
+                    self.memo
+                        .insert(path.to_string(), Some((zxid, zxid, 0, String::new())));
+                    let mut up = path;
+                    while let Some(p) = parent(up).filter(|p| within("/r", p)) {
+                        self.memo.entry(p.to_string()).or_insert(None);
+                        up = p;
+                    }
+                }
+            }
+            Kind::Changed => {
+                if let Some(Some(row)) = self.memo.get_mut(path) {
+                    row.2 += 1;
+                }
+            }
+            Kind::Touched => {}
+        }
+    }
+
+    /// What a walk reading the subtree at `zxid` reports: what differs from the record, once
+    /// per node, deletions first; the record then is the subtree read.
+    fn missed(&mut self, zxid: i64) -> Vec<(Kind, String)> {
+        let now = self.server.tree_at(zxid).clone();
+        let old = std::mem::replace(&mut self.memo, known(now.clone()));
+        // A node of unknown state is taken to be whatever is there now.
+        let same = |o: &Option<Row>, n: &Row| o.as_ref().map_or(true, |o| o.0 == n.0);
+        let mut deleted: Vec<&String> = old
+            .iter()
+            .filter(|(p, row)| now.get(*p).map_or(true, |n| !same(row, n)))
+            .map(|(p, _)| p)
+            .collect();
+        deleted.sort_by_key(|p| std::cmp::Reverse(depth(p)));
+        let mut missed: Vec<(Kind, String)> = deleted
+            .into_iter()
+            .map(|p| (Kind::Deleted, p.clone()))
+            .collect();
+        for (p, row) in &now {
+            let kind = match old.get(p) {
+                None => Kind::Created,
+                Some(o) if !same(o, row) => Kind::Created,
+                Some(Some(o)) if o.2 != row.2 => Kind::Changed,
+                _ => continue,
+            };
+            missed.push((kind, p.clone()));
+        }
+        missed
+    }
+
     fn disconnect(&mut self) {
         self.trace("disconnect");
         self.connected = false;
         self.state_changed = true;
-        // Everything in flight fails; events on the wire are lost.
+        // Everything in flight fails (a walk under way is abandoned); events on the wire are
+        // lost.
         for sent in std::mem::take(&mut self.sent) {
-            self.done.push(failed(sent));
+            if !matches!(sent, Sent::Walk) {
+                self.done.push(failed(sent));
+            }
         }
         for item in std::mem::take(&mut self.stream) {
             if let Item::Reply(reply) = item {
@@ -355,44 +452,22 @@ impl Sim {
         }
     }
 
-    /// Back: the client reports what changed since what its events showed, once per node,
-    /// deletions first, in path order, before anything live.
+    /// Back: the client re-registers its watch, reads the subtree again and reports what
+    /// changed since its events last showed it, once per node, deletions first, in path order.
+    /// Requests queued meanwhile go out right behind the walk's first read, so their replies
+    /// can come before what the walk reports; calls held until the walk is done (setting the
+    /// watch again) come after.
     fn reconnect(&mut self) {
-        self.trace(&format!("reconnect (memo at {})", self.memo_zxid));
+        self.trace("reconnect");
         self.connected = true;
         self.state_changed = true;
-        let old = self.server.tree_at(self.memo_zxid).clone();
-        let now = self.server.subtree();
-        let mut deleted: Vec<&String> = old
-            .iter()
-            .filter(|(p, row)| now.get(*p).map_or(true, |n| n.0 != row.0))
-            .map(|(p, _)| p)
-            .collect();
-        deleted.sort_by_key(|p| std::cmp::Reverse(depth(p)));
-        let mut missed: Vec<(Kind, String)> = deleted
+        let queued = std::mem::take(&mut self.unsent);
+        let (held, reads): (Vec<Sent>, Vec<Sent>) = queued
             .into_iter()
-            .map(|p| (Kind::Deleted, p.clone()))
-            .collect();
-        for (p, row) in &now {
-            let kind = match old.get(p) {
-                Some(o) if o.0 != row.0 => Kind::Created,
-                None => Kind::Created,
-                Some(o) if o.2 != row.2 => Kind::Changed,
-                _ => continue,
-            };
-            missed.push((kind, p.clone()));
-        }
-        // The record is complete once the last of them is taken (lost with the connection
-        // before that, they are reported again next time).
-        let zxid = self.server.zxid;
-        if missed.is_empty() {
-            self.memo_zxid = zxid;
-        }
-        let n = missed.len();
-        for (i, (kind, path)) in missed.into_iter().enumerate() {
-            let complete = (i + 1 == n).then_some(zxid);
-            self.stream.push_back(Item::Event(kind, path, complete));
-        }
+            .partition(|s| matches!(s, Sent::Barrier(_)));
+        self.sent.extend(reads);
+        self.sent.push_back(Sent::Walk);
+        self.sent.extend(held);
     }
 
     /// The session expired and a new one took over: a new watch, and a fresh view diffed
@@ -400,14 +475,16 @@ impl Sim {
     fn expire(&mut self) {
         self.trace("expire: new session");
         self.sent.clear();
+        self.unsent.clear();
         self.stream.clear();
         self.watch.clear();
         self.done.clear();
         self.connected = true;
+        self.driver_connected = true;
         self.state_changed = false;
         self.barrier = Barrier::Idle;
         self.epoch += 1;
-        self.memo_zxid = self.server.zxid;
+        self.memo = known(self.server.subtree());
         self.engine.start_fresh();
         self.send();
     }
@@ -428,6 +505,7 @@ impl Sim {
         self.trace(&format!("drive: events {batch:?}"));
         self.engine.on_events(batch);
         if std::mem::take(&mut self.state_changed) {
+            self.driver_connected = self.connected;
             self.epoch += 1;
             self.engine.begin_stretch(from);
             self.barrier = Barrier::Needed;
@@ -447,13 +525,13 @@ impl Sim {
             Some(Reply::List(t, o)) => self.engine.on_listing(t, o),
             Some(Reply::Probe(t, o)) => {
                 for request in self.engine.on_probe(t, o) {
-                    self.sent.push_back(Sent::Engine(request));
+                    self.submit(Sent::Engine(request));
                 }
             }
             Some(Reply::Barrier(e, ok)) if self.barrier == Barrier::Adding(e) => {
                 if ok {
                     self.barrier = Barrier::Checking(e);
-                    self.sent.push_back(Sent::Check(e));
+                    self.submit(Sent::Check(e));
                 } else {
                     self.barrier = Barrier::Needed;
                 }
@@ -550,7 +628,10 @@ impl Sim {
                 }
                 25..=44 if self.connected => self.serve(),
                 45..=69 if self.connected => self.take(),
-                70..=97 => self.drive(),
+                70..=92 => self.drive(),
+                // The driver sends what the engine asks for, on what it last saw of the
+                // session: the connection may be gone already, the calls queued by the client.
+                93..=97 => self.send(),
                 98 if self.connected => self.disconnect(),
                 99 if !self.connected => self.reconnect(),
                 99 if self.rng.percent(20) => self.expire(),
@@ -563,6 +644,7 @@ impl Sim {
         }
         for _ in 0..100_000 {
             if self.sent.is_empty()
+                && self.unsent.is_empty()
                 && self.stream.is_empty()
                 && self.watch.is_empty()
                 && self.done.is_empty()
@@ -589,6 +671,10 @@ impl Sim {
     }
 }
 
+fn known(tree: BTreeMap<String, Row>) -> BTreeMap<String, Option<Row>> {
+    tree.into_iter().map(|(p, r)| (p, Some(r))).collect()
+}
+
 fn failed(sent: Sent) -> Reply {
     match sent {
         Sent::Engine(Request::Read { ticket, .. }) => Reply::Read(ticket, Outcome::Retry),
@@ -596,6 +682,7 @@ fn failed(sent: Sent) -> Reply {
         Sent::Engine(Request::Probe { ticket, .. }) => Reply::Probe(ticket, Outcome::Retry),
         Sent::Barrier(e) => Reply::Barrier(e, false),
         Sent::Check(e) => Reply::Check(e, false),
+        Sent::Walk => unreachable!("walks are abandoned, not answered"),
     }
 }
 
