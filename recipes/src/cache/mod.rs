@@ -26,6 +26,12 @@
 //! stretch, reads every node it touched, and advances past it once the client has reported
 //! everything it missed.
 //!
+//! The events must come as the server sent them, one per change, for counting to hold; the
+//! cache reads its stream as fast as it comes. A stream that is not (events the client had to
+//! fold for a consumer that fell behind, say) is detected where counts do not add up, and what
+//! is pending is then read again as after a reconnect; folding that happens to add up (single
+//! changes of different nodes, reordered) is not detectable from the events alone.
+//!
 //! # Memory
 //!
 //! The view holds every node's path, stat and data: about 330 bytes per node plus the data
