@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::faults::{expire, move_session};
-use common::{bounded, client};
+use common::{bounce_connection, bounded, client};
 use tokio::task::JoinHandle;
 use zookeeper_recipes::{CacheEvent, CachedNode, Sessions, Snapshot, TreeCache};
 use zookeeper_testkit::{chroot_for, shared_server, Ensemble, Proxy};
@@ -339,8 +339,9 @@ fn check_history(
 
 /// What goes wrong during a history.
 enum Fault<'a> {
-    /// The cache's connection is dropped.
-    Drop(&'a Proxy),
+    /// The cache's connection is dropped; the writer waits until it is back, so that the
+    /// history has steps between drops whatever the client's reconnect pacing.
+    Drop(&'a Proxy, &'a Client),
     /// The member serving the cache's session is killed (the one killed before restarted).
     Move {
         ensemble: &'a Ensemble,
@@ -358,7 +359,7 @@ enum Fault<'a> {
 impl Fault<'_> {
     async fn inject(&mut self) {
         match self {
-            Fault::Drop(proxy) => proxy.drop_all(),
+            Fault::Drop(proxy, client) => bounce_connection(client, proxy).await,
             Fault::Move {
                 ensemble,
                 client,
@@ -416,7 +417,14 @@ async fn random_histories_through_connection_drops() {
     let cache = bounded("start", TreeCache::start(&cache_client, "/drops"))
         .await
         .unwrap();
-    let steps = run_history(&mut writer, &cache, 600, 40, Fault::Drop(&proxy)).await;
+    let steps = run_history(
+        &mut writer,
+        &cache,
+        600,
+        40,
+        Fault::Drop(&proxy, &cache_client),
+    )
+    .await;
     assert!(steps > 50, "only {steps} steps checked");
     assert!(proxy.accepted() > 10, "the connection was dropped");
 }
@@ -538,7 +546,14 @@ async fn a_ten_thousand_node_subtree_through_drops() {
     assert_eq!(cache.len(), 10_000);
     assert_eq!(rows(&cache.snapshot().nodes), writer.tree_at(cache.zxid()));
     // Random writes in the big tree's top levels, through drops.
-    let steps = run_history(&mut writer, &cache, 200, 50, Fault::Drop(&proxy)).await;
+    let steps = run_history(
+        &mut writer,
+        &cache,
+        200,
+        50,
+        Fault::Drop(&proxy, &cache_client),
+    )
+    .await;
     assert!(steps > 20, "only {steps} steps checked");
     assert_eq!(cache.len(), writer.now.len());
     // And the whole subtree deleted, leaves first, while the cache watches.
