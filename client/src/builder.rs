@@ -3,16 +3,17 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
-use zookeeper_jute::DEFAULT_MAX_FRAME;
+use zookeeper_jute::{DEFAULT_MAX_FRAME, PASSWORD_LEN};
 
 use crate::client::{Client, Inner};
 use crate::connect_string::ConnectString;
 use crate::driver;
 use crate::error::{ErrorKind, Result};
+use crate::limits;
 use crate::path::{validate_path, Chroot};
 use crate::queue::RequestQueue;
 use crate::sasl::SaslFactory;
+use crate::secret::Secret;
 use crate::session::{Session, SessionConfig, SET_WATCHES_MAX_BYTES};
 use crate::state::{SessionId, SessionState, StatePublisher};
 use crate::transport::Connector;
@@ -24,6 +25,20 @@ pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default bound on requests queued or in flight.
 pub const DEFAULT_MAX_OUTSTANDING: usize = 16 * 1024;
+/// Default largest reply the client reads, 1,048,659 bytes: what the server sends at most about
+/// one node. ZooKeeper (3.8 checked) bounds what it receives by `jute.maxbuffer` (1,048,575
+/// bytes by default) and checks nothing it sends, so the largest reply about one node is the
+/// largest data a request could write, with a reply header (16 bytes) and a stat (68 bytes)
+/// around it. Listings of many children and `multi_read` results have no bound on the server;
+/// a larger reply fails its own request with [`ErrorKind::ReplyTooLarge`].
+pub const DEFAULT_MAX_INCOMING_FRAME: usize = DEFAULT_MAX_FRAME + 16 + 68;
+/// Default bound on the events a persistent watch's stream queues for a consumer that falls
+/// behind: about 1 MB of events (see [`ClientBuilder::max_queued_events`]).
+pub const DEFAULT_MAX_QUEUED_EVENTS: usize = 10_000;
+/// Default deadline of every request: long enough for the largest listing or the walk behind a
+/// recursive watch over a large subtree, short enough that a server which answers pings but
+/// not requests cannot hold a caller for good.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A seed for the session's host shuffling, jitter and rebalancing draws. Sessions created
 /// in the same instant must still draw independently (clients that all made the same draw
@@ -91,15 +106,16 @@ pub struct ClientBuilder {
     attempt_timeout: Option<Duration>,
     chroot: Option<String>,
     read_only: bool,
-    auth: Vec<(String, Bytes)>,
+    auth: Vec<(String, Secret)>,
     sasl: Option<Arc<dyn SaslFactory>>,
     request_timeout: Option<Duration>,
     fail_fast: bool,
     max_outstanding: usize,
     max_frame: usize,
     max_incoming_frame: usize,
+    max_queued_events: usize,
     set_watches_max_bytes: usize,
-    resume: Option<(i64, Bytes)>,
+    resume: Option<(i64, Secret)>,
     follow_config: bool,
     connector: Connector,
 }
@@ -115,11 +131,12 @@ impl ClientBuilder {
             read_only: false,
             auth: Vec::new(),
             sasl: None,
-            request_timeout: None,
+            request_timeout: Some(DEFAULT_REQUEST_TIMEOUT),
             fail_fast: false,
             max_outstanding: DEFAULT_MAX_OUTSTANDING,
             max_frame: DEFAULT_MAX_FRAME,
-            max_incoming_frame: 4 * DEFAULT_MAX_FRAME,
+            max_incoming_frame: DEFAULT_MAX_INCOMING_FRAME,
+            max_queued_events: DEFAULT_MAX_QUEUED_EVENTS,
             set_watches_max_bytes: SET_WATCHES_MAX_BYTES,
             resume: None,
             follow_config: false,
@@ -127,18 +144,20 @@ impl ClientBuilder {
         }
     }
 
-    /// The session timeout to ask for (default 30 s). The server clamps it to its
-    /// `[minSessionTimeout, maxSessionTimeout]`; [`Client::session_timeout`] gives the result.
+    /// The session timeout to ask for (default 30 s; 1 ms to [`MAX_TIMEOUT`](crate::MAX_TIMEOUT)). The server clamps
+    /// it to its `[minSessionTimeout, maxSessionTimeout]`; [`Client::session_timeout`] gives
+    /// the result.
     pub fn session_timeout(mut self, timeout: Duration) -> Self {
         self.session_timeout = timeout;
         self
     }
 
     /// How long [`ClientBuilder::connect`] waits for the first session (default: the session
-    /// timeout, at most [`DEFAULT_CONNECT_TIMEOUT`], 5 s), so that a dead ensemble is reported
-    /// in seconds while the session, once established, keeps its longer timeout. Until then
-    /// each attempt gets a share of this wait (see [`ClientBuilder::attempt_timeout`]), so a
-    /// silent server tried first cannot use it all up.
+    /// timeout, at most [`DEFAULT_CONNECT_TIMEOUT`], 5 s; 1 ms to
+    /// [`MAX_TIMEOUT`](crate::MAX_TIMEOUT)), so that a dead ensemble is reported in seconds
+    /// while the session, once established, keeps its longer timeout. Until then each attempt
+    /// gets a share of this wait (see [`ClientBuilder::attempt_timeout`]), so a silent server
+    /// tried first cannot use it all up.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = Some(timeout);
         self
@@ -147,13 +166,15 @@ impl ClientBuilder {
     /// How long one connection attempt to one server may take, handshake included (default:
     /// the negotiated session timeout divided by the number of servers; before the first
     /// session, the connect timeout divided by one more than the number of servers, so that
-    /// every server is tried before `connect` gives up).
+    /// every server is tried before `connect` gives up; at least 100 ms either way; 1 ms to
+    /// [`MAX_TIMEOUT`](crate::MAX_TIMEOUT) when set).
     pub fn attempt_timeout(mut self, timeout: Duration) -> Self {
         self.attempt_timeout = Some(timeout);
         self
     }
 
-    /// Work under this path; overrides a chroot in the connect string.
+    /// Work under this path; overrides a chroot in the connect string. It must be a valid path
+    /// that leaves room for paths of its own within [`ClientBuilder::max_frame`].
     pub fn chroot(mut self, chroot: &str) -> Self {
         self.chroot = Some(chroot.to_owned());
         self
@@ -177,10 +198,10 @@ impl ClientBuilder {
         self.auth("digest", format!("{user}:{password}").as_bytes())
     }
 
-    /// Authenticate with any scheme on every connection.
+    /// Authenticate with any scheme on every connection. The scheme must not be empty, and the
+    /// `auth` request must fit within [`ClientBuilder::max_frame`].
     pub fn auth(mut self, scheme: &str, auth: &[u8]) -> Self {
-        self.auth
-            .push((scheme.to_owned(), Bytes::copy_from_slice(auth)));
+        self.auth.push((scheme.to_owned(), Secret::copy_from(auth)));
         self
     }
 
@@ -192,7 +213,7 @@ impl ClientBuilder {
     pub fn sasl_digest(mut self, user: &str, password: &str) -> Self {
         self.sasl = Some(Arc::new(crate::sasl::digest::DigestMd5 {
             user: user.to_owned(),
-            password: crate::sasl::Secret(password.to_owned()),
+            password: Secret::copy_from(password.as_bytes()),
         }));
         self
     }
@@ -221,9 +242,13 @@ impl ClientBuilder {
         self
     }
 
-    /// A deadline for every request (default none); see [`Client::with_request_timeout`].
-    pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = Some(timeout);
+    /// The deadline of every request, counted from the first poll of its future: past it, the
+    /// call fails with [`ErrorKind::Timeout`] (default [`DEFAULT_REQUEST_TIMEOUT`], 60 s; 1 ms
+    /// to [`MAX_TIMEOUT`](crate::MAX_TIMEOUT)). `None` turns it off: a call then waits as long as the session
+    /// lives, however long a server takes to answer. [`Client::with_request_timeout`] gives a
+    /// handle with another deadline.
+    pub fn request_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.request_timeout = timeout.into();
         self
     }
 
@@ -236,24 +261,29 @@ impl ClientBuilder {
         self
     }
 
-    /// Requests queued or in flight at once (default 16384); calls beyond it wait.
+    /// Requests queued or in flight at once (default 16384, at least 1); calls beyond it wait.
     pub fn max_outstanding(mut self, n: usize) -> Self {
-        self.max_outstanding = n.max(1);
+        self.max_outstanding = n;
         self
     }
 
-    /// The largest request frame sent (default 1,048,575 bytes, the server's `jute.maxbuffer`);
-    /// larger requests fail with [`ErrorKind::DataTooLarge`] before anything is sent.
+    /// The largest request frame sent (default 1,048,575 bytes, the server's `jute.maxbuffer`;
+    /// [`MIN_FRAME_LIMIT`](crate::MIN_FRAME_LIMIT) to [`MAX_FRAME_LIMIT`](crate::MAX_FRAME_LIMIT)); larger requests fail with
+    /// [`ErrorKind::DataTooLarge`] before anything is sent.
     pub fn max_frame(mut self, bytes: usize) -> Self {
         self.max_frame = bytes;
         self
     }
 
-    /// Resume an existing session (from [`Client::session_id`] and
-    /// [`Client::session_password`]) instead of creating one. If it has expired, `connect`
-    /// fails with [`ErrorKind::SessionExpired`].
-    pub fn session(mut self, id: SessionId, password: &[u8]) -> Self {
-        self.resume = Some((id.0, Bytes::copy_from_slice(password)));
+    /// The largest reply read (default [`DEFAULT_MAX_INCOMING_FRAME`];
+    /// [`MIN_FRAME_LIMIT`](crate::MIN_FRAME_LIMIT) to
+    /// [`MAX_FRAME_LIMIT`](crate::MAX_FRAME_LIMIT)). A larger reply is skipped as it arrives,
+    /// never buffered, and fails only its own request, with [`ErrorKind::ReplyTooLarge`]; the
+    /// connection and every other request carry on. A recursive watch whose subtree holds a
+    /// listing over the limit fails `add_watch` the same way. Raise it to read larger listings
+    /// (a child costs its name's length plus 4 bytes); each read buffers at most this much.
+    pub fn max_incoming_frame(mut self, bytes: usize) -> Self {
+        self.max_incoming_frame = bytes;
         self
     }
 
@@ -288,10 +318,31 @@ impl ClientBuilder {
         self
     }
 
-    /// Bytes of paths per `setWatches` frame when watches are restored after a reconnect.
+    /// How many events the stream of a persistent or recursive watch queues for a consumer
+    /// that reads more slowly than they come (default [`DEFAULT_MAX_QUEUED_EVENTS`], at least
+    /// 1). Past it, events are no longer queued but folded, per node, into what changed since:
+    /// once the consumer has read everything queued, it gets one event per node and kind of
+    /// change, as after a reconnect (see [`Client::add_watch`]), then the live events again.
+    /// Nothing is lost, and a stream holds at most this many events, plus one small entry per
+    /// node that changed while its consumer was behind.
+    pub fn max_queued_events(mut self, n: usize) -> Self {
+        self.max_queued_events = n;
+        self
+    }
+
+    /// Resume an existing session (from [`Client::session_id`] and
+    /// [`Client::session_password`], which is 16 bytes) instead of creating one. If it has
+    /// expired, `connect` fails with [`ErrorKind::SessionExpired`].
+    pub fn session(mut self, id: SessionId, password: &[u8]) -> Self {
+        self.resume = Some((id.0, Secret::copy_from(password)));
+        self
+    }
+
+    /// Bytes of paths per `setWatches` frame when watches are restored after a reconnect (at
+    /// least 1).
     #[doc(hidden)]
     pub fn set_watches_max_bytes(mut self, bytes: usize) -> Self {
-        self.set_watches_max_bytes = bytes.max(1);
+        self.set_watches_max_bytes = bytes;
         self
     }
 
@@ -300,20 +351,51 @@ impl ClientBuilder {
     /// Fails with [`ErrorKind::Connect`] if no server accepted a session within the connect
     /// timeout (its message names each server tried and how it failed), [`ErrorKind::Tls`] if
     /// TLS failed (see `ClientBuilder::tls`), [`ErrorKind::AuthFailed`] if an identity was
-    /// refused, or [`ErrorKind::InvalidConnectString`]. Must be called inside a tokio runtime.
+    /// refused, and before anything starts with [`ErrorKind::InvalidConnectString`],
+    /// [`ErrorKind::InvalidPath`] (the chroot), [`ErrorKind::DataTooLarge`] (an identity too
+    /// large to send) or [`ErrorKind::InvalidArgument`] naming the setting out of range. Must
+    /// be called inside a tokio runtime.
     pub async fn connect(self) -> Result<Client> {
         let parsed = ConnectString::parse(&self.connect_string)?;
+        let max_frame = limits::frame_limit("max_frame", self.max_frame)?;
         let chroot = match self.chroot.as_deref().or(parsed.chroot.as_deref()) {
             Some(c) => {
                 validate_path(c)?;
+                limits::chroot_fits(c, max_frame)?;
                 Chroot::new(Some(c))
             }
             None => Chroot::new(None),
         };
-        if self.session_timeout.is_zero() {
-            return Err(
-                ErrorKind::InvalidArgument("session timeout must not be zero".into()).into(),
-            );
+        let session_timeout = limits::timeout("session timeout", self.session_timeout)?;
+        let connect_timeout = match self.connect_timeout {
+            Some(t) => limits::timeout("connect timeout", t)?,
+            None => session_timeout.min(DEFAULT_CONNECT_TIMEOUT),
+        };
+        let attempt_timeout = self
+            .attempt_timeout
+            .map(|t| limits::timeout("attempt timeout", t))
+            .transpose()?;
+        let request_timeout = self
+            .request_timeout
+            .map(|t| limits::timeout("request timeout", t))
+            .transpose()?;
+        let max_outstanding = limits::at_least_one("max_outstanding", self.max_outstanding)?;
+        let max_incoming_frame =
+            limits::frame_limit("max_incoming_frame", self.max_incoming_frame)?;
+        let max_queued_events = limits::at_least_one("max_queued_events", self.max_queued_events)?;
+        let set_watches_max_bytes =
+            limits::at_least_one("set_watches_max_bytes", self.set_watches_max_bytes)?;
+        for (scheme, auth) in &self.auth {
+            limits::auth_fits(scheme, auth.expose().len(), max_frame)?;
+        }
+        if let Some((_, password)) = &self.resume {
+            if password.expose().len() != PASSWORD_LEN {
+                return Err(ErrorKind::InvalidArgument(format!(
+                    "a session password is {PASSWORD_LEN} bytes, not {}",
+                    password.expose().len()
+                ))
+                .into());
+            }
         }
         #[cfg(feature = "tls")]
         if self.follow_config && self.connector.tls.is_some() {
@@ -326,27 +408,24 @@ impl ClientBuilder {
             .into());
         }
         let seed = session_seed();
-        let connect_timeout = self
-            .connect_timeout
-            .unwrap_or(self.session_timeout.min(DEFAULT_CONNECT_TIMEOUT));
         let hosts = parsed.hosts.clone();
         let cfg = SessionConfig {
             hosts: parsed.hosts,
             chroot: chroot.clone(),
-            session_timeout: self.session_timeout,
-            attempt_timeout: self.attempt_timeout,
+            session_timeout,
+            attempt_timeout,
             connect_timeout,
             read_only: self.read_only,
             fail_fast: self.fail_fast,
-            max_incoming_frame: self.max_incoming_frame,
-            set_watches_max_bytes: self.set_watches_max_bytes,
+            max_incoming_frame,
+            set_watches_max_bytes,
             auth: self.auth,
             sasl: self.sasl,
             seed,
             resume: self.resume,
         };
         let (state_tx, mut state_rx) = StatePublisher::new();
-        let queue = RequestQueue::new(self.max_outstanding);
+        let queue = RequestQueue::new(max_outstanding);
         let info = state_tx.info.clone();
         let session = Session::new(
             cfg,
@@ -362,9 +441,10 @@ impl ClientBuilder {
                 state_rx: state_rx.clone(),
                 publisher: state_tx,
                 chroot,
-                max_frame: self.max_frame,
+                max_frame,
+                max_queued_events,
             },
-            self.request_timeout,
+            request_timeout,
         );
         let mut failures_rx = failures.clone();
         let outcome = tokio::time::timeout(connect_timeout, async {

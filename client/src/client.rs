@@ -75,6 +75,8 @@ pub(crate) struct Inner {
     pub publisher: StatePublisher,
     pub chroot: Chroot,
     pub max_frame: usize,
+    /// Events a persistent watch's stream queues before it folds them (see `event_queue`).
+    pub max_queued_events: usize,
 }
 
 impl Drop for Inner {
@@ -166,12 +168,39 @@ impl Client {
             .password
             .lock()
             .unwrap_or_else(|e| e.into_inner())
+            .expose()
             .clone()
     }
 
     /// The session timeout the server granted.
     pub fn session_timeout(&self) -> Duration {
         Duration::from_millis(self.inner.info.timeout_ms.load(Ordering::Acquire))
+    }
+
+    /// The instant before which no server can have expired this session: the time the most
+    /// recent request (or ping, or reconnecting handshake) that a read-write server answered
+    /// was *sent*, plus the session timeout (the smallest one granted, should a reconnect
+    /// have negotiated another).
+    ///
+    /// A server expires a session one timeout after it last heard from it, and it heard the
+    /// request after it was sent; so until this instant the session, and every ephemeral node
+    /// it owns, still exists, whatever the network or this process did since. After it, the
+    /// session may be gone and another client may have taken over what its ephemerals
+    /// guarded. Reading it costs one atomic load: no round trip, no wait for the session task,
+    /// so a process resuming from a long pause sees at once that its lease ran out. Compare
+    /// it with [`Instant::now`](std::time::Instant::now).
+    ///
+    /// `None` while no read-write server has vouched for the session (before the first
+    /// handshake, or only read-only servers so far) and once it ended (expired, closed).
+    ///
+    /// Limits: the deadline is on the monotonic clock, which on Linux stands still while the
+    /// whole machine is suspended (a process pause, `SIGSTOP` or a stalled VM with a running
+    /// clock, is covered; a machine asleep is not). In an ensemble, a follower passes the
+    /// requests it answered on to the leader, which decides expiry; a follower cut off from
+    /// the leader keeps answering until it notices (up to `syncLimit` × `tickTime`), and
+    /// during such a partition the leader may expire the session up to that much earlier.
+    pub fn lease_deadline(&self) -> Option<std::time::Instant> {
+        self.inner.info.lease()
     }
 
     /// The session state now.
@@ -196,8 +225,9 @@ impl Client {
     }
 
     /// A handle to the same session whose requests fail with [`ErrorKind::Timeout`] when no reply
-    /// arrived within `timeout` (`None`: wait as long as the session lives). A request that
-    /// was not yet sent when its deadline passed is never sent.
+    /// arrived within `timeout` of the first poll of their future (`None`: wait as long as the
+    /// session lives; the builder's [`ClientBuilder::request_timeout`] sets the default). A
+    /// request that was not yet sent when its deadline passed is never sent.
     pub fn with_request_timeout(&self, timeout: Option<Duration>) -> Client {
         Client {
             inner: self.inner.clone(),
@@ -239,6 +269,10 @@ impl Client {
 
     pub(crate) fn request_timeout(&self) -> Option<Duration> {
         self.request_timeout
+    }
+
+    pub(crate) fn max_queued_events(&self) -> usize {
+        self.inner.max_queued_events
     }
 
     pub(crate) fn chroot_ref(&self) -> &Chroot {
@@ -364,6 +398,7 @@ mod tests {
                 publisher,
                 chroot: Chroot::new(chroot),
                 max_frame: 1 << 20,
+                max_queued_events: 16,
             },
             None,
         );
@@ -417,7 +452,7 @@ mod tests {
         c.inner.info.record(
             0x1000008321d000b,
             Duration::from_secs(10),
-            &bytes::Bytes::from_static(b"0123456789abcdef"),
+            &crate::secret::Secret::copy_from(b"0123456789abcdef"),
         );
         let debug = format!("{c:?}");
         assert_eq!(

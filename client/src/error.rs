@@ -150,6 +150,18 @@ pub enum ErrorKind {
     /// The server sent bytes that do not follow the protocol; the connection was dropped.
     #[error("protocol error: {0}")]
     Protocol(String),
+    /// The reply was larger than the client accepts
+    /// ([`ClientBuilder::max_incoming_frame`](crate::ClientBuilder::max_incoming_frame)): it
+    /// was skipped unread, and only this request failed; the connection and every other
+    /// request carry on. Not retryable: the same request gets the same reply. A listing of
+    /// very many children is the usual cause; raise the limit to read it.
+    #[error("reply of {size} bytes exceeds the incoming frame limit of {max} bytes")]
+    ReplyTooLarge {
+        /// The reply's frame payload, in bytes.
+        size: usize,
+        /// The limit.
+        max: usize,
+    },
 
     /// A path was rejected before anything was sent.
     #[error("invalid path {path:?}: {reason}")]
@@ -550,6 +562,14 @@ mod tests {
             (ErrorKind::SessionExpired, false, true),
             (ErrorKind::Closed, false, true),
             (ErrorKind::AuthFailed, false, true),
+            (
+                ErrorKind::ReplyTooLarge {
+                    size: 2_000_000,
+                    max: 1_048_659,
+                },
+                false,
+                false,
+            ),
         ] {
             assert_eq!(kind.is_retryable(), retryable, "{kind:?}");
             assert_eq!(kind.is_session_terminal(), terminal, "{kind:?}");

@@ -71,12 +71,20 @@ mod connect_string;
 mod driver;
 mod ensemble_config;
 mod error;
+mod event_queue;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
+#[cfg(all(test, not(feature = "fuzzing")))]
+mod fuzzing;
+mod limits;
 mod ops;
 mod options;
 mod packet;
 mod path;
 mod queue;
 mod sasl;
+mod secret;
 mod servers;
 mod session;
 mod state;
@@ -86,15 +94,17 @@ mod transport;
 mod watcher;
 
 pub use builder::{
-    ClientBuilder, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_OUTSTANDING, DEFAULT_SESSION_TIMEOUT,
+    ClientBuilder, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_INCOMING_FRAME, DEFAULT_MAX_OUTSTANDING,
+    DEFAULT_MAX_QUEUED_EVENTS, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SESSION_TIMEOUT,
 };
 pub use client::Client;
 pub use connect_string::{ConnectString, HostPort, DEFAULT_PORT};
 pub use ensemble_config::{EnsembleConfig, EnsembleMember, MemberRole};
 pub use error::{Error, ErrorKind, Result, TlsCause};
+pub use limits::{MAX_FRAME_LIMIT, MAX_TIMEOUT, MIN_FRAME_LIMIT};
 pub use ops::{MultiOp, MultiResult, ReadOp, ReadResult};
-pub use options::{CreateOptions, MAX_TTL};
-pub use path::validate_path;
+pub use options::{CreateOptions, Parents, MAX_TTL};
+pub use path::{validate_create_path, validate_path};
 pub use state::{SessionId, SessionState, StateChanges};
 #[cfg(feature = "tls")]
 pub use tls::TlsConfig;

@@ -9,7 +9,8 @@ use crate::error::{ErrorKind, Result};
 /// Largest TTL servers accept (2^40 − 1 ms).
 pub const MAX_TTL: Duration = Duration::from_millis((1 << 40) - 1);
 
-/// How to create a node: mode, ACL and (for TTL modes) the TTL.
+/// How to create a node: mode, ACL, (for TTL modes) the TTL, and what to do about missing
+/// ancestors.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CreateOptions {
     /// The node's kind.
@@ -18,6 +19,24 @@ pub struct CreateOptions {
     pub acl: Vec<Acl>,
     /// Time to live, required for the TTL modes and refused for the others.
     pub ttl: Option<Duration>,
+    /// Whether `create` first makes the missing ancestors (default: no, it fails with
+    /// [`ErrorKind::NoNode`]).
+    pub parents: Parents,
+}
+
+/// What `create` does when the new node's parent does not exist.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Parents {
+    /// Fail with [`ErrorKind::NoNode`], as the server does.
+    #[default]
+    Fail,
+    /// Create every missing ancestor as a persistent node with the new node's ACL, as
+    /// Curator's `creatingParentsIfNeeded` and kazoo's `makepath` do.
+    Persistent,
+    /// Create every missing ancestor as a container node (removed by the server once its last
+    /// child is gone), as Curator's `creatingParentContainersIfNeeded` does.
+    Container,
 }
 
 impl CreateOptions {
@@ -27,6 +46,7 @@ impl CreateOptions {
             mode,
             acl: Acl::open_unsafe(),
             ttl: None,
+            parents: Parents::Fail,
         }
     }
 
@@ -70,6 +90,20 @@ impl CreateOptions {
     /// Sets the TTL (TTL modes only).
     pub fn ttl(mut self, ttl: Duration) -> CreateOptions {
         self.ttl = Some(ttl);
+        self
+    }
+
+    /// Creates missing ancestors first, as persistent nodes with this ACL
+    /// ([`Parents::Persistent`]).
+    pub fn creating_parents(mut self) -> CreateOptions {
+        self.parents = Parents::Persistent;
+        self
+    }
+
+    /// Creates missing ancestors first, as container nodes with this ACL
+    /// ([`Parents::Container`]).
+    pub fn creating_parent_containers(mut self) -> CreateOptions {
+        self.parents = Parents::Container;
         self
     }
 

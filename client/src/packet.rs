@@ -1,12 +1,14 @@
 //! A request on its way from a `Client` handle to the server, and what comes back.
 
 use bytes::Bytes;
-#[cfg(test)]
+#[cfg(any(test, feature = "fuzzing"))]
 use bytes::BytesMut;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use zookeeper_jute::{Encode, OpCode, Request, WatcherType};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::event_queue::EventSender;
+use crate::secret::Secret;
 use crate::watcher::WatchedEvent;
 
 /// The body of a successful reply (`err == 0`), still encoded: the caller decodes it in its own
@@ -36,7 +38,7 @@ pub(crate) enum WatchRegistration {
     Persistent {
         path: String,
         recursive: bool,
-        tx: mpsc::UnboundedSender<WatchedEvent>,
+        tx: EventSender,
     },
     /// `removeWatches`: on success, drop the client-side watchers of that type.
     Remove(String, WatcherType),
@@ -49,11 +51,11 @@ pub(crate) enum PacketKind {
     Request,
     /// An `auth` packet (xid −4, answered out of order); on success the identity is replayed
     /// after every reconnect.
-    Auth { scheme: String, auth: Bytes },
+    Auth { scheme: String, auth: Secret },
 }
 
-/// An encoded request, its reply channel and its side effects.
-#[derive(Debug)]
+/// An encoded request, its reply channel and its side effects. `Debug` shows the frame's
+/// length only: an `auth` frame holds the credential.
 pub(crate) struct Packet {
     /// The whole frame, length prefix included; the xid at bytes 4..8 is set when it is sent.
     pub frame: Bytes,
@@ -63,12 +65,23 @@ pub(crate) struct Packet {
     pub reply: ReplyTx,
 }
 
+impl std::fmt::Debug for Packet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Packet")
+            .field("frame_len", &self.frame.len())
+            .field("opcode", &self.opcode)
+            .field("kind", &self.kind)
+            .field("watch", &self.watch)
+            .finish()
+    }
+}
+
 impl Packet {
     /// Encodes a request with a placeholder `xid` (ordinary requests get theirs when sent;
     /// `auth` keeps −4). Fails with `DataTooLarge` when the frame payload would exceed
     /// `max_frame`, so that an oversized request never reaches the server (which would drop the
     /// connection without a reply).
-    #[cfg(test)]
+    #[cfg(any(test, feature = "fuzzing"))]
     pub fn encode(request: &Request, xid: i32, max_frame: usize) -> Result<(BytesMut, OpCode)> {
         let opcode = request.opcode();
         let payload = 8 + request.encoded_len();

@@ -7,25 +7,51 @@ use crate::error::{ErrorKind, Result};
 /// Checks a client path the way servers do (`PathUtils.validatePath`), so that a bad path gets a
 /// typed error naming the problem instead of a round trip and `BADARGUMENTS`.
 pub fn validate_path(path: &str) -> Result<()> {
-    let fail = |reason: &'static str| {
-        Err(ErrorKind::InvalidPath {
-            path: path.to_owned(),
-            reason,
-        }
-        .into())
-    };
-    let bytes = path.as_bytes();
+    match path_problem(path.as_bytes(), path) {
+        None => Ok(()),
+        Some(reason) => Err(invalid(path, reason)),
+    }
+}
+
+/// Checks the path of a create: as [`validate_path`], except that the path of a sequential node
+/// is checked with its sequence number appended, as the server does. So `/queue/` is valid for
+/// a sequential create (the server makes `/queue/0000000007`), and so is `/` (`/0000000007`).
+pub fn validate_create_path(path: &str, sequential: bool) -> Result<()> {
+    if !sequential {
+        return validate_path(path);
+    }
+    // Any digit stands for the suffix: only its being a non-empty, ordinary name matters.
+    let mut with_suffix = Vec::with_capacity(path.len() + 1);
+    with_suffix.extend_from_slice(path.as_bytes());
+    with_suffix.push(b'0');
+    match path_problem(&with_suffix, path) {
+        None => Ok(()),
+        Some(reason) => Err(invalid(path, reason)),
+    }
+}
+
+fn invalid(path: &str, reason: &'static str) -> crate::error::Error {
+    ErrorKind::InvalidPath {
+        path: path.to_owned(),
+        reason,
+    }
+    .into()
+}
+
+/// What is wrong with `bytes` as a path, if anything. `text` is the same path as a string, up
+/// to a suffix of ASCII digits (checked only for characters beyond ASCII).
+fn path_problem(bytes: &[u8], text: &str) -> Option<&'static str> {
     if bytes.is_empty() {
-        return fail("path is empty");
+        return Some("path is empty");
     }
     if bytes[0] != b'/' {
-        return fail("path must start with '/'");
+        return Some("path must start with '/'");
     }
     if bytes.len() == 1 {
-        return Ok(());
+        return None;
     }
     if bytes[bytes.len() - 1] == b'/' {
-        return fail("path must not end with '/'");
+        return Some("path must not end with '/'");
     }
     // One pass over the bytes (paths are checked on every request): segments, then ASCII
     // controls; characters beyond ASCII are checked one by one only if there are any.
@@ -35,26 +61,26 @@ pub fn validate_path(path: &str) -> Result<()> {
         let b = bytes.get(i).copied();
         if b.is_none() || b == Some(b'/') {
             match &bytes[segment_start..i] {
-                b"" => return fail("path has an empty segment"),
-                b"." | b".." => return fail("relative segments '.' and '..' are not allowed"),
+                b"" => return Some("path has an empty segment"),
+                b"." | b".." => return Some("relative segments '.' and '..' are not allowed"),
                 _ => {}
             }
             segment_start = i + 1;
             continue;
         }
         match b {
-            Some(0) => return fail("path contains NUL"),
+            Some(0) => return Some("path contains NUL"),
             Some(c) if c < 0x20 || c == 0x7f => {
-                return fail("path contains a character ZooKeeper does not allow")
+                return Some("path contains a character ZooKeeper does not allow")
             }
             Some(c) if c >= 0x80 => non_ascii = true,
             _ => {}
         }
     }
-    if non_ascii && path.chars().any(is_forbidden_char) {
-        return fail("path contains a character ZooKeeper does not allow");
+    if non_ascii && text.chars().any(is_forbidden_char) {
+        return Some("path contains a character ZooKeeper does not allow");
     }
-    Ok(())
+    None
 }
 
 /// The characters servers reject in paths: controls, the surrogate/private-use range, the
@@ -90,6 +116,17 @@ impl Chroot {
     pub fn to_server(&self, path: &str) -> Result<String> {
         validate_path(path)?;
         Ok(self.prefix(path))
+    }
+
+    /// Validates the path of a create ([`validate_create_path`]) and turns it into the server
+    /// path. A sequential create of `/` under a chroot goes to the chroot's `/`, so that the
+    /// node is made inside it (`/app/0000000007`, not `/app0000000007`).
+    pub fn to_server_create(&self, path: &str, sequential: bool) -> Result<String> {
+        validate_create_path(path, sequential)?;
+        Ok(match &self.0 {
+            Some(root) if sequential && path == "/" => format!("{root}/"),
+            _ => self.prefix(path),
+        })
     }
 
     /// Turns an already valid client path into the server path.
@@ -177,6 +214,44 @@ mod tests {
             reason("/\u{e000}"),
             "path contains a character ZooKeeper does not allow"
         );
+    }
+
+    #[test]
+    fn a_sequential_create_validates_the_path_with_its_suffix() {
+        for p in ["/seq/", "/", "/a/.", "/a/..", "/a/b"] {
+            validate_create_path(p, true).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+        }
+        for p in ["/seq/", "/a/.", "/a/.."] {
+            assert!(validate_create_path(p, false).is_err(), "{p:?}");
+        }
+        for (p, why) in [
+            ("", "path must start with '/'"),
+            ("seq", "path must start with '/'"),
+            ("/a//", "path has an empty segment"),
+            ("/./x", "relative segments '.' and '..' are not allowed"),
+            ("/a\0/", "path contains NUL"),
+            (
+                "/\u{fffe}/",
+                "path contains a character ZooKeeper does not allow",
+            ),
+        ] {
+            match validate_create_path(p, true).map_err(|e| e.kind().clone()) {
+                Err(ErrorKind::InvalidPath { path, reason }) => {
+                    assert_eq!((path.as_str(), reason), (p, why));
+                }
+                other => panic!("{p:?}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_sequential_create_of_the_root_stays_inside_the_chroot() {
+        let c = Chroot::new(Some("/app"));
+        assert_eq!(c.to_server_create("/", true).unwrap(), "/app/");
+        assert_eq!(c.to_server_create("/q/", true).unwrap(), "/app/q/");
+        assert_eq!(c.to_server_create("/q/n-", true).unwrap(), "/app/q/n-");
+        assert_eq!(c.to_server_create("/", false).unwrap(), "/app");
+        assert_eq!(Chroot::new(None).to_server_create("/", true).unwrap(), "/");
     }
 
     #[test]

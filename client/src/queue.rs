@@ -67,7 +67,6 @@ pub(crate) struct Request<E> {
     pub reply: ReplyTx,
 }
 
-#[derive(Debug)]
 struct Inner {
     items: Vec<Item>,
     /// Frames of the `Staged` items, back to back: requests admitted at call time are encoded
@@ -83,6 +82,19 @@ struct Inner {
     waiters: BTreeMap<u64, Waker>,
     /// Set once the session has ended: every later request fails with this.
     closed: Option<Error>,
+}
+
+impl std::fmt::Debug for Inner {
+    // The staged frames may hold an `auth` credential: only their length shows.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inner")
+            .field("items", &self.items)
+            .field("staged_bytes", &self.staging.len())
+            .field("outstanding", &self.outstanding)
+            .field("limit", &self.limit)
+            .field("closed", &self.closed)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Shared between the handles and the session task.

@@ -4,6 +4,8 @@ use std::fmt;
 
 use tokio::sync::{broadcast, watch};
 
+use crate::secret::Secret;
+
 /// Where the session stands. Watch it with [`Client::state_watcher`](crate::Client::state_watcher).
 ///
 /// `Expired`, `AuthFailed` and `Closed` are terminal: the client never leaves them and never
@@ -113,11 +115,11 @@ impl StateChanges {
 /// Session facts the handles read without asking the session task. Written by the session
 /// machine before it announces a connected state, so that a handle woken by that state sees
 /// them.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct SessionInfo {
     pub session_id: std::sync::atomic::AtomicI64,
     pub timeout_ms: std::sync::atomic::AtomicU64,
-    pub password: std::sync::Mutex<bytes::Bytes>,
+    pub password: std::sync::Mutex<Secret>,
     /// The server list in rotation order, and the server of the current connection.
     pub servers: std::sync::Mutex<(
         Vec<crate::connect_string::HostPort>,
@@ -126,6 +128,27 @@ pub(crate) struct SessionInfo {
     /// What connection attempts ran into: published as a `watch` so that `connect` can stop
     /// waiting once certificates alone stand in the way.
     pub failures: watch::Sender<AttemptFailures>,
+    /// The lease deadline in nanoseconds after `epoch` ([`NO_LEASE`] for none), so that
+    /// handles read it with one atomic load.
+    lease_nanos: std::sync::atomic::AtomicI64,
+    epoch: std::time::Instant,
+}
+
+/// `lease_nanos` when no server vouches for the session.
+const NO_LEASE: i64 = i64::MIN;
+
+impl Default for SessionInfo {
+    fn default() -> Self {
+        SessionInfo {
+            session_id: Default::default(),
+            timeout_ms: Default::default(),
+            password: Default::default(),
+            servers: Default::default(),
+            failures: Default::default(),
+            lease_nanos: std::sync::atomic::AtomicI64::new(NO_LEASE),
+            epoch: std::time::Instant::now(),
+        }
+    }
 }
 
 /// What failed connection attempts ran into that the session state does not show.
@@ -146,7 +169,35 @@ pub(crate) struct AttemptFailures {
 const ATTEMPT_FAILURES_MAX: usize = 64;
 
 impl SessionInfo {
-    pub fn record(&self, session_id: i64, timeout: std::time::Duration, password: &bytes::Bytes) {
+    /// Publishes the lease deadline.
+    pub fn set_lease(&self, deadline: Option<std::time::Instant>) {
+        use std::sync::atomic::Ordering;
+        let nanos = match deadline {
+            None => NO_LEASE,
+            // Deadlines are near `epoch` (within the process's life), far inside i64 range;
+            // the clamps only keep a nonsense value from wrapping into a long lease.
+            Some(d) => match d.checked_duration_since(self.epoch) {
+                Some(after) => i64::try_from(after.as_nanos()).unwrap_or(i64::MAX),
+                None => -i64::try_from(self.epoch.duration_since(d).as_nanos()).unwrap_or(i64::MAX),
+            },
+        };
+        self.lease_nanos.store(nanos, Ordering::Release);
+    }
+
+    /// The published lease deadline.
+    pub fn lease(&self) -> Option<std::time::Instant> {
+        use std::sync::atomic::Ordering;
+        use std::time::Duration;
+        match self.lease_nanos.load(Ordering::Acquire) {
+            NO_LEASE => None,
+            n if n >= 0 => self.epoch.checked_add(Duration::from_nanos(n as u64)),
+            n => self
+                .epoch
+                .checked_sub(Duration::from_nanos(n.unsigned_abs())),
+        }
+    }
+
+    pub fn record(&self, session_id: i64, timeout: std::time::Duration, password: &Secret) {
         use std::sync::atomic::Ordering;
         *self.password.lock().unwrap_or_else(|e| e.into_inner()) = password.clone();
         self.timeout_ms
@@ -264,6 +315,23 @@ mod tests {
             format!("{:?}", SessionId(0x1000008321d000b)),
             "SessionId(0x1000008321d000b)"
         );
+    }
+
+    #[test]
+    fn lease_deadlines_round_trip_through_the_atomic() {
+        use std::time::Duration;
+        let info = SessionInfo::default();
+        assert_eq!(info.lease(), None);
+        let later = info.epoch + Duration::from_millis(6001);
+        info.set_lease(Some(later));
+        assert_eq!(info.lease(), Some(later));
+        // A clock that started before the info (tokio's paused clock can lag behind).
+        if let Some(earlier) = info.epoch.checked_sub(Duration::from_millis(5)) {
+            info.set_lease(Some(earlier));
+            assert_eq!(info.lease(), Some(earlier));
+        }
+        info.set_lease(None);
+        assert_eq!(info.lease(), None);
     }
 
     #[test]

@@ -4,9 +4,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use zookeeper_jute::EventType;
 
+use crate::event_queue::EventReceiver;
 use crate::state::SessionState;
 
 /// A change to a watched node, or a session event (`event_type == EventType::None`).
@@ -19,6 +20,17 @@ pub struct WatchedEvent {
     pub state: SessionState,
     /// The node's path, chroot stripped.
     pub path: String,
+}
+
+/// `NodeDeleted /locks/a` for a node event; `session Expired while watching /locks/a` for a
+/// session event.
+impl std::fmt::Display for WatchedEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.event_type {
+            EventType::None => write!(f, "session {} while watching {}", self.state, self.path),
+            kind => write!(f, "{} {}", kind.name(), self.path),
+        }
+    }
 }
 
 impl WatchedEvent {
@@ -97,6 +109,18 @@ impl Future for OneshotWatcher {
 /// last event is then [`EventType::PersistentWatchRemoved`]). Dropping it unregisters the client
 /// side; the server-side watch stays until the session ends or `remove_watches` is called.
 ///
+/// **A consumer that falls behind.** Events wait for the consumer in a queue of at most
+/// [`ClientBuilder::max_queued_events`](crate::ClientBuilder::max_queued_events) (default
+/// 10,000). Once it is full, further events are not queued: they are folded per node into what
+/// changed since, and a consumer that has read everything queued then gets, per node in path
+/// order, the events a reconnect would report for the same changes: `NodeDeleted` for a node
+/// that went away, `NodeCreated` for one that appeared (not its later changes), `NodeDeleted`
+/// then `NodeCreated` for one deleted and created again, and otherwise one `NodeDataChanged`
+/// and one `NodeChildrenChanged` however many there were; a node that came and went reports
+/// nothing. Events then flow one by one again. The event that ends the stream always comes
+/// last. So the stream's memory stays bounded (the queue, and one small entry per node that
+/// changed while its consumer was behind) and no change goes unreported.
+///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> zookeeper_tokio::Result<()> {
@@ -132,22 +156,22 @@ impl Future for OneshotWatcher {
 /// ```
 #[derive(Debug)]
 pub struct PersistentWatcher {
-    rx: mpsc::UnboundedReceiver<WatchedEvent>,
+    rx: EventReceiver,
 }
 
 impl PersistentWatcher {
-    pub(crate) fn new(rx: mpsc::UnboundedReceiver<WatchedEvent>) -> Self {
+    pub(crate) fn new(rx: EventReceiver) -> Self {
         PersistentWatcher { rx }
     }
 
     /// The next event, or `None` once the watch has ended.
     pub async fn next(&mut self) -> Option<WatchedEvent> {
-        self.rx.recv().await
+        std::future::poll_fn(|cx| self.rx.poll_recv(cx)).await
     }
 
     /// The next event if one is already queued.
     pub fn try_next(&mut self) -> Option<WatchedEvent> {
-        self.rx.try_recv().ok()
+        self.rx.try_recv()
     }
 }
 
@@ -156,5 +180,25 @@ impl futures_core::Stream for PersistentWatcher {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<WatchedEvent>> {
         self.rx.poll_recv(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_print_what_happened_and_where() {
+        let deleted = WatchedEvent {
+            event_type: EventType::NodeDeleted,
+            state: SessionState::Connected,
+            path: "/locks/a".into(),
+        };
+        assert_eq!(deleted.to_string(), "NodeDeleted /locks/a");
+        let expired = WatchedEvent::session(SessionState::Expired, "/locks/a");
+        assert_eq!(
+            expired.to_string(),
+            "session Expired while watching /locks/a"
+        );
     }
 }

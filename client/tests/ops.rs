@@ -360,6 +360,29 @@ async fn multi_read_results_fail_independently() {
     assert!(matches!(&results[2], ReadResult::Error(e) if *e == ErrorKind::NoNode));
 }
 
+/// A sequential create names the parent with a trailing `/` and gets a child named by its
+/// sequence number alone, as on the server; under a chroot, `/` stays inside the chroot.
+#[tokio::test]
+async fn a_sequential_create_under_a_trailing_slash_makes_a_numbered_child() {
+    let c = client("sequential_slash").await;
+    c.create("/seq", b"", &persistent()).await.unwrap();
+    let sequential = CreateOptions::persistent_sequential();
+    let (path, _) = c.create("/seq/", b"", &sequential).await.unwrap();
+    assert_eq!(path, "/seq/0000000000");
+    let results = c
+        .multi(vec![MultiOp::create("/seq/", b"", &sequential)])
+        .await
+        .unwrap();
+    assert!(
+        matches!(&results[0], MultiResult::Create { path, .. } if path == "/seq/0000000001"),
+        "{results:?}"
+    );
+    let (path, _) = c.create("/", b"", &sequential).await.unwrap();
+    assert_eq!(path, "/0000000001", "the chroot node already has /seq");
+    let (children, _) = c.get_children("/").await.unwrap();
+    assert!(children.contains(&"0000000001".to_string()), "{children:?}");
+}
+
 #[tokio::test]
 async fn bad_input_is_refused_before_sending() {
     let c = client("bad_input").await;
@@ -379,17 +402,6 @@ async fn bad_input_is_refused_before_sending() {
             other => panic!("{path:?}: {other:?}"),
         }
     }
-    let err = c
-        .create("/seq/", b"", &CreateOptions::persistent_sequential())
-        .await
-        .unwrap_err();
-    assert!(matches!(
-        err.kind(),
-        ErrorKind::InvalidPath {
-            reason: "a sequential node's path must not end with '/'",
-            ..
-        }
-    ));
     let too_big = vec![0u8; 1_048_576];
     let err = c.create("/big", &too_big, &persistent()).await.unwrap_err();
     assert!(matches!(err.kind(), ErrorKind::DataTooLarge { .. }));
@@ -461,4 +473,215 @@ async fn request_timeout_fails_with_timeout() {
     );
     proxy.set_latency(Duration::ZERO);
     c.get_data("/").await.unwrap();
+}
+
+/// Every path of the table, through every operation that takes one, first as raw bytes to
+/// the real server and then through the client. The client refuses exactly the paths at which
+/// the server will not create a node (`BADARGUMENTS`, or `NONODE` for a parent no node can
+/// have, as in `/p//a`), and for a sequential create exactly those it will not create a
+/// sequential node under (`/p/q/` makes `/p/q/0000000000`). Where the server answers anyway,
+/// the client never refuses a path it would act on as a node's: the server never says
+/// `BADARGUMENTS` to a path the client sent. The server itself checks no path for reads (a
+/// missing node), `sync` and `addWatch` (`OK` whatever the path, a watch that can never fire):
+/// there the client refuses only paths no node can have, as above.
+#[tokio::test]
+async fn paths_are_refused_exactly_when_the_server_refuses_them() {
+    use zookeeper_jute::{
+        AddWatchRequest, CheckVersionRequest, CreateRequest, DeleteRequest, ExistsRequest,
+        GetAclRequest, GetAllChildrenNumberRequest, GetChildren2Request, GetDataRequest,
+        MultiRequest, Request, SetAclRequest, SetDataRequest, SyncRequest,
+    };
+    use zookeeper_tokio::AddWatchMode;
+
+    let server = zookeeper_testkit::shared_server();
+    let base = zookeeper_testkit::chroot_for("path_rules");
+    let mut raw = common::raw::RawSession::connect(&server.addr().to_string()).await;
+    let c = within("connect", Client::connect(&server.connect_string()))
+        .await
+        .unwrap();
+    let parent = format!("{base}/p");
+    c.create(&parent, b"", &persistent()).await.unwrap();
+
+    // Names under an existing parent, so that only the path itself can make a create fail.
+    let mut paths: Vec<String> = [
+        "/a",
+        "/a/",
+        "//a",
+        "/a//b",
+        "/.",
+        "/..",
+        "/./a",
+        "/../a",
+        "/a/.",
+        "/a/..",
+        "/...",
+        "/.a",
+        "/a.",
+        "/..a",
+        "/a b",
+        "/a\0",
+        "/a\u{1}",
+        "/a\u{1f}",
+        "/a\u{7f}",
+        "/a\u{80}",
+        "/a\u{9f}",
+        "/a\u{a0}",
+        "/a\u{d7ff}",
+        "/a\u{e000}",
+        "/a\u{f8ff}",
+        "/a\u{f900}",
+        "/a\u{ffef}",
+        "/a\u{fff0}",
+        "/a\u{fffd}",
+        "/a\u{ffff}",
+        "/a\u{1f600}",
+        "/é/ü",
+    ]
+    .iter()
+    .map(|suffix| format!("{parent}{suffix}"))
+    .collect();
+    paths.extend(["".into(), "a".into(), "//".into(), format!("{parent}/")]);
+
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Op {
+        Create,
+        CreateSequential,
+        SetData,
+        Delete,
+        GetData,
+        Exists,
+        GetChildren,
+        GetAcl,
+        SetAcl,
+        Sync,
+        AddWatch,
+        AllChildren,
+        Check,
+    }
+    let mut mismatches = vec![];
+    for path in &paths {
+        // Every ancestor that can exist does (an earlier delete may have removed one), so that
+        // a create is refused for its own path and not for a missing parent.
+        for (i, _) in path.match_indices('/').skip(1) {
+            let ancestor = Request::Create2(CreateRequest {
+                path: path[..i].to_string(),
+                data: None,
+                acl: Acl::open_unsafe(),
+                flags: 0,
+            });
+            within("ancestor", raw.call(&ancestor)).await;
+        }
+        let mut nameable = true;
+        for op in [
+            Op::Create,
+            Op::CreateSequential,
+            Op::SetData,
+            Op::Delete,
+            Op::GetData,
+            Op::Exists,
+            Op::GetChildren,
+            Op::GetAcl,
+            Op::SetAcl,
+            Op::Sync,
+            Op::AddWatch,
+            Op::AllChildren,
+            Op::Check,
+        ] {
+            let create = |flags| {
+                Request::Create2(CreateRequest {
+                    path: path.clone(),
+                    data: Some(Default::default()),
+                    acl: Acl::open_unsafe(),
+                    flags,
+                })
+            };
+            let request = match op {
+                Op::Create => create(0),
+                Op::CreateSequential => create(2),
+                Op::SetData => Request::SetData(SetDataRequest {
+                    path: path.clone(),
+                    data: Some(Default::default()),
+                    version: -1,
+                }),
+                Op::Delete => Request::Delete(DeleteRequest {
+                    path: path.clone(),
+                    version: -1,
+                }),
+                Op::GetData => Request::GetData(GetDataRequest {
+                    path: path.clone(),
+                    watch: false,
+                }),
+                Op::Exists => Request::Exists(ExistsRequest {
+                    path: path.clone(),
+                    watch: false,
+                }),
+                Op::GetChildren => Request::GetChildren2(GetChildren2Request {
+                    path: path.clone(),
+                    watch: false,
+                }),
+                Op::GetAcl => Request::GetAcl(GetAclRequest { path: path.clone() }),
+                Op::SetAcl => Request::SetAcl(SetAclRequest {
+                    path: path.clone(),
+                    acl: Acl::open_unsafe(),
+                    version: -1,
+                }),
+                Op::Sync => Request::Sync(SyncRequest { path: path.clone() }),
+                Op::AddWatch => Request::AddWatch(AddWatchRequest {
+                    path: path.clone(),
+                    mode: 0,
+                }),
+                Op::AllChildren => Request::GetAllChildrenNumber(GetAllChildrenNumberRequest {
+                    path: path.clone(),
+                }),
+                Op::Check => Request::Multi(MultiRequest {
+                    ops: vec![zookeeper_jute::MultiOp::Check(CheckVersionRequest {
+                        path: path.clone(),
+                        version: -1,
+                    })],
+                }),
+            };
+            let server_says = within("raw request", raw.call(&request)).await;
+            let client_says = within("client request", async {
+                match op {
+                    Op::Create => c.create(path, b"", &persistent()).await.map(drop),
+                    Op::CreateSequential => c
+                        .create(path, b"", &CreateOptions::persistent_sequential())
+                        .await
+                        .map(drop),
+                    Op::SetData => c.set_data(path, b"", None).await.map(drop),
+                    Op::Delete => c.delete(path, None).await,
+                    Op::GetData => c.get_data(path).await.map(drop),
+                    Op::Exists => c.exists(path).await.map(drop),
+                    Op::GetChildren => c.get_children(path).await.map(drop),
+                    Op::GetAcl => c.get_acl(path).await.map(drop),
+                    Op::SetAcl => c.set_acl(path, Acl::open_unsafe(), None).await.map(drop),
+                    Op::Sync => c.sync(path).await,
+                    Op::AddWatch => c.add_watch(path, AddWatchMode::Persistent).await.map(drop),
+                    Op::AllChildren => c.get_all_children_number(path).await.map(drop),
+                    Op::Check => c.multi(vec![MultiOp::check(path, -1)]).await.map(drop),
+                }
+            })
+            .await;
+            let client_refused =
+                matches!(&client_says, Err(e) if matches!(e.kind(), ErrorKind::InvalidPath { .. }));
+            let server_refused = matches!(server_says, ErrorCode::BadArguments | ErrorCode::NoNode);
+            let agrees = match op {
+                Op::Create => {
+                    nameable = !server_refused;
+                    client_refused == server_refused
+                }
+                Op::CreateSequential => client_refused == server_refused,
+                _ => {
+                    client_refused != nameable
+                        && (client_refused || server_says != ErrorCode::BadArguments)
+                }
+            };
+            if !agrees {
+                mismatches.push(format!(
+                    "{op:?} {path:?}: server {server_says:?}, client {client_says:?}"
+                ));
+            }
+        }
+    }
+    assert!(mismatches.is_empty(), "{mismatches:#?}");
 }

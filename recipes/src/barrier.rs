@@ -8,7 +8,7 @@ use zookeeper_tokio::{CreateOptions, ErrorKind, EventType};
 
 use crate::ensure_path::{ensure_path, validate};
 use crate::error::{Error, Result};
-use crate::session::terminal_error;
+use crate::session::{by_deadline, terminal_error};
 use crate::sessions::Sessions;
 
 /// Holds waiters back while its node exists (Curator's `DistributedBarrier`: `<path>`,
@@ -125,11 +125,6 @@ impl DistributedBarrier {
                 }
             }
         };
-        match deadline {
-            None => wait.await,
-            Some(deadline) => tokio::time::timeout_at(deadline, wait)
-                .await
-                .unwrap_or(Ok(false)),
-        }
+        by_deadline(deadline, wait).await.unwrap_or(Ok(false))
     }
 }

@@ -10,8 +10,9 @@ use zookeeper_tokio::{Client, CreateOptions, ErrorKind, EventType, OneshotWatche
 
 use crate::ensure_path::{ensure_path, validate};
 use crate::error::{Error, Result};
+use crate::protection::list_children;
 use crate::release::spawn_delete;
-use crate::session::terminal_error;
+use crate::session::{by_deadline, retried, terminal_error};
 use crate::sessions::Sessions;
 
 /// The node the member that completes the count creates.
@@ -151,7 +152,7 @@ impl DistributedDoubleBarrier {
                 wake(watcher).await?;
             }
         };
-        match bounded(deadline, entering).await {
+        match by_deadline(deadline, entering).await {
             Some(Ok(())) => Ok(true),
             Some(Err(e)) => {
                 self.abandon(&client);
@@ -216,7 +217,7 @@ impl DistributedDoubleBarrier {
                     e => Err(e),
                 })
         };
-        let outcome = bounded(deadline, leaving).await;
+        let outcome = by_deadline(deadline, leaving).await;
         match outcome {
             Some(Ok(())) => Ok(true),
             Some(Err(e)) => {
@@ -263,41 +264,10 @@ impl DistributedDoubleBarrier {
 
     /// The members' names, sorted as Curator sorts them (`ready` left out).
     async fn members(&self, client: &Client) -> Result<Vec<String>> {
-        let mut names = match retried(client, || client.get_children(&self.path)).await {
-            Ok((names, _)) => names,
-            Err(Error::Client(e)) if e == ErrorKind::NoNode => Vec::new(),
-            Err(e) => return Err(e),
-        };
+        let mut names = list_children(client, &self.path).await?.unwrap_or_default();
         names.retain(|n| n != READY);
         names.sort();
         Ok(names)
-    }
-}
-
-/// Runs `f` to its end, or until `deadline`.
-async fn bounded<T>(
-    deadline: Option<Instant>,
-    f: impl std::future::Future<Output = T>,
-) -> Option<T> {
-    match deadline {
-        None => Some(f.await),
-        Some(deadline) => tokio::time::timeout_at(deadline, f).await.ok(),
-    }
-}
-
-/// Makes a call again after a lost connection, once connected again. Only for calls that
-/// may safely be repeated: reads, and writes whose repetition the caller recognizes.
-async fn retried<T, F, Fut>(client: &Client, call: F) -> Result<T>
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = zookeeper_tokio::Result<T>>,
-{
-    loop {
-        match call().await {
-            Ok(v) => return Ok(v),
-            Err(e) if e.is_retryable() => crate::session::wait_connected(client).await?,
-            Err(e) => return Err(e.into()),
-        }
     }
 }
 

@@ -26,10 +26,31 @@ pub enum Error {
         /// The node that vanished.
         path: String,
     },
+    /// A guarded write ([`LockGuard::guarded_multi`](crate::LockGuard::guarded_multi)) was
+    /// refused by the server because our lock node is gone: the lock is no longer ours
+    /// (our session ended, or someone deleted the node). Nothing was applied.
+    #[error("the lock is no longer held: our node {path} is gone, nothing was written")]
+    NotHeld {
+        /// Our lock node.
+        path: String,
+    },
     /// The connection stayed down longer than the session timeout: the session is gone on
     /// the server, and with it our node.
     #[error("disconnected for longer than the session timeout")]
     Disconnected,
+    /// The lock path's sequence counter wrapped past 2^31 (a child's sequence reads
+    /// `-2147483648` and so on): Curator and kazoo order contenders by the sequence text, in
+    /// which a wrapped name sorts first, so peers would grant the lock beside its holder.
+    /// Rather than take part in that, the acquisition gave up and deleted its node. The path
+    /// is usable again once its parent is re-created (Curator's container parent is removed
+    /// by the server once empty; kazoo's persistent one must be deleted).
+    #[error("sequence numbers under {path} wrapped past 2^31 (child {child}): the peers' order is broken, lock refused")]
+    SequenceWrapped {
+        /// The lock path.
+        path: String,
+        /// A child whose sequence wrapped.
+        child: String,
+    },
     /// Taking the write lock while holding only the read lock through the same handle would
     /// wait for ourselves forever.
     #[error("cannot upgrade a read lock to a write lock; release the read lock first")]

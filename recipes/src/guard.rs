@@ -5,12 +5,10 @@ use std::future::Future;
 use std::sync::{Arc, Mutex as StdMutex};
 
 use tokio::sync::watch;
-use zookeeper_tokio::{Client, Stat};
+use zookeeper_tokio::{Client, ErrorKind, MultiOp, MultiResult, Stat};
 
-use crate::error::Result;
-use crate::lost::{
-    until_lost, until_not_held, LockState, LockStateChanges, LossMonitor, LossReason,
-};
+use crate::error::{Error, Result};
+use crate::lost::{LockState, LockStateChanges, LossMonitor, LossReason};
 use crate::release::{delete_until_gone, spawn_delete};
 
 /// A number that grows with every grant of a lock: the lock node's creation zxid (`czxid`).
@@ -39,7 +37,12 @@ pub(crate) struct HeldNode {
 
 impl HeldNode {
     pub(crate) fn new(client: &Client, path: String, stat: Stat, wakeups: u32) -> Arc<HeldNode> {
-        let monitor = LossMonitor::start(client, &path, stat.ephemeral_owner);
+        let monitor = LossMonitor::start(
+            client,
+            &path,
+            stat.ephemeral_owner,
+            FencingToken(stat.czxid),
+        );
         Arc::new(HeldNode {
             client: client.clone(),
             path,
@@ -52,6 +55,54 @@ impl HeldNode {
 
     pub(crate) fn is_lost(&self) -> bool {
         matches!(self.monitor.current(), LockState::Lost(_))
+    }
+
+    pub(crate) fn path(&self) -> &str {
+        &self.path
+    }
+
+    pub(crate) fn fencing_token(&self) -> FencingToken {
+        FencingToken(self.stat.czxid)
+    }
+
+    pub(crate) fn state(&self) -> LockState {
+        self.monitor.current()
+    }
+
+    pub(crate) fn state_changes(&self) -> LockStateChanges {
+        self.monitor.changes()
+    }
+
+    pub(crate) fn lost(&self) -> impl Future<Output = LossReason> + Send + 'static {
+        self.monitor.lost()
+    }
+
+    pub(crate) fn suspended(&self) -> impl Future<Output = LockState> + Send + 'static {
+        self.monitor.suspended()
+    }
+
+    pub(crate) fn check_op(&self) -> MultiOp {
+        MultiOp::check(&self.path, -1)
+    }
+
+    /// `ops` after a check of our node, in one transaction (see
+    /// [`LockGuard::guarded_multi`]).
+    pub(crate) async fn guarded_multi(&self, ops: Vec<MultiOp>) -> Result<Vec<MultiResult>> {
+        let mut transaction = Vec::with_capacity(ops.len() + 1);
+        transaction.push(self.check_op());
+        transaction.extend(ops);
+        match self.client.multi(transaction).await {
+            Ok(mut results) => {
+                results.remove(0);
+                Ok(results)
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::MultiFailed { index: 0, .. }) => {
+                Err(Error::NotHeld {
+                    path: self.path.clone(),
+                })
+            }
+            Err(e) => Err(Error::Client(e)),
+        }
     }
 }
 
@@ -99,9 +150,30 @@ pub(crate) fn first_guard(node: Arc<HeldNode>, slot: Option<&HoldSlot>) -> LockG
 /// * [`lost`](LockGuard::lost): resolves when the lock can no longer be trusted; select on it
 ///   next to the protected work. [`suspended`](LockGuard::suspended) resolves earlier, on a
 ///   disconnect; [`state_changes`](LockGuard::state_changes) reports every transition.
+/// * [`state`](LockGuard::state): checked against the clock on every call, so a holder that
+///   looks before each step of its work never acts after its lease ran out.
+/// * [`guarded_multi`](LockGuard::guarded_multi): ZooKeeper writes that the server applies
+///   only while our lock node exists.
 /// * [`release`](LockGuard::release): deletes the node; dropping the guard does the same in
 ///   the background. Either way the delete is retried across reconnects until the node (or
 ///   the session) is gone.
+///
+/// # What to do at each signal
+///
+/// | Signal | Meaning | The protected work should |
+/// |---|---|---|
+/// | [`LockState::Held`] | connected, the lease runs, our node is ours | go on |
+/// | [`LockState::Suspended`] | disconnected: still ours only if a server takes the session back in time | pause; when in doubt, stop (Curator's advice): nothing proves the lock is ours until it reads `Held` again |
+/// | [`LockState::Lost`] | the lease ran out, the session ended, or our node was deleted | stop at once: another contender may hold the lock |
+///
+/// The lease ([`zookeeper_tokio::Client::lease_deadline`]) ends no later than the server
+/// could expire our session, so `Lost` comes before anyone else can be granted the lock —
+/// as long as this process runs. A process that is paused (a long GC, `SIGSTOP`) cannot
+/// react while paused: its first look at [`state`](LockGuard::state) after resuming says
+/// `Lost`, but work already under way may have crossed the deadline. Resources that must
+/// never see two holders should check the [`fencing_token`](LockGuard::fencing_token), or,
+/// for state kept in ZooKeeper, be written through
+/// [`guarded_multi`](LockGuard::guarded_multi).
 ///
 /// Guards taken reentrantly through the same handle share one node, deleted when the last of
 /// them goes.
@@ -153,7 +225,7 @@ impl fmt::Debug for LockGuard {
 impl LockGuard {
     /// The fencing token of this grant: our node's czxid.
     pub fn fencing_token(&self) -> FencingToken {
-        FencingToken(self.node.stat.czxid)
+        self.node.fencing_token()
     }
 
     /// The full path of our node.
@@ -178,12 +250,15 @@ impl LockGuard {
         *lock(&self.node.holds)
     }
 
-    /// Whether the lock can be trusted right now. The node itself is only watched once
-    /// [`lost`](Self::lost), [`suspended`](Self::suspended),
+    /// Whether the lock can be trusted right now. Checks the session's lease against the
+    /// monotonic clock on every call, before anything a background task published: once the
+    /// lease has run out this reads `Lost`, also on the first look of a process resuming
+    /// from a pause, before any round trip. The node itself is only watched (for a deletion
+    /// by someone else) once [`lost`](Self::lost), [`suspended`](Self::suspended),
     /// [`state_watcher`](Self::state_watcher) or [`state_changes`](Self::state_changes) has
     /// been called.
     pub fn state(&self) -> LockState {
-        self.node.monitor.current()
+        self.node.state()
     }
 
     /// A receiver of the latest [`LockState`]. It keeps only the latest value: a disconnect
@@ -197,22 +272,58 @@ impl LockGuard {
     /// transition (a `Suspended` and the `Held` after it, however quickly the connection came
     /// back), ending after `Lost`. Does not borrow the guard.
     pub fn state_changes(&self) -> LockStateChanges {
-        self.node.monitor.changes()
+        self.node.state_changes()
     }
 
-    /// Resolves when the lock can no longer be trusted: the session expired or was closed,
-    /// the connection stayed down longer than the session timeout, or someone else deleted our
-    /// node. The future does not borrow the guard.
+    /// Resolves when the lock can no longer be trusted: the session's lease ran out (no
+    /// later than its end: before the server can expire the session and grant the lock to
+    /// anyone else), the session expired or was closed, or someone else deleted our node.
+    /// Every poll checks the lease first, so a future polled after a pause is ready at once.
+    /// The future does not borrow the guard.
     pub fn lost(&self) -> impl Future<Output = LossReason> + Send + 'static {
-        until_lost(self.node.monitor.subscribe())
+        self.node.lost()
     }
 
     /// Resolves as soon as the lock is not plainly held: on a disconnect (the early warning;
     /// it may come back) or on loss. Returns the state that ended the wait: a suspension that
     /// happened after this call still resolves it with `Suspended` even if the lock is held
     /// again by the time the future is polled. The future does not borrow the guard.
+    ///
+    /// At `Suspended`, pause the protected work, and stop it when in doubt: until the state
+    /// reads `Held` again nothing proves the lock is still ours.
     pub fn suspended(&self) -> impl Future<Output = LockState> + Send + 'static {
-        until_not_held(self.node.monitor.changes())
+        self.node.suspended()
+    }
+
+    /// A `check` of our lock node, to put first in a [`Client::multi`] of your own: the server
+    /// applies the transaction only while the node exists, that is while the lock is ours
+    /// (the node goes with our session, or when released or deleted, and no later holder can
+    /// bring it back). See [`guarded_multi`](Self::guarded_multi).
+    pub fn check_op(&self) -> MultiOp {
+        self.node.check_op()
+    }
+
+    /// Writes `ops` in one transaction that the server applies only while this lock is ours:
+    /// our lock node is checked first, in the same transaction, on our session. A holder
+    /// that outlived its lock (paused, partitioned, or deleted by someone else) has its
+    /// write refused by the server with [`Error::NotHeld`], and nothing of `ops` is applied.
+    ///
+    /// This is the strongest fencing ZooKeeper offers for state kept in ZooKeeper itself:
+    /// the check and the writes are one atomic step at the server, so no pause or delay on
+    /// the client's side can slip a stale write in after the lock changed hands. (For
+    /// resources outside ZooKeeper, use the [`fencing_token`](Self::fencing_token).)
+    ///
+    /// Returns the results of `ops` (without the check's). When one of `ops` fails, the
+    /// error is the client's [`ErrorKind::MultiFailed`], whose index counts the check as
+    /// operation 0: your first operation is 1. A write that failed with connection loss may
+    /// have been applied, like any ZooKeeper write.
+    pub async fn guarded_multi(&self, ops: Vec<MultiOp>) -> Result<Vec<MultiResult>> {
+        self.node.guarded_multi(ops).await
+    }
+
+    /// The node this guard holds, shared.
+    pub(crate) fn held(&self) -> Arc<HeldNode> {
+        self.node.clone()
     }
 
     /// Releases this hold. When it is the last hold on the node, deletes the node and returns

@@ -4,25 +4,31 @@
 //! We lead only when our node sorts first **and** a fresh read of it shows our session as its
 //! `ephemeralOwner` (a stale listing must not make a second leader). A follower watches only
 //! the participant just before it. Leadership is suspended on a disconnect and lost on the
-//! same signals as a lock: session expired or closed, disconnected longer than the session
-//! timeout, or our node deleted by someone else.
+//! same signals as a lock (see `session_follower`): the session's lease ran out, the session
+//! expired or was closed, or our node was deleted by someone else.
 
+use std::fmt;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use tokio::sync::oneshot;
-use tokio::time::Instant;
-use zookeeper_tokio::{Client, ErrorKind, EventType, SessionState, StateChanges};
+use tracing::{info, warn};
+use zookeeper_tokio::{Client, ErrorKind, EventType};
 
-use crate::contend::ordered_queue;
+use crate::contend::{predecessor, wait_turn, AheadRule, Line, Patience, Rule};
 use crate::ensure_path::validate;
 use crate::error::{Error, Result};
 use crate::guard::FencingToken;
+use crate::lease;
 use crate::lost::LossReason;
-use crate::naming::{attempt_prefix, child_name, join, Layout, CURATOR_LATCH};
+use crate::naming::{attempt_prefix, child_name, join, peer_queue, Layout, CURATOR_LATCH};
 use crate::protection::{list_children, PendingNode};
 use crate::release::{delete_until_gone, spawn_delete};
+use crate::session_follower::{SessionFollower, SessionSignal};
 use crate::transitions::{changes_stream, Phase, Transitions};
+
+/// The rule a latch hands the contention core: the participant just before us blocks us.
+pub(crate) const RULE: AheadRule = predecessor;
 
 /// Where a participant stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -33,13 +39,27 @@ pub enum Leadership {
     Leader,
     /// Someone else leads; we wait for the participant before us.
     Follower,
-    /// The connection is down: a leader must pause until it is `Leader` again.
+    /// The connection is down: a leader must pause until it is `Leader` again (and, when in
+    /// doubt, stop leading: nothing proves the leadership is still ours).
     Suspended,
     /// Our participation ended without us asking: the latch must be started anew (with a new
     /// client if the session ended).
     Lost(LossReason),
     /// We resigned.
     Closed,
+}
+
+impl fmt::Display for Leadership {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Leadership::Starting => f.write_str("starting"),
+            Leadership::Leader => f.write_str("leader"),
+            Leadership::Follower => f.write_str("follower"),
+            Leadership::Suspended => f.write_str("suspended (connection lost)"),
+            Leadership::Lost(reason) => write!(f, "lost: {reason}"),
+            Leadership::Closed => f.write_str("closed"),
+        }
+    }
 }
 
 impl Leadership {
@@ -112,7 +132,7 @@ pub struct LeaderLatch {
     id: String,
     node: String,
     token: FencingToken,
-    state: Arc<Transitions<Leadership>>,
+    shared: Arc<LatchState>,
     stop: StdMutex<Option<oneshot::Sender<()>>>,
 }
 
@@ -136,37 +156,42 @@ impl LeaderLatch {
         pending.send_create();
         pending.created().await?;
         let (node, stat) = pending.keep();
-        // Subscribe before reading the state: a transition in between is seen twice at worst
-        // (harmless), never missed.
-        let session_changes = client.state_changes();
-        let session = client.state();
-        let state = Arc::new(Transitions::new(Leadership::Starting));
+        let follower = SessionFollower::start(client);
+        let shared = Arc::new(LatchState {
+            state: Transitions::new(Leadership::Starting),
+            client: client.clone(),
+            path: path.to_owned(),
+            node: node.clone(),
+            token: FencingToken(stat.czxid),
+        });
         let (stop_tx, stop_rx) = oneshot::channel();
         let task = Follow {
             client: client.clone(),
             path: path.to_owned(),
             ours: child_name(&node).to_owned(),
             owner: stat.ephemeral_owner,
-            state: state.clone(),
+            shared: shared.clone(),
         };
-        tokio::spawn(task.run(session, session_changes, stop_rx));
+        tokio::spawn(task.run(follower, stop_rx));
         Ok(LeaderLatch {
             client: client.clone(),
             path: path.to_owned(),
             id: id.to_owned(),
             node,
             token: FencingToken(stat.czxid),
-            state,
+            shared,
             stop: StdMutex::new(Some(stop_tx)),
         })
     }
 
-    /// Where we stand now.
+    /// Where we stand now. Checks the session's lease against the monotonic clock on every
+    /// call, before anything the background task published: once the lease has run out this
+    /// reads `Lost`, also on the first look of a process resuming from a pause.
     pub fn state(&self) -> Leadership {
-        self.state.current()
+        self.shared.current()
     }
 
-    /// True while we lead (not while suspended).
+    /// True while we lead (not while suspended, nor once the lease ran out).
     pub fn has_leadership(&self) -> bool {
         self.state() == Leadership::Leader
     }
@@ -190,14 +215,16 @@ impl LeaderLatch {
     /// Every change of [`Leadership`] from now on, in order, starting with the current state.
     /// Does not borrow the latch.
     pub fn changes(&self) -> LeadershipChanges {
-        self.state.changes().into()
+        self.shared.current();
+        self.shared.state.changes().into()
     }
 
     /// Waits until we lead. Fails with [`Error::LatchClosed`] if the latch ends first.
     pub async fn await_leadership(&self) -> Result<()> {
-        let mut rx = self.state.watch();
+        let mut rx = self.shared.state.watch();
         loop {
-            let s = *rx.borrow_and_update();
+            let s = self.shared.current();
+            rx.borrow_and_update();
             if s == Leadership::Leader {
                 return Ok(());
             }
@@ -207,15 +234,38 @@ impl LeaderLatch {
         }
     }
 
+    /// Waits at most `timeout` until we lead: `Ok(true)` when we do, `Ok(false)` when the
+    /// time ran out first (we stay in the election). Returns within the timeout whatever the
+    /// connection does. Fails with [`Error::LatchClosed`] if the latch ends first.
+    pub async fn await_leadership_timeout(&self, timeout: Duration) -> Result<bool> {
+        match tokio::time::timeout(timeout, self.await_leadership()).await {
+            Ok(r) => r.map(|()| true),
+            Err(_) => Ok(false),
+        }
+    }
+
     /// Resolves when leadership (or participation) ends for a reason other than
-    /// [`resign`](Self::resign); returns the final state. Use it like a lock's `lost()`.
+    /// [`resign`](Self::resign); returns the final state. Use it like a lock's `lost()`: it
+    /// resolves no later than the session's lease runs out, and every poll checks the lease
+    /// first.
     pub fn lost(&self) -> impl std::future::Future<Output = Leadership> + Send + 'static {
-        let mut rx = self.state.watch();
-        async move {
+        let mut rx = self.shared.state.watch();
+        let shared = self.shared.clone();
+        let ended = async move {
             loop {
                 let s = *rx.borrow_and_update();
                 if s.is_final() || rx.changed().await.is_err() {
                     return *rx.borrow();
+                }
+            }
+        };
+        async move {
+            tokio::select! {
+                biased;
+                s = ended => s,
+                reason = lease::until_over(&shared.client) => {
+                    shared.set(Leadership::Lost(reason));
+                    shared.state.current()
                 }
             }
         }
@@ -240,7 +290,7 @@ impl LeaderLatch {
         if let Some(stop) = self.stop.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = stop.send(());
         }
-        self.state.set(final_state);
+        self.shared.set(final_state);
     }
 }
 
@@ -260,8 +310,18 @@ impl Drop for LeaderLatch {
 
 /// The participants of the election on `path`, in queue order, read by anyone.
 pub async fn participants(client: &Client, path: &str) -> Result<Vec<Participant>> {
+    read_participants(client, path, CURATOR_LATCH).await
+}
+
+/// The participants queued under `path` with nodes named by `marker` (Curator's layout), in
+/// queue order, each with the id its node holds; the first leads.
+pub(crate) async fn read_participants(
+    client: &Client,
+    path: &str,
+    marker: &str,
+) -> Result<Vec<Participant>> {
     let children = list_children(client, path).await?.unwrap_or_default();
-    let queue = ordered_queue(client, path, &children, &[CURATOR_LATCH]).await?;
+    let queue = peer_queue(Layout::Curator, &children, &[marker], None).contenders;
     let reads: Vec<_> = queue
         .iter()
         .map(|c| client.get_data(&join(path, &c.name)))
@@ -284,20 +344,68 @@ pub async fn participants(client: &Client, path: &str) -> Result<Vec<Participant
     Ok(out)
 }
 
+/// What the latch and its task share: the state and what a log line says about it.
+struct LatchState {
+    state: Transitions<Leadership>,
+    client: Client,
+    path: String,
+    node: String,
+    token: FencingToken,
+}
+
+impl LatchState {
+    /// The state now, the lease checked against the clock first.
+    fn current(&self) -> Leadership {
+        let state = self.state.current();
+        if state.is_final() {
+            return state;
+        }
+        if let Some(reason) = lease::loss(&self.client) {
+            self.set(Leadership::Lost(reason));
+        }
+        self.state.current()
+    }
+
+    /// Moves to `new`, logging the changes someone chasing an incident needs.
+    fn set(&self, new: Leadership) {
+        let old = self.state.current();
+        if !self.state.set(new) {
+            return;
+        }
+        let (path, node, token) = (&*self.path, child_name(&self.node), self.token);
+        match new {
+            Leadership::Leader => info!(path = %path, node = %node, %token, "leadership gained"),
+            Leadership::Lost(reason) => {
+                warn!(path = %path, node = %node, %token, %reason, was = %old, "leadership lost: stop leading")
+            }
+            Leadership::Suspended if old == Leadership::Leader => warn!(
+                path = %path,
+                node = %node,
+                %token,
+                "leadership suspended: connection lost; pause leading"
+            ),
+            Leadership::Closed if old == Leadership::Leader => {
+                info!(path = %path, node = %node, %token, "leadership given up")
+            }
+            _ => {}
+        }
+    }
+}
+
 /// The background task following the queue.
 struct Follow {
     client: Client,
     path: String,
     ours: String,
     owner: i64,
-    state: Arc<Transitions<Leadership>>,
+    shared: Arc<LatchState>,
 }
 
-/// What one look at the queue concluded.
+/// What one step of following concluded.
 enum Step {
-    /// Wait for this watch, then look again.
-    Wait(zookeeper_tokio::OneshotWatcher, bool),
-    /// Look again now.
+    /// We lead: wait for this watch on our node, then look again.
+    Lead(zookeeper_tokio::OneshotWatcher),
+    /// Look again after a short pause.
     Again,
     /// Participation is over.
     End(LossReason),
@@ -305,49 +413,51 @@ enum Step {
 
 impl Follow {
     fn set(&self, s: Leadership) {
-        self.state.set(s);
+        self.shared.set(s);
     }
 
-    async fn look(&self) -> Step {
-        let children = match self.client.get_children(&self.path).await {
-            Ok((c, _)) => c,
-            Err(e) => return self.on_error(e),
+    /// Waits in the queue until we are first (see `contend`), as a follower once a watch on the
+    /// participant before us is set; then leads if a fresh read of our node shows it is ours.
+    async fn follow(&self) -> Step {
+        let line = Line {
+            client: &self.client,
+            dir: &self.path,
+            layout: Layout::Curator,
+            markers: &[CURATOR_LATCH],
         };
-        let queue = match ordered_queue(&self.client, &self.path, &children, &[CURATOR_LATCH]).await
-        {
-            Ok(q) => q,
-            Err(Error::Client(e)) => return self.on_error(e),
-            Err(_) => return Step::Again,
-        };
-        let Some(index) = queue.iter().position(|c| c.name == self.ours) else {
-            return Step::End(LossReason::NodeDeleted);
-        };
-        let leading = index == 0;
-        // The leader watches its own node (to hear of its deletion); a follower watches the
-        // participant just before it.
-        let target = if leading {
-            &self.ours
-        } else {
-            &queue[index - 1].name
-        };
+        let turn = wait_turn(
+            line,
+            &self.ours,
+            None,
+            Patience::Forever,
+            Rule::Ahead(RULE),
+            |_| self.set(Leadership::Follower),
+        )
+        .await;
+        match turn {
+            Ok(_) => self.lead().await,
+            Err(Error::Client(e)) => self.on_error(e),
+            Err(Error::NodeDeleted { .. }) => Step::End(LossReason::NodeDeleted),
+            Err(Error::SequenceWrapped { .. }) => Step::End(LossReason::SequenceWrapped),
+            // Connection trouble: the session state decides what comes next.
+            Err(_) => Step::Again,
+        }
+    }
+
+    /// First in the queue: we lead only if our node is still there and ours (a stale listing
+    /// must not make a second leader). The read also watches it, to hear of its deletion.
+    async fn lead(&self) -> Step {
         match self
             .client
-            .get_data_and_watch(&join(&self.path, target))
+            .get_data_and_watch(&join(&self.path, &self.ours))
             .await
         {
-            Ok((_, stat, watcher)) => {
-                if leading {
-                    if stat.ephemeral_owner != self.owner {
-                        return Step::End(LossReason::NodeDeleted);
-                    }
-                    self.set(Leadership::Leader);
-                } else {
-                    self.set(Leadership::Follower);
-                }
-                Step::Wait(watcher, leading)
+            Ok((_, stat, watcher)) if stat.ephemeral_owner == self.owner => {
+                self.set(Leadership::Leader);
+                Step::Lead(watcher)
             }
-            Err(e) if e == ErrorKind::NoNode && leading => Step::End(LossReason::NodeDeleted),
-            Err(e) if e == ErrorKind::NoNode => Step::Again,
+            Ok(_) => Step::End(LossReason::NodeDeleted),
+            Err(e) if e == ErrorKind::NoNode => Step::End(LossReason::NodeDeleted),
             Err(e) => self.on_error(e),
         }
     }
@@ -361,45 +471,49 @@ impl Follow {
         }
     }
 
-    /// Follows the queue, and the session from `session` on through every transition
-    /// `changes` reports: a disconnect healed before this task looks still suspends us.
-    async fn run(
-        self,
-        mut session: SessionState,
-        mut changes: StateChanges,
-        mut stop: oneshot::Receiver<()>,
-    ) {
-        let session_timeout = self.client.session_timeout().max(Duration::from_millis(1));
-        let mut suspended_since: Option<Instant> = None;
-        loop {
-            if session.is_terminal() {
-                self.set(Leadership::Lost(match session {
-                    SessionState::Expired => LossReason::SessionExpired,
-                    _ => LossReason::SessionClosed,
-                }));
-                return;
-            }
-            if session != SessionState::Connected {
-                let since = *suspended_since.get_or_insert_with(Instant::now);
+    /// What a session signal means for the latch; false once participation is over.
+    fn on_signal(&self, signal: SessionSignal) -> bool {
+        match signal {
+            SessionSignal::Suspended => {
                 self.set(Leadership::Suspended);
-                tokio::select! {
+                true
+            }
+            SessionSignal::Reconnected => true,
+            SessionSignal::Lost(reason) => {
+                self.set(Leadership::Lost(reason));
+                false
+            }
+        }
+    }
+
+    /// Follows the queue, and the session through `follower`: a disconnect healed before
+    /// this task looks still suspends us. Any session signal interrupts the step under way,
+    /// and the next one looks afresh.
+    async fn run(self, mut follower: SessionFollower, mut stop: oneshot::Receiver<()>) {
+        loop {
+            if !follower.is_connected() {
+                self.set(Leadership::Suspended);
+                let signal = tokio::select! {
+                    biased;
                     _ = &mut stop => return,
-                    // No more transitions: the client is gone, as if closed.
-                    next = changes.next() => session = next.unwrap_or(SessionState::Closed),
-                    _ = tokio::time::sleep_until(since + session_timeout) => {
-                        self.set(Leadership::Lost(LossReason::DisconnectedTooLong));
-                        return;
-                    }
+                    signal = follower.next() => signal,
+                };
+                if !self.on_signal(signal) {
+                    return;
                 }
                 continue;
             }
-            suspended_since = None;
             let step = tokio::select! {
+                biased;
                 _ = &mut stop => return,
-                step = self.look() => step,
+                signal = follower.next() => {
+                    if !self.on_signal(signal) {
+                        return;
+                    }
+                    continue;
+                }
+                step = self.follow() => step,
             };
-            // Transitions during the look wait in `changes`: the next one is taken below, and
-            // the loop judges each in turn.
             match step {
                 Step::End(reason) => {
                     self.set(Leadership::Lost(reason));
@@ -407,26 +521,51 @@ impl Follow {
                 }
                 Step::Again => {
                     tokio::select! {
+                        biased;
                         _ = &mut stop => return,
-                        next = changes.next() => session = next.unwrap_or(SessionState::Closed),
+                        signal = follower.next() => {
+                            if !self.on_signal(signal) {
+                                return;
+                            }
+                        }
                         // Backoff, not synchronisation: a failed look is retried shortly.
                         _ = tokio::time::sleep(Duration::from_millis(20)) => {}
                     }
                 }
-                Step::Wait(watcher, leading) => {
+                Step::Lead(watcher) => {
                     tokio::select! {
+                        biased;
                         _ = &mut stop => return,
+                        signal = follower.next() => {
+                            // A new watch is set once connected again.
+                            if !self.on_signal(signal) {
+                                return;
+                            }
+                        }
                         event = watcher => {
-                            if leading && event.event_type == EventType::NodeDeleted {
+                            if event.event_type == EventType::NodeDeleted {
                                 self.set(Leadership::Lost(LossReason::NodeDeleted));
                                 return;
                             }
                         }
-                        // A new watch is set once connected again.
-                        next = changes.next() => session = next.unwrap_or(SessionState::Closed),
                     }
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leadership_reads_as_a_word_and_a_loss_says_why() {
+        assert_eq!(Leadership::Leader.to_string(), "leader");
+        assert_eq!(Leadership::Follower.to_string(), "follower");
+        assert_eq!(
+            Leadership::Lost(LossReason::SessionClosed).to_string(),
+            "lost: the session was closed"
+        );
     }
 }

@@ -9,19 +9,41 @@
 //! Every recipe queues ephemeral-sequential nodes under its path, and every waiter watches
 //! exactly one node, so a release wakes one waiter whatever the queue length. Every grant
 //! carries a [`FencingToken`] (the node's czxid) and a lost signal
-//! ([`LockGuard::lost`]) that fires when the lock can no longer be trusted: the session
-//! expired or was closed, the connection stayed down longer than the session timeout, or
-//! someone deleted our node. A disconnect is reported earlier as
-//! [`LockState::Suspended`].
+//! ([`LockGuard::lost`]) that fires when the lock can no longer be trusted: the session's
+//! lease ran out ([`zookeeper_tokio::Client::lease_deadline`]: no server answered a request
+//! sent within the last session timeout), the session expired or was closed, or someone
+//! deleted our node. The lease ends no later than the server can expire the session, so the
+//! signal comes before anyone else can be granted the lock, and [`LockGuard::state`] checks
+//! it against the clock on every call (a process resuming from a pause reads `Lost` on its
+//! first look). A disconnect is reported earlier as [`LockState::Suspended`]: pause the
+//! protected work there, and stop it when in doubt.
+//!
+//! Writes to state kept in ZooKeeper can be made conditional on still holding the lock
+//! ([`LockGuard::guarded_multi`]): the server refuses a stale holder's writes.
 //!
 //! Node layouts: Curator's by default (`InterProcessMutex`, `InterProcessReadWriteLock`,
-//! `LeaderLatch`, `InterProcessSemaphoreV2`); the mutex can also use kazoo's `Lock` layout
-//! ([`Layout::Kazoo`]). The two layouts do not see each other: pick the one your peers use.
+//! `LeaderLatch`, `InterProcessSemaphoreV2`); the mutex and the read-write lock can also use
+//! kazoo's (`Lock`, `ReadLock`, `WriteLock`: [`Layout::Kazoo`]). Each layout orders
+//! contenders exactly as its peer does, and refuses to grant once the path's sequence numbers
+//! wrapped past 2^31 ([`Error::SequenceWrapped`]), where the peers' order breaks. The two
+//! layouts do not see each other: pick the one your peers use.
+//!
+//! Leadership beyond a latch: a [`LeaderSelector`] (Curator's `LeaderSelector`) runs a future
+//! for each term it leads, cancelled when leadership is suspended or lost ([`CancelOn`]), and
+//! queues again if asked. A [`SemaphoreMutex`] is Curator's `InterProcessSemaphoreMutex`: the
+//! semaphore with one lease, not reentrant.
+//!
+//! Locks, read-write locks, semaphores and latches share one queue algorithm, to which each
+//! hands its rule. A rule that judges by the contenders ahead of it only may take a watched
+//! node's deletion as its grant without listing the queue again (one round trip saved per
+//! handoff); one that judges by more (a semaphore's count) cannot, by construction. Each
+//! rule is checked against a model of the peers over random queues.
 //!
 //! Acquisitions are cancel-safe: dropping an acquiring future at any await point deletes the
 //! node it created (even if the create's reply has not arrived yet), and so do timeouts and
-//! failed `try_` calls. A create whose reply is lost with the connection is found again by
-//! the GUID in its name and adopted only if our session owns it.
+//! failed `try_` calls. Calls with a timeout return within it whatever the connection does.
+//! A create whose reply is lost with the connection is found again by the GUID in its name and
+//! adopted only if our session owns it.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -51,6 +73,7 @@ mod error;
 mod group;
 mod guard;
 mod leader;
+mod lease;
 mod lost;
 mod mutex;
 mod naming;
@@ -59,9 +82,13 @@ mod protection;
 mod release;
 mod retry;
 mod rwlock;
+mod selector;
 mod semaphore;
+mod semaphore_mutex;
 mod session;
+mod session_follower;
 mod sessions;
+mod standalone;
 mod transitions;
 
 pub use barrier::DistributedBarrier;
@@ -86,8 +113,17 @@ pub use naming::Layout;
 pub use persistent_node::{PersistentNode, PersistentNodeState};
 pub use retry::RetryPolicy;
 pub use rwlock::ReadWriteLock;
+pub use selector::{
+    CancelOn, LeaderContext, LeaderSelector, LeaderSelectorBuilder, SelectorChanges, SelectorState,
+};
 pub use semaphore::{Lease, Semaphore};
+pub use semaphore_mutex::SemaphoreMutex;
 pub use sessions::Sessions;
+/// The client types a recipe user needs, so that a lock takes one dependency.
+pub use zookeeper_tokio::{
+    Client, ClientBuilder, CreateOptions, Error as ClientError, ErrorKind, MultiOp, SessionId,
+    SessionState, StateChanges,
+};
 
 // The workspace README's examples, compiled and run with this crate's doctests (it can reach
 // every crate they use).

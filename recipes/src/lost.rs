@@ -1,21 +1,33 @@
 //! The lost-lock signal: whether a held node can still be trusted.
 //!
-//! One task per held node follows the session state: on a disconnect the node is
-//! *suspended* (it may still be ours, but nobody can tell); if the connection is back within
-//! the session timeout it is held again; if not, or if the session ends, it is *lost*. The
-//! task reads every session transition in order, from the moment the node is handed over, so
-//! a disconnect healed at once still shows as a suspension. Once
-//! somebody asks for the lost signal the task also watches the node itself (a `getData`
-//! watch, armed on demand so that a lock nobody watches costs no extra request and no extra
-//! notification on release) and reports it lost when someone else deletes it.
+//! One task per held node follows the session (see `session_follower`): on a disconnect the
+//! node is *suspended* (it may still be ours, but nobody can tell); if a server takes the
+//! session back it is held again; once the session's lease runs out, or the session ends,
+//! it is *lost*. The task reads every session transition in order, from the moment the node
+//! is handed over, so a disconnect healed at once still shows as a suspension. Once somebody
+//! asks for the lost signal the task also watches the node itself (a `getData` watch, armed on
+//! demand so that a lock nobody watches costs no extra request and no extra notification on
+//! release) and reports it lost when someone else deletes it.
+//!
+//! The task is not the only judge: every look at the state ([`LockGuard::state`], polling
+//! [`LockGuard::lost`]) checks the lease against the clock first, so a process that was
+//! paused past its lease reads `Lost` before any task of it has run again.
+//!
+//! [`LockGuard::state`]: crate::LockGuard::state
+//! [`LockGuard::lost`]: crate::LockGuard::lost
 
+use std::fmt;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use tokio::sync::{oneshot, watch, Notify};
-use tokio::time::Instant;
-use zookeeper_tokio::{Client, ErrorKind, EventType, OneshotWatcher, SessionState, StateChanges};
+use tracing::{debug, info, warn};
+use zookeeper_tokio::{Client, ErrorKind, EventType, OneshotWatcher};
 
+use crate::guard::FencingToken;
+use crate::lease;
+use crate::naming::child_name;
+use crate::session_follower::{SessionFollower, SessionSignal};
 use crate::transitions::{changes_stream, Phase, Transitions};
 
 /// Whether a lock (or lease, or leadership) can be trusted.
@@ -23,8 +35,10 @@ use crate::transitions::{changes_stream, Phase, Transitions};
 pub enum LockState {
     /// Connected, and our node is ours.
     Held,
-    /// The connection is down: the node may still be ours, but work protected by it should
-    /// pause. Becomes `Held` again on reconnect, or `Lost` once the session timeout passes.
+    /// The connection is down: the node may still be ours, but nobody can tell until a
+    /// server answers. Work protected by the lock should pause (and, when in doubt, stop:
+    /// an operation that must not overlap with another holder's cannot be finished safely
+    /// from here). Becomes `Held` again on reconnect, or `Lost` once the lease runs out.
     Suspended,
     /// The lock can no longer be trusted; another contender may hold it now.
     Lost(LossReason),
@@ -37,12 +51,46 @@ pub enum LossReason {
     SessionExpired,
     /// The client was closed, or its authentication failed.
     SessionClosed,
-    /// Disconnected for longer than the session timeout: the server has expired the session.
-    DisconnectedTooLong,
+    /// The session's lease ran out: no server answered a request sent within the last
+    /// session timeout (a partition, a dead server, a slow one, or this process paused), so
+    /// the server may have expired the session and another contender may hold the lock.
+    /// Reported no later than the lease's end ([`zookeeper_tokio::Client::lease_deadline`]).
+    LeaseExpired,
     /// Our node was deleted by someone else.
     NodeDeleted,
+    /// The election path's sequence counter wrapped past 2^31: the peers' order is broken
+    /// (see [`Error::SequenceWrapped`](crate::Error::SequenceWrapped)), so a leader latch
+    /// leaves rather than risk a second leader.
+    SequenceWrapped,
     /// We released it.
     Released,
+}
+
+impl fmt::Display for LossReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LossReason::SessionExpired => "the session expired",
+            LossReason::SessionClosed => "the session was closed",
+            LossReason::LeaseExpired => {
+                "the session's lease ran out: no server answered within the session timeout"
+            }
+            LossReason::NodeDeleted => "our node was deleted by someone else",
+            LossReason::SequenceWrapped => {
+                "sequence numbers wrapped past 2^31: the peers' order is broken"
+            }
+            LossReason::Released => "released",
+        })
+    }
+}
+
+impl fmt::Display for LockState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LockState::Held => f.write_str("held"),
+            LockState::Suspended => f.write_str("suspended (connection lost)"),
+            LockState::Lost(reason) => write!(f, "lost: {reason}"),
+        }
+    }
 }
 
 impl LockState {
@@ -73,60 +121,167 @@ changes_stream! {
     LockStateChanges of LockState
 }
 
+/// What the monitor task and the guard share: the state and what a log line says about it.
+struct Shared {
+    state: Transitions<LockState>,
+    client: Client,
+    /// Our node's full path.
+    node: String,
+    token: FencingToken,
+}
+
+impl Shared {
+    fn lock_path(&self) -> &str {
+        self.node.rsplit_once('/').map_or("", |(parent, _)| parent)
+    }
+
+    /// The state now, the lease checked against the clock first.
+    fn current(&self) -> LockState {
+        let state = self.state.current();
+        if state.is_final() {
+            return state;
+        }
+        match lease::loss(&self.client) {
+            Some(reason) => {
+                self.lose(reason);
+                self.state.current()
+            }
+            None => state,
+        }
+    }
+
+    fn lose(&self, reason: LossReason) {
+        if !self.state.set(LockState::Lost(reason)) {
+            return;
+        }
+        let (path, node, token) = (self.lock_path(), child_name(&self.node), self.token);
+        match reason {
+            LossReason::Released => debug!(path = %path, node = %node, %token, "lock released"),
+            _ => {
+                warn!(path = %path, node = %node, %token, %reason, "lock lost: stop the work it protects")
+            }
+        }
+    }
+
+    fn suspend(&self) {
+        if self.state.set(LockState::Suspended) {
+            let (path, node, token) = (self.lock_path(), child_name(&self.node), self.token);
+            warn!(
+                path = %path,
+                node = %node,
+                %token,
+                "lock suspended: connection lost; pause the work it protects"
+            );
+        }
+    }
+
+    fn hold_again(&self) {
+        if self.state.set(LockState::Held) {
+            let (path, node, token) = (self.lock_path(), child_name(&self.node), self.token);
+            info!(path = %path, node = %node, %token, "lock held again: reconnected within the lease");
+        }
+    }
+}
+
 /// The handle on a node's monitor task.
 pub(crate) struct LossMonitor {
-    state: Arc<Transitions<LockState>>,
+    shared: Arc<Shared>,
     arm: Arc<Notify>,
     stop: StdMutex<Option<oneshot::Sender<()>>>,
 }
 
 impl LossMonitor {
-    /// Starts watching `path`, a node our session (`owner`) created.
-    pub(crate) fn start(client: &Client, path: &str, owner: i64) -> LossMonitor {
-        // Subscribe before reading the state: a transition in between is seen twice at worst
-        // (harmless), never missed.
-        let session_changes = client.state_changes();
-        let session = client.state();
-        let state = Arc::new(Transitions::new(LockState::Held));
+    /// Starts watching `path`, a node our session (`owner`) created with fencing token
+    /// `token`.
+    pub(crate) fn start(
+        client: &Client,
+        path: &str,
+        owner: i64,
+        token: FencingToken,
+    ) -> LossMonitor {
+        let follower = SessionFollower::start(client);
+        let shared = Arc::new(Shared {
+            state: Transitions::new(LockState::Held),
+            client: client.clone(),
+            node: path.to_owned(),
+            token,
+        });
         let arm = Arc::new(Notify::new());
         let (stop_tx, stop_rx) = oneshot::channel();
         let task = Monitor {
-            client: client.clone(),
-            path: path.to_owned(),
             owner,
-            state: state.clone(),
+            shared: shared.clone(),
         };
-        let arm_rx = arm.clone();
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(task.run(session, session_changes, arm_rx, stop_rx));
+            rt.spawn(task.run(follower, arm.clone(), stop_rx));
         }
         LossMonitor {
-            state,
+            shared,
             arm,
             stop: StdMutex::new(Some(stop_tx)),
         }
     }
 
-    /// The state now.
+    /// The state now, the lease checked against the clock first.
     pub(crate) fn current(&self) -> LockState {
-        self.state.current()
+        self.shared.current()
     }
 
     /// A receiver of the latest state; also starts watching the node itself.
     pub(crate) fn subscribe(&self) -> watch::Receiver<LockState> {
         self.arm.notify_one();
-        self.state.watch()
+        self.shared.current();
+        self.shared.state.watch()
     }
 
     /// Every state from now on, in order; also starts watching the node itself.
     pub(crate) fn changes(&self) -> LockStateChanges {
         self.arm.notify_one();
-        self.state.changes().into()
+        self.shared.current();
+        self.shared.state.changes().into()
+    }
+
+    /// Resolves with the reason once the lock is lost; checks the lease on every poll, so
+    /// it is ready at once when polled after the lease ran out. Does not borrow the monitor.
+    pub(crate) fn lost(&self) -> impl std::future::Future<Output = LossReason> + Send + 'static {
+        let rx = self.subscribe();
+        let shared = self.shared.clone();
+        async move {
+            tokio::select! {
+                biased;
+                reason = until_lost(rx) => reason,
+                reason = lease::until_over(&shared.client) => {
+                    shared.lose(reason);
+                    match shared.state.current() {
+                        LockState::Lost(reason) => reason,
+                        _ => reason,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Resolves with the first state other than `Held`, the lease checked on every poll.
+    pub(crate) fn suspended(
+        &self,
+    ) -> impl std::future::Future<Output = LockState> + Send + 'static {
+        let changes = self.changes();
+        let shared = self.shared.clone();
+        async move {
+            tokio::select! {
+                biased;
+                state = until_not_held(changes) => state,
+                reason = lease::until_over(&shared.client) => {
+                    shared.lose(reason);
+                    shared.state.current()
+                }
+            }
+        }
     }
 
     /// Stops the task and tells every receiver the lock was released.
     pub(crate) fn stop(&self) {
-        self.state.set(LockState::Lost(LossReason::Released));
+        self.shared.lose(LossReason::Released);
         if let Some(stop) = self.stop.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = stop.send(());
         }
@@ -140,7 +295,7 @@ impl Drop for LossMonitor {
 }
 
 /// Waits until the state is `Lost` and returns why.
-pub(crate) async fn until_lost(mut rx: watch::Receiver<LockState>) -> LossReason {
+async fn until_lost(mut rx: watch::Receiver<LockState>) -> LossReason {
     loop {
         if let LockState::Lost(reason) = *rx.borrow_and_update() {
             return reason;
@@ -156,7 +311,7 @@ pub(crate) async fn until_lost(mut rx: watch::Receiver<LockState>) -> LossReason
 
 /// Waits for the first state other than `Held` (a suspension counts even if the connection is
 /// back by the time anyone looks) and returns it.
-pub(crate) async fn until_not_held(mut changes: LockStateChanges) -> LockState {
+async fn until_not_held(mut changes: LockStateChanges) -> LockState {
     while let Some(s) = changes.next().await {
         if s != LockState::Held {
             return s;
@@ -169,10 +324,8 @@ pub(crate) async fn until_not_held(mut changes: LockStateChanges) -> LockState {
 const RECHECK: Duration = Duration::from_millis(20);
 
 struct Monitor {
-    client: Client,
-    path: String,
     owner: i64,
-    state: Arc<Transitions<LockState>>,
+    shared: Arc<Shared>,
 }
 
 /// What one look at the node found.
@@ -183,12 +336,13 @@ enum NodeCheck {
 }
 
 impl Monitor {
-    fn set(&self, s: LockState) {
-        self.state.set(s);
-    }
-
     async fn check_node(&self) -> NodeCheck {
-        match self.client.get_data_and_watch(&self.path).await {
+        match self
+            .shared
+            .client
+            .get_data_and_watch(&self.shared.node)
+            .await
+        {
             Ok((_, stat, watcher)) if stat.ephemeral_owner == self.owner => {
                 NodeCheck::Watching(watcher)
             }
@@ -198,87 +352,80 @@ impl Monitor {
         }
     }
 
-    /// Follows the session from `session` on, through every transition `changes` reports.
+    /// After a reconnect: held again once the node is known to be ours (when it is watched,
+    /// it may have been deleted while we could not hear of it). False when it is gone.
+    async fn confirm(
+        &self,
+        armed: bool,
+        node_watch: &mut Option<OneshotWatcher>,
+        recheck: &mut bool,
+    ) -> bool {
+        if armed {
+            match self.check_node().await {
+                NodeCheck::Watching(w) => *node_watch = Some(w),
+                NodeCheck::Gone => {
+                    self.shared.lose(LossReason::NodeDeleted);
+                    return false;
+                }
+                // Connection trouble again (perhaps a disconnect is already queued): stay
+                // suspended; look again at the next transition, or shortly.
+                NodeCheck::Unknown => {
+                    *recheck = true;
+                    return true;
+                }
+            }
+        }
+        self.shared.hold_again();
+        true
+    }
+
+    /// Follows the session through `follower`, and the node once `arm` is notified.
     async fn run(
         self,
-        mut session: SessionState,
-        mut changes: StateChanges,
+        mut follower: SessionFollower,
         arm: Arc<Notify>,
         mut stop: oneshot::Receiver<()>,
     ) {
-        let session_timeout = self.client.session_timeout().max(Duration::from_millis(1));
-        let mut suspended_since: Option<Instant> = None;
         let mut armed = false;
+        let mut recheck = false;
         let mut node_watch: Option<OneshotWatcher> = None;
         loop {
-            let mut recheck = false;
-            match session {
-                s if s.is_terminal() => {
-                    self.set(LockState::Lost(match s {
-                        SessionState::Expired => LossReason::SessionExpired,
-                        _ => LossReason::SessionClosed,
-                    }));
-                    return;
-                }
-                SessionState::Connected if suspended_since.is_some() => {
-                    let mut confirmed = true;
-                    if armed {
-                        // The node may have been deleted while we could not hear of it.
-                        match self.check_node().await {
-                            NodeCheck::Watching(w) => node_watch = Some(w),
-                            NodeCheck::Gone => {
-                                self.set(LockState::Lost(LossReason::NodeDeleted));
-                                return;
-                            }
-                            // Connection trouble again (perhaps a disconnect is already
-                            // queued): stay suspended; look again at the next transition,
-                            // or shortly.
-                            NodeCheck::Unknown => {
-                                suspended_since = Some(Instant::now());
-                                recheck = true;
-                                confirmed = false;
-                            }
+            tokio::select! {
+                biased;
+                _ = &mut stop => return,
+                signal = follower.next() => match signal {
+                    SessionSignal::Suspended => {
+                        recheck = false;
+                        self.shared.suspend();
+                    }
+                    SessionSignal::Reconnected => {
+                        if !self.confirm(armed, &mut node_watch, &mut recheck).await {
+                            return;
                         }
                     }
-                    if confirmed {
-                        suspended_since = None;
-                        self.set(LockState::Held);
-                    }
-                }
-                SessionState::Connected => {}
-                _ => {
-                    if suspended_since.is_none() {
-                        suspended_since = Some(Instant::now());
-                        self.set(LockState::Suspended);
-                    }
-                }
-            }
-            let deadline = suspended_since.map(|t| t + session_timeout);
-            let far = Instant::now() + Duration::from_secs(86_400);
-            tokio::select! {
-                _ = &mut stop => return,
-                next = changes.next() => match next {
-                    Some(next) => session = next,
-                    None => {
-                        self.set(LockState::Lost(LossReason::SessionClosed));
+                    SessionSignal::Lost(reason) => {
+                        self.shared.lose(reason);
                         return;
                     }
                 },
-                _ = tokio::time::sleep_until(deadline.unwrap_or(far)), if deadline.is_some() => {
-                    self.set(LockState::Lost(LossReason::DisconnectedTooLong));
-                    return;
-                }
                 // Backoff, not synchronisation: a failed look is retried shortly.
-                _ = tokio::time::sleep(RECHECK), if recheck => {}
+                _ = tokio::time::sleep(RECHECK), if recheck => {
+                    recheck = false;
+                    if follower.is_connected()
+                        && !self.confirm(armed, &mut node_watch, &mut recheck).await
+                    {
+                        return;
+                    }
+                }
                 _ = arm.notified(), if !armed => {
                     armed = true;
                     match self.check_node().await {
                         NodeCheck::Watching(w) => node_watch = Some(w),
                         NodeCheck::Gone => {
-                            self.set(LockState::Lost(LossReason::NodeDeleted));
+                            self.shared.lose(LossReason::NodeDeleted);
                             return;
                         }
-                        // Connection trouble: the reconnect branch above looks again.
+                        // Connection trouble: the reconnect looks again.
                         NodeCheck::Unknown => {}
                     }
                 }
@@ -286,16 +433,16 @@ impl Monitor {
                     node_watch = None;
                     match event.event_type {
                         EventType::NodeDeleted => {
-                            self.set(LockState::Lost(LossReason::NodeDeleted));
+                            self.shared.lose(LossReason::NodeDeleted);
                             return;
                         }
-                        // A session event: the state branch decides.
+                        // A session event: the follower decides.
                         EventType::None => {}
                         // Data changed (someone wrote to our node): keep watching.
                         _ => match self.check_node().await {
                             NodeCheck::Watching(w) => node_watch = Some(w),
                             NodeCheck::Gone => {
-                                self.set(LockState::Lost(LossReason::NodeDeleted));
+                                self.shared.lose(LossReason::NodeDeleted);
                                 return;
                             }
                             NodeCheck::Unknown => {}
@@ -304,5 +451,31 @@ impl Monitor {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_and_reasons_read_as_sentences() {
+        assert_eq!(LockState::Held.to_string(), "held");
+        assert_eq!(
+            LockState::Suspended.to_string(),
+            "suspended (connection lost)"
+        );
+        assert_eq!(
+            LockState::Lost(LossReason::NodeDeleted).to_string(),
+            "lost: our node was deleted by someone else"
+        );
+        assert_eq!(
+            LossReason::LeaseExpired.to_string(),
+            "the session's lease ran out: no server answered within the session timeout"
+        );
+        assert_eq!(
+            LossReason::SessionExpired.to_string(),
+            "the session expired"
+        );
     }
 }

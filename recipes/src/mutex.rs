@@ -4,14 +4,28 @@
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
+use tokio_util::sync::CancellationToken;
 use zookeeper_tokio::Client;
 
-use crate::contend::{contend, deadline_after, ordered_queue, serialize, Patience, Verdict};
+use crate::contend::{
+    bounded, deadline_after, enter, predecessor, serialize, AheadRule, Line, Patience, Rule,
+};
 use crate::ensure_path::validate;
 use crate::error::Result;
 use crate::guard::{first_guard, reenter, HeldNode, HoldSlot, LockGuard};
-use crate::naming::{attempt_prefix, Layout, CURATOR_LOCK, KAZOO_LOCK};
+use crate::naming::{attempt_prefix, peer_queue, Layout, CURATOR_LOCK, KAZOO_LOCK};
 use crate::protection::list_children;
+
+/// The name of a mutex node in `layout`.
+pub(crate) fn marker(layout: Layout) -> &'static str {
+    match layout {
+        Layout::Curator => CURATOR_LOCK,
+        Layout::Kazoo => KAZOO_LOCK,
+    }
+}
+
+/// The rule a mutex hands the contention core: the contender just before us blocks us.
+pub(crate) const RULE: AheadRule = predecessor;
 
 /// A distributed mutual-exclusion lock on a ZooKeeper path.
 ///
@@ -103,10 +117,7 @@ impl Mutex {
     }
 
     fn marker(&self) -> &'static str {
-        match self.layout {
-            Layout::Curator => CURATOR_LOCK,
-            Layout::Kazoo => KAZOO_LOCK,
-        }
+        marker(self.layout)
     }
 
     /// Waits until the lock is ours. Cancel-safe: dropping the future at any point leaves no
@@ -117,23 +128,43 @@ impl Mutex {
     }
 
     /// Takes the lock only if nobody holds or waits for it; `None` otherwise, with our node
-    /// already deleted.
+    /// deleted. Returns within the session timeout whatever the connection does (`None` when
+    /// no server answered in time; the node, if the create got through, is then deleted in
+    /// the background).
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
         self.acquire_with(Patience::NoWait).await
     }
 
-    /// Waits at most `timeout`; `None` on timeout, with our node already deleted.
+    /// Waits at most `timeout`; `None` on timeout, with our node deleted. The bound holds
+    /// whatever the connection does (a partition, refused connections, a slow server): the
+    /// call returns within `timeout` plus at most 50 ms, and a node it could not delete by
+    /// then is deleted in the background, retried until it or the session is gone.
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<LockGuard>> {
         self.acquire_with(deadline_after(timeout)).await
     }
 
+    /// Waits until the lock is ours or `stop` is cancelled: `None` then, once our node is
+    /// deleted.
+    pub(crate) async fn acquire_until(&self, stop: CancellationToken) -> Result<Option<LockGuard>> {
+        self.acquire_with(Patience::UntilStopped(stop)).await
+    }
+
     async fn acquire_with(&self, patience: Patience) -> Result<Option<LockGuard>> {
+        bounded(
+            &self.client,
+            &patience,
+            self.acquire_unbounded(patience.clone()),
+        )
+        .await
+    }
+
+    async fn acquire_unbounded(&self, patience: Patience) -> Result<Option<LockGuard>> {
         if let Some(guard) = reenter(&self.slot) {
             return Ok(Some(guard));
         }
         // One acquisition at a time per handle: a second caller re-enters once the first
         // has the lock.
-        let Some(_serial) = serialize(&self.serial, patience).await else {
+        let Some(_serial) = serialize(&self.serial, &patience).await else {
             return Ok(None);
         };
         if let Some(guard) = reenter(&self.slot) {
@@ -141,31 +172,27 @@ impl Mutex {
         }
         let prefix = attempt_prefix(self.layout, self.marker());
         let markers = [self.marker()];
-        let won = contend(
-            &self.client,
-            &self.path,
-            prefix,
-            &markers,
-            &self.data,
-            patience,
-            |queue, ours| match ours {
-                0 => Verdict::Acquired,
-                i => Verdict::WaitFor(queue[i - 1].name.clone()),
-            },
-        )
-        .await?;
+        let line = Line {
+            client: &self.client,
+            dir: &self.path,
+            layout: self.layout,
+            markers: &markers,
+        };
+        let won = enter(line, prefix, &self.data, patience, Rule::Ahead(RULE)).await?;
         Ok(won.map(|w| {
             let node = HeldNode::new(&self.client, w.path, w.stat, w.wakeups);
             first_guard(node, Some(&self.slot))
         }))
     }
 
-    /// The contenders' node names in queue order: the holder first.
+    /// The contenders' node names in queue order, the holder first, exactly as the layout's
+    /// peer orders them (in Curator's layout every child of the path counts, as it does for
+    /// Curator; in kazoo's, only children matching kazoo's pattern).
     pub async fn participants(&self) -> Result<Vec<String>> {
         let children = list_children(&self.client, &self.path)
             .await?
             .unwrap_or_default();
-        let queue = ordered_queue(&self.client, &self.path, &children, &[self.marker()]).await?;
-        Ok(queue.into_iter().map(|c| c.name).collect())
+        let queue = peer_queue(self.layout, &children, &[self.marker()], None);
+        Ok(queue.contenders.into_iter().map(|c| c.name).collect())
     }
 }

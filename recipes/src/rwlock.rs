@@ -1,28 +1,49 @@
 //! The read-write lock, compatible with Curator's `InterProcessReadWriteLock`
-//! (`_c_<uuid>-__READ__<seq>` and `_c_<uuid>-__WRIT__<seq>` under one path).
+//! (`_c_<uuid>-__READ__<seq>` and `_c_<uuid>-__WRIT__<seq>` under one path) or with kazoo's
+//! `ReadLock` and `WriteLock` (`<hex>__rlock__<seq>` and `<hex>__lock__<seq>`).
 //!
 //! A writer waits for the contender just before it, whatever its kind. A reader waits only
 //! for the nearest *lower* writer and watches that one: Curator's reader watches the lowest
 //! writer, so one writer's release wakes readers queued behind later writers. Only lower
-//! sequences count, so a writer queued after a reader never blocks it (the deadlock of
-//! kazoo 2.8's read lock).
+//! sequences count, so a writer queued after a reader never blocks it: kazoo 2.8's read lock
+//! waited for the highest writer, even one queued after it that waited for the reader
+//! (kazoo #649, both hung); kazoo 2.9 keeps only lower sequences, as here.
+//!
+//! Which layouts exclude which on one path: Curator's readers and writers exclude ours in
+//! Curator's layout; kazoo's `ReadLock` and `WriteLock` exclude ours in kazoo's layout (and a
+//! kazoo `Lock` excludes our writers, whose nodes it shares the name of, but ignores our
+//! readers as it ignores kazoo's own, while readers wait for it). The two layouts do not see
+//! each other.
 
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use zookeeper_tokio::Client;
 
-use crate::contend::{contend, deadline_after, ordered_queue, serialize, Patience, Verdict};
+use crate::contend::{
+    bounded, deadline_after, enter, predecessor, serialize, AheadRule, Line, Patience, Rule,
+    Verdict,
+};
 use crate::ensure_path::validate;
 use crate::error::{Error, Result};
 use crate::guard::{first_guard, reenter, HeldNode, HoldSlot, LockGuard};
-use crate::naming::{attempt_prefix, Contender, Layout, CURATOR_READ, CURATOR_WRITE};
+use crate::naming::{
+    attempt_prefix, peer_queue, Contender, Layout, CURATOR_READ, CURATOR_WRITE, KAZOO_LOCK,
+    KAZOO_READ,
+};
 use crate::protection::list_children;
 
-const MARKERS: [&str; 2] = [CURATOR_READ, CURATOR_WRITE];
-#[cfg(test)]
-const READ: usize = 0;
-const WRITE: usize = 1;
+/// The kinds a read-write lock tells apart, readers first (Curator strips `__READ__` before
+/// `__WRIT__` when it sorts).
+pub(crate) const READ: usize = 0;
+pub(crate) const WRITE: usize = 1;
+
+pub(crate) fn markers(layout: Layout) -> [&'static str; 2] {
+    match layout {
+        Layout::Curator => [CURATOR_READ, CURATOR_WRITE],
+        Layout::Kazoo => [KAZOO_READ, KAZOO_LOCK],
+    }
+}
 
 /// A distributed read-write lock: many readers or one writer.
 ///
@@ -62,6 +83,7 @@ const WRITE: usize = 1;
 pub struct ReadWriteLock {
     client: Client,
     path: String,
+    layout: Layout,
     data: Vec<u8>,
     read_slot: HoldSlot,
     write_slot: HoldSlot,
@@ -72,6 +94,7 @@ impl std::fmt::Debug for ReadWriteLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ReadWriteLock")
             .field("path", &self.path)
+            .field("layout", &self.layout)
             .finish()
     }
 }
@@ -84,12 +107,22 @@ enum Half {
 }
 
 impl ReadWriteLock {
-    /// A read-write lock on `path` in Curator's layout.
+    /// A read-write lock on `path` in Curator's layout (`InterProcessReadWriteLock`).
     pub fn new(client: &Client, path: &str) -> Result<ReadWriteLock> {
+        ReadWriteLock::with_layout(client, path, Layout::Curator)
+    }
+
+    /// A read-write lock in the given layout. [`Layout::Kazoo`] interoperates with kazoo's
+    /// `ReadLock` and `WriteLock` (readers `<hex>__rlock__<seq>`, writers
+    /// `<hex>__lock__<seq>`), with kazoo 2.9's order: only lower sequences block, so a reader
+    /// and a writer never wait for each other (kazoo 2.8's `ReadLock` still can, with a writer
+    /// queued after it: its own bug, kazoo #649).
+    pub fn with_layout(client: &Client, path: &str, layout: Layout) -> Result<ReadWriteLock> {
         validate(path)?;
         Ok(ReadWriteLock {
             client: client.clone(),
             path: path.to_owned(),
+            layout,
             data: Vec::new(),
             read_slot: Arc::new(StdMutex::new(None)),
             write_slot: Arc::new(StdMutex::new(None)),
@@ -116,12 +149,15 @@ impl ReadWriteLock {
             .expect("waits until granted"))
     }
 
-    /// Takes the read lock only if no writer holds or waits before us.
+    /// Takes the read lock only if no writer holds or waits before us. Returns within the
+    /// session timeout whatever the connection does.
     pub async fn try_read(&self) -> Result<Option<LockGuard>> {
         self.acquire(Half::Read, Patience::NoWait).await
     }
 
-    /// Waits at most `timeout` for the read lock.
+    /// Waits at most `timeout` for the read lock; `None` on timeout, with our node deleted.
+    /// Returns within `timeout` plus at most 50 ms whatever the connection does (a node it
+    /// could not delete by then is deleted in the background).
     pub async fn read_timeout(&self, timeout: Duration) -> Result<Option<LockGuard>> {
         self.acquire(Half::Read, deadline_after(timeout)).await
     }
@@ -134,12 +170,15 @@ impl ReadWriteLock {
             .expect("waits until granted"))
     }
 
-    /// Takes the write lock only if nobody holds or waits for the lock.
+    /// Takes the write lock only if nobody holds or waits for the lock. Returns within the
+    /// session timeout whatever the connection does.
     pub async fn try_write(&self) -> Result<Option<LockGuard>> {
         self.acquire(Half::Write, Patience::NoWait).await
     }
 
-    /// Waits at most `timeout` for the write lock.
+    /// Waits at most `timeout` for the write lock; `None` on timeout, with our node deleted.
+    /// Returns within `timeout` plus at most 50 ms whatever the connection does (a node it
+    /// could not delete by then is deleted in the background).
     pub async fn write_timeout(&self, timeout: Duration) -> Result<Option<LockGuard>> {
         self.acquire(Half::Write, deadline_after(timeout)).await
     }
@@ -168,62 +207,68 @@ impl ReadWriteLock {
     }
 
     async fn acquire(&self, half: Half, patience: Patience) -> Result<Option<LockGuard>> {
+        bounded(
+            &self.client,
+            &patience,
+            self.acquire_unbounded(half, patience.clone()),
+        )
+        .await
+    }
+
+    async fn acquire_unbounded(&self, half: Half, patience: Patience) -> Result<Option<LockGuard>> {
         if let Some(guard) = self.reenter(half)? {
             return Ok(Some(guard));
         }
-        let Some(_serial) = serialize(&self.serial, patience).await else {
+        let Some(_serial) = serialize(&self.serial, &patience).await else {
             return Ok(None);
         };
         if let Some(guard) = self.reenter(half)? {
             return Ok(Some(guard));
         }
+        let markers = markers(self.layout);
         let (marker, slot) = match half {
-            Half::Read => (CURATOR_READ, &self.read_slot),
-            Half::Write => (CURATOR_WRITE, &self.write_slot),
+            Half::Read => (markers[READ], &self.read_slot),
+            Half::Write => (markers[WRITE], &self.write_slot),
         };
-        let prefix = attempt_prefix(Layout::Curator, marker);
-        let won = contend(
-            &self.client,
-            &self.path,
-            prefix,
-            &MARKERS,
-            &self.data,
-            patience,
-            |queue, ours| match half {
-                Half::Read => read_verdict(queue, ours),
-                Half::Write => write_verdict(queue, ours),
-            },
-        )
-        .await?;
+        let prefix = attempt_prefix(self.layout, marker);
+        let line = Line {
+            client: &self.client,
+            dir: &self.path,
+            layout: self.layout,
+            markers: &markers,
+        };
+        let rule = match half {
+            Half::Read => READ_RULE,
+            Half::Write => WRITE_RULE,
+        };
+        let won = enter(line, prefix, &self.data, patience, Rule::Ahead(rule)).await?;
         Ok(won.map(|w| {
             let node = HeldNode::new(&self.client, w.path, w.stat, w.wakeups);
             first_guard(node, Some(slot))
         }))
     }
 
-    /// The contenders' node names in queue order.
+    /// The contenders' node names in queue order, as the layout's peer orders them.
     pub async fn participants(&self) -> Result<Vec<String>> {
         let children = list_children(&self.client, &self.path)
             .await?
             .unwrap_or_default();
-        let queue = ordered_queue(&self.client, &self.path, &children, &MARKERS).await?;
-        Ok(queue.into_iter().map(|c| c.name).collect())
+        let queue = peer_queue(self.layout, &children, &markers(self.layout), None);
+        Ok(queue.contenders.into_iter().map(|c| c.name).collect())
     }
 }
+
+/// The rule a reader hands the contention core.
+pub(crate) const READ_RULE: AheadRule = reader;
+/// The rule a writer hands the contention core: the contender just before it blocks it,
+/// whatever its kind.
+pub(crate) const WRITE_RULE: AheadRule = predecessor;
 
 /// A reader holds unless a writer sorts before it; then it watches the nearest such writer.
-pub(crate) fn read_verdict(queue: &[Contender], ours: usize) -> Verdict {
-    match queue[..ours].iter().rev().find(|c| c.kind == WRITE) {
-        Some(writer) => Verdict::WaitFor(writer.name.clone()),
-        None => Verdict::Acquired,
-    }
-}
-
-/// A writer holds when it is first; otherwise it watches the contender just before it.
-pub(crate) fn write_verdict(queue: &[Contender], ours: usize) -> Verdict {
-    match ours {
-        0 => Verdict::Acquired,
-        i => Verdict::WaitFor(queue[i - 1].name.clone()),
+fn reader(ahead: &[Contender]) -> Verdict {
+    match ahead.iter().rposition(|c| c.kind == Some(WRITE)) {
+        Some(writer) => Verdict::WaitFor(writer),
+        None => Verdict::Granted,
     }
 }
 
@@ -237,46 +282,37 @@ mod tests {
             .enumerate()
             .map(|(i, k)| Contender {
                 name: format!("{k}{i}"),
-                kind: if k == 'w' { WRITE } else { READ },
-                seq: i as i32,
+                kind: Some(if k == 'w' { WRITE } else { READ }),
             })
             .collect()
-    }
-
-    fn waits_for(v: Verdict) -> Option<String> {
-        match v {
-            Verdict::Acquired => None,
-            Verdict::WaitFor(n) => Some(n),
-        }
     }
 
     #[test]
     fn readers_share() {
         let queue = q("rrr");
         for i in 0..3 {
-            assert_eq!(waits_for(read_verdict(&queue, i)), None);
+            assert_eq!(reader(&queue[..i]), Verdict::Granted);
         }
     }
 
     #[test]
     fn reader_watches_nearest_lower_writer_only() {
         let queue = q("wrwrr");
-        assert_eq!(waits_for(read_verdict(&queue, 1)).as_deref(), Some("w0"));
-        assert_eq!(waits_for(read_verdict(&queue, 3)).as_deref(), Some("w2"));
-        assert_eq!(waits_for(read_verdict(&queue, 4)).as_deref(), Some("w2"));
+        assert_eq!(reader(&queue[..1]), Verdict::WaitFor(0));
+        assert_eq!(reader(&queue[..3]), Verdict::WaitFor(2));
+        assert_eq!(reader(&queue[..4]), Verdict::WaitFor(2));
     }
 
     #[test]
     fn later_writer_never_blocks_a_reader() {
-        // The kazoo #649 interleaving: a writer queued after a waiting reader.
-        let queue = q("rw");
-        assert_eq!(waits_for(read_verdict(&queue, 0)), None);
+        // The kazoo #649 interleaving: a writer queued after a waiting reader is not shown to
+        // the reader's rule at all.
+        assert_eq!(reader(&q("rw")[..0]), Verdict::Granted);
     }
 
     #[test]
     fn writer_watches_its_predecessor() {
-        let queue = q("rrw");
-        assert_eq!(waits_for(write_verdict(&queue, 2)).as_deref(), Some("r1"));
-        assert_eq!(waits_for(write_verdict(&q("w"), 0)), None);
+        assert_eq!(predecessor(&q("rrw")[..2]), Verdict::WaitFor(1));
+        assert_eq!(predecessor(&q("w")[..0]), Verdict::Granted);
     }
 }

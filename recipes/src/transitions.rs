@@ -59,8 +59,9 @@ impl<S: Phase> Transitions<S> {
         Changes::new(self.current(), rx)
     }
 
-    /// Moves to `new` unless it is the current state or the current state is final.
-    pub(crate) fn set(&self, new: S) {
+    /// Moves to `new` unless it is the current state or the current state is final; true
+    /// when it moved.
+    pub(crate) fn set(&self, new: S) -> bool {
         self.latest.send_if_modified(|cur| {
             if cur.is_final() || *cur == new {
                 return false;
@@ -69,7 +70,7 @@ impl<S: Phase> Transitions<S> {
             // Under the watch's lock: transitions are broadcast in the order they happen.
             let _ = self.every.send(new);
             true
-        });
+        })
     }
 }
 

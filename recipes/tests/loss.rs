@@ -5,12 +5,13 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::{blip_rig, bounce_connection, bounded, children, client, BlipRig};
-use zookeeper_recipes::{LockState, LossReason, Mutex};
+use zookeeper_recipes::{LeaderLatch, Leadership, LockState, LossReason, Mutex, Semaphore};
 use zookeeper_testkit::{Ensemble, Proxy, ZkServer};
-use zookeeper_tokio::{Client, SessionState};
+use zookeeper_tokio::{Client, CreateOptions, MultiOp, SessionState};
 
 async fn short_session(connect: &str) -> Client {
     bounded(
@@ -23,24 +24,44 @@ async fn short_session(connect: &str) -> Client {
     .expect("connect")
 }
 
+/// A holder cut off from the server is told the lock is lost before anyone else holds it:
+/// at the moment a waiter is granted the lock, the holder's `state()` already reads `Lost`
+/// and its `lost()` future is already resolved. The takeover happens only once the server
+/// expired the holder's session, and the holder's lease ends no later than that.
+///
+/// Replies reach the holder 500 ms after the server sent them, so counting the session
+/// timeout from the last frame received would declare the loss 500 ms too late, after the
+/// server's expiry (tick 200 ms) and the takeover; the lease counts from the send times.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn expired_holder_is_told_and_a_waiter_takes_over_with_a_higher_token() {
+async fn expired_holder_is_told_before_a_waiter_takes_over_with_a_higher_token() {
     let server = ZkServer::start().await.unwrap();
     let proxy = Proxy::start(server.addr()).await.unwrap();
-    let holder_client = short_session(&proxy.connect_string()).await;
+    let holder_client = bounded(
+        "connect",
+        Client::builder(&proxy.connect_string())
+            .session_timeout(Duration::from_secs(3))
+            .connect(),
+    )
+    .await
+    .expect("connect");
+    proxy.set_latency(Duration::from_millis(500));
     let other = client(&server.connect_string()).await;
 
     let holder = Mutex::new(&holder_client, "/lock").unwrap();
-    let g = bounded("holder", holder.acquire()).await.unwrap();
+    let g = Arc::new(bounded("holder", holder.acquire()).await.unwrap());
     let suspended = g.suspended();
     let lost = g.lost();
 
     let waiter = Mutex::new(&other, "/lock").unwrap();
+    let seen_by_holder = g.clone();
     let taking_over = tokio::spawn(async move {
-        let g = waiter.acquire().await.unwrap();
-        let token = g.fencing_token();
-        g.release().await.unwrap();
-        token
+        let mine = waiter.acquire().await.unwrap();
+        // Looked at the moment of the grant, with no await in between.
+        let holder_state = seen_by_holder.state();
+        let lost_already = tokio::time::timeout(Duration::ZERO, lost).await.ok();
+        let token = mine.fencing_token();
+        mine.release().await.unwrap();
+        (token, holder_state, lost_already)
     });
     bounded("waiter queued", async {
         while children(&other, "/lock").await.len() < 2 {
@@ -51,19 +72,106 @@ async fn expired_holder_is_told_and_a_waiter_takes_over_with_a_higher_token() {
 
     // Cut the holder off: nothing passes, the connection stays open.
     proxy.black_hole(true);
-    assert_eq!(bounded("suspended", suspended).await, LockState::Suspended);
-    let reason = bounded("lost", lost).await;
+    // With replies this slow the lease may run out before the read timeout notices the
+    // silence: then the first signal is the loss itself.
+    let first = bounded("suspended", suspended).await;
+    assert!(
+        matches!(first, LockState::Suspended | LockState::Lost(_)),
+        "{first:?}"
+    );
+    let (new_token, holder_state, lost_already) = bounded("takeover", taking_over).await.unwrap();
+    assert!(
+        matches!(holder_state, LockState::Lost(_)),
+        "another contender holds the lock while ours reads {holder_state:?}"
+    );
+    let reason = lost_already.expect("lost() resolved before the takeover");
     assert!(
         matches!(
             reason,
-            LossReason::DisconnectedTooLong | LossReason::SessionExpired
+            LossReason::LeaseExpired | LossReason::SessionExpired
         ),
         "{reason:?}"
     );
-    let new_token = bounded("takeover", taking_over).await.unwrap();
     assert!(new_token > g.fencing_token());
     assert!(matches!(g.state(), LockState::Lost(_)));
-    drop(g);
+}
+
+/// A holder whose whole process stands still (here: its runtime, which also drives its
+/// client, is not run at all, as under `SIGSTOP` or a long pause) past its session timeout:
+/// meanwhile the server expires the session and another contender takes the lock. On resuming,
+/// the holder's first look, before its runtime has run a single task or sent a byte, says the
+/// lock is lost; so do its semaphore lease and its leadership.
+#[test]
+fn a_holder_paused_past_its_lease_reads_lost_on_its_first_look() {
+    let paused = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let others = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let connect = common::chroot_connect("loss_paused_holder");
+    let (holder_client, g, lease_guard, latch) = paused.block_on(async {
+        let c = short_session(&connect).await;
+        let g = bounded("acquire", Mutex::new(&c, "/lock").unwrap().acquire())
+            .await
+            .unwrap();
+        let sem = Semaphore::new(&c, "/sem", 1).unwrap();
+        let lease_guard = bounded("lease", sem.acquire()).await.unwrap();
+        let latch = bounded("latch", LeaderLatch::start(&c, "/election", "paused"))
+            .await
+            .unwrap();
+        bounded("leads", latch.await_leadership()).await.unwrap();
+        (c, g, lease_guard, latch)
+    });
+    assert_eq!(g.state(), LockState::Held);
+    assert_eq!(lease_guard.state(), LockState::Held);
+    assert_eq!(latch.state(), Leadership::Leader);
+    let lease = holder_client.lease_deadline().unwrap();
+
+    // The holder stands still; another contender waits for the server to expire it.
+    let (taken, other) = others.block_on(async {
+        let other = client(&connect).await;
+        let m = Mutex::new(&other, "/lock").unwrap();
+        let mine = bounded("takeover", m.acquire()).await.unwrap();
+        let token = mine.fencing_token();
+        mine.release().await.unwrap();
+        (token, other)
+    });
+    assert!(taken > g.fencing_token());
+    assert!(
+        std::time::Instant::now() >= lease,
+        "taken over within the lease"
+    );
+
+    // Resumed: the first looks, before the runtime ran anything.
+    let expired = LockState::Lost(LossReason::LeaseExpired);
+    assert_eq!(g.state(), expired);
+    assert_eq!(lease_guard.state(), expired);
+    assert!(!latch.has_leadership());
+    assert_eq!(latch.state(), Leadership::Lost(LossReason::LeaseExpired));
+    paused.block_on(async {
+        assert_eq!(
+            tokio::time::timeout(Duration::ZERO, g.lost()).await.ok(),
+            Some(LossReason::LeaseExpired)
+        );
+        // A write guarded by the lock is refused by the server.
+        let stale = g
+            .guarded_multi(vec![MultiOp::create(
+                "/stale",
+                b"",
+                &CreateOptions::persistent(),
+            )])
+            .await;
+        assert!(stale.is_err(), "{stale:?}");
+        drop((g, lease_guard, latch));
+        holder_client.close().await;
+    });
+    others.block_on(async {
+        assert!(other.exists("/stale").await.unwrap().is_none());
+    });
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -54,7 +54,7 @@ async fn try_timeout_and_cancellation_leave_no_child_behind() {
 
     let other = Mutex::new(&b, "/lock").unwrap();
     assert!(other.try_acquire().await.unwrap().is_none());
-    assert_eq!(children(&b, "/lock").await.len(), 1);
+    assert_eq!(wait_empty_but(&b, "/lock", 1).await.len(), 1);
 
     let timed = bounded(
         "timed acquire",
@@ -63,7 +63,7 @@ async fn try_timeout_and_cancellation_leave_no_child_behind() {
     .await
     .unwrap();
     assert!(timed.is_none());
-    assert_eq!(children(&b, "/lock").await.len(), 1);
+    assert_eq!(wait_empty_but(&b, "/lock", 1).await.len(), 1);
 
     // Cancel acquisitions at every stage: before the create's reply (zero timeout polls the
     // future once), between create and listing, and while waiting for the watch.
@@ -426,4 +426,59 @@ async fn a_refused_request_names_its_operation_and_path() {
         err.to_string(),
         "create /ro/lock: not authorised by the node's ACL"
     );
+}
+
+/// Recipes hold the client of a session that authenticated: none of them prints the
+/// credential or the session password in its `Debug`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn debug_output_of_recipes_shows_no_secret() {
+    const PASSWORD: &str = "hunter2-s3cret";
+    let c = bounded(
+        "connect",
+        zookeeper_tokio::Client::builder(&chroot_connect("debug_secrets"))
+            .digest_auth("alice", PASSWORD)
+            .connect(),
+    )
+    .await
+    .unwrap();
+    let session_password = format!("{:?}", c.session_password());
+    let session_password = session_password
+        .trim_start_matches("b\"")
+        .trim_end_matches('"');
+    let mutex = Mutex::new(&c, "/m").unwrap();
+    let guard = bounded("acquire", mutex.acquire()).await.unwrap();
+    let rwlock = zookeeper_recipes::ReadWriteLock::new(&c, "/rw").unwrap();
+    let semaphore = zookeeper_recipes::Semaphore::new(&c, "/s", 2).unwrap();
+    let latch = bounded(
+        "latch",
+        zookeeper_recipes::LeaderLatch::start(&c, "/l", "node-a"),
+    )
+    .await
+    .unwrap();
+    let (context_tx, mut context) = tokio::sync::mpsc::unbounded_channel();
+    let selector = zookeeper_recipes::LeaderSelector::builder(&c, "/sel")
+        .id("node-a")
+        .start(move |ctx: zookeeper_recipes::LeaderContext| {
+            let _ = context_tx.send(format!("{ctx:?}"));
+            async {}
+        })
+        .unwrap();
+    let context = bounded("the selector leads", context.recv()).await.unwrap();
+    let semaphore_mutex = zookeeper_recipes::SemaphoreMutex::new(&c, "/sm").unwrap();
+    for printed in [
+        format!("{c:?}"),
+        format!("{selector:?}"),
+        context,
+        format!("{semaphore_mutex:?}"),
+        format!("{mutex:?}"),
+        format!("{guard:?}"),
+        format!("{rwlock:?}"),
+        format!("{semaphore:?}"),
+        format!("{latch:?}"),
+    ] {
+        assert!(!printed.contains(PASSWORD), "{printed}");
+        assert!(!printed.contains(session_password), "{printed}");
+    }
+    guard.release().await.unwrap();
+    latch.resign().await.unwrap();
 }

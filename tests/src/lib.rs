@@ -16,6 +16,7 @@
 //!   test time, optional client-certificate authentication, and client certificates to mint
 //!   (trusted, from another authority) for every case a client must handle.
 //! * [`four_letter()`] and its parsed forms ([`Srvr`], [`Mntr`], ...) for assertions.
+//! * [`peers`]: Curator and kazoo, for peer programs in Java and Python.
 //!
 //! Servers run Debian's ZooKeeper (`scripts/setup` installs it); set `ZK_TESTS_JAVA` and
 //! `ZK_TESTS_CLASSPATH` (or `ZOOKEEPER_HOME`) to use another one. No Java process outlives
@@ -64,6 +65,7 @@ mod install;
 mod kdc;
 mod node;
 pub mod options;
+pub mod peers;
 mod ports;
 mod process;
 pub mod proxy;

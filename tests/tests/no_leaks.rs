@@ -1,7 +1,7 @@
 //! No Java process outlives the process that started it, however that process ends.
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -42,7 +42,17 @@ fn start_helper(then: &str) -> Helper {
 }
 
 fn start_helper_with(args: &[&str]) -> Helper {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_zookeeper-testkit-server"))
+    start_helper_in(None, args)
+}
+
+/// Starts a helper whose server directories (and whose sweep of dead processes' directories)
+/// are under `base` instead of the system temp dir.
+fn start_helper_in(base: Option<&Path>, args: &[&str]) -> Helper {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_zookeeper-testkit-server"));
+    if let Some(base) = base {
+        command.env(zookeeper_testkit::TMPDIR_ENV, base);
+    }
+    let mut child = command
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -136,9 +146,16 @@ fn the_shared_server_is_killed_and_removed_when_the_process_exits() {
     assert!(!helper.dir.exists(), "{} left behind", helper.dir.display());
 }
 
+/// The sweep runs in every process that starts a server, over every directory under its
+/// base: with the shared temp dir, any other test starting a helper meanwhile (in this binary
+/// or another, on this machine) could sweep the killed helper's directory before this test
+/// looks. So this test's helpers get a base of their own, which nothing else sweeps.
 #[test]
 fn directories_of_killed_processes_are_swept_by_the_next_one() {
-    let mut helper = start_helper("wait");
+    let base = std::env::temp_dir().join(format!("zk-sweep-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let mut helper = start_helper_in(Some(&base), &["--then", "wait"]);
+    assert!(helper.dir.starts_with(&base), "{}", helper.dir.display());
     // SAFETY: plain kill(2) of our own child.
     unsafe { libc::kill(helper.child.id() as i32, libc::SIGKILL) };
     helper.child.wait().unwrap();
@@ -149,7 +166,7 @@ fn directories_of_killed_processes_are_swept_by_the_next_one() {
         helper.dir.display()
     );
     // A new process starting a server sweeps directories of processes that no longer exist.
-    let mut next = start_helper("wait");
+    let mut next = start_helper_in(Some(&base), &["--then", "wait"]);
     assert!(
         !helper.dir.exists(),
         "{} survived the sweep",
@@ -157,4 +174,6 @@ fn directories_of_killed_processes_are_swept_by_the_next_one() {
     );
     drop(next.child.stdin.take());
     assert!(next.child.wait().unwrap().success());
+    assert!(!next.dir.exists(), "{} left behind", next.dir.display());
+    let _ = std::fs::remove_dir_all(&base);
 }

@@ -3,9 +3,11 @@
 
 mod acl;
 mod children;
-mod config;
+pub(crate) mod config;
+mod delete_tree;
 mod multi;
 mod node;
+mod parents;
 mod session;
 mod watch;
 

@@ -12,7 +12,7 @@ use super::node::create_request;
 use super::{named, reply};
 use crate::client::{Call, Client};
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::CreateOptions;
+use crate::options::{CreateOptions, Parents};
 use crate::packet::RawReply;
 use crate::path::Chroot;
 
@@ -97,7 +97,21 @@ impl TransactionOp for MultiOp {
                 path,
                 data,
                 options,
-            } => match create_request(chroot.to_server(path)?, data, options)? {
+            } if options.parents != Parents::Fail => {
+                return Err(ErrorKind::InvalidArgument(format!(
+                    "{path}: a create inside a multi cannot create its parents"
+                ))
+                .into())
+            }
+            MultiOp::Create {
+                path,
+                data,
+                options,
+            } => match create_request(
+                chroot.to_server_create(path, options.mode.is_sequential())?,
+                data,
+                options,
+            )? {
                 Request::Create2(r) => W::Create2(r),
                 Request::CreateContainer(r) => W::CreateContainer(r),
                 Request::CreateTtl(r) => W::CreateTtl(r),

@@ -9,6 +9,7 @@ use zookeeper_jute::{
     ExistsResponse, GetDataResponse, OpCode, Request, SetDataRequest, SetDataResponse, Stat,
 };
 
+use super::parents::{CreateReply, MissingParents};
 use super::{at, reply};
 use crate::client::{Call, Client};
 use crate::error::{ErrorKind, Result};
@@ -19,6 +20,15 @@ use crate::watcher::OneshotWatcher;
 impl Client {
     /// Creates a node and returns its actual path (with the sequence suffix for sequential
     /// modes, chroot stripped) and its stat.
+    ///
+    /// With [`CreateOptions::creating_parents`] (or `creating_parent_containers`), a missing
+    /// parent is not an error: every missing ancestor is created first (persistent or
+    /// container nodes with the node's ACL; racing creators of the same ancestors are fine),
+    /// in one more round trip.
+    ///
+    /// A sequential node's path is checked with its suffix, as the server does: `/queue/`
+    /// creates `/queue/0000000007`, and `/` a numbered child of the root (of the chroot, under
+    /// one).
     ///
     /// Errors: [`ErrorKind::NodeExists`], [`ErrorKind::NoNode`] (no parent),
     /// [`ErrorKind::NoChildrenForEphemerals`], [`ErrorKind::InvalidAcl`], [`ErrorKind::NoAuth`],
@@ -33,21 +43,19 @@ impl Client {
     ) -> impl Future<Output = Result<(String, Stat)>> + Send + 'static {
         let call = self.create_call(path, data, options);
         let chroot = self.chroot_ref().clone();
-        reply(call, at("create", path), move |reply| {
+        let first = reply(call, at("create", path), move |reply| {
             let response = Create2Response::decode(&mut reply?.body)?;
             Ok((chroot.strip(&response.path), response.stat))
-        })
+        });
+        // Parents are made only once the node turned out to need them: when they exist, a
+        // create with parents costs what a plain one does.
+        CreateReply::new(first, MissingParents::new(self, path, data, options))
     }
 
     fn create_call(&self, path: &str, data: &[u8], options: &CreateOptions) -> Result<Call> {
-        if options.mode.is_sequential() && path.len() > 1 && path.ends_with('/') {
-            return Err(ErrorKind::InvalidPath {
-                path: path.to_owned(),
-                reason: "a sequential node's path must not end with '/'",
-            }
-            .into());
-        }
-        let path = self.server_path(path)?;
+        let path = self
+            .chroot_ref()
+            .to_server_create(path, options.mode.is_sequential())?;
         let request = create_request(path, data, options)?;
         self.call(request, None)
     }

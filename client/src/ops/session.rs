@@ -2,7 +2,6 @@
 
 use std::future::Future;
 
-use bytes::Bytes;
 use zookeeper_jute::{
     xid, AuthPacket, ClientInfo, Decode, GetEphemeralsRequest, GetEphemeralsResponse, Request,
     SyncRequest, WhoAmIResponse,
@@ -12,6 +11,7 @@ use super::{at, named, reply};
 use crate::client::Client;
 use crate::error::{ErrorKind, Result};
 use crate::packet::PacketKind;
+use crate::secret::Secret;
 
 impl Client {
     /// Waits until the server this client is connected to has caught up with the leader for
@@ -33,7 +33,7 @@ impl Client {
         scheme: &str,
         auth: &[u8],
     ) -> impl Future<Output = Result<()>> + Send + 'static {
-        let auth = Bytes::copy_from_slice(auth);
+        let auth = Secret::copy_from(auth);
         let call = if scheme.is_empty() {
             Err(ErrorKind::InvalidArgument("auth scheme is empty".into()).into())
         } else {
@@ -41,7 +41,7 @@ impl Client {
                 Request::Auth(AuthPacket {
                     auth_type: 0,
                     scheme: scheme.to_owned(),
-                    auth: auth.clone(),
+                    auth: auth.expose().clone(),
                 }),
                 None,
                 PacketKind::Auth {

@@ -2,12 +2,12 @@
 
 use std::future::Future;
 
-use tokio::sync::mpsc;
 use zookeeper_jute::{AddWatchMode, AddWatchRequest, RemoveWatchesRequest, Request, WatcherType};
 
 use super::{at, reply};
 use crate::client::Client;
 use crate::error::{ErrorKind, Result};
+use crate::event_queue;
 use crate::packet::WatchRegistration;
 use crate::watcher::PersistentWatcher;
 
@@ -29,12 +29,24 @@ impl Client {
     /// every reconnect and the subtree's paths in memory; and before 3.9, whose notifications
     /// carry the zxid of the change, each node created under a persistent watch is read once,
     /// so that its deletion and creation again while cut off are not mistaken for no change.
+    ///
+    /// A consumer that reads more slowly than events come is treated the same way: past
+    /// [`ClientBuilder::max_queued_events`](crate::ClientBuilder::max_queued_events) queued
+    /// events, changes are folded per node and reported once it has caught up (see
+    /// [`PersistentWatcher`]), so memory stays bounded and nothing goes unreported.
+    ///
+    /// If a listing of the subtree is larger than the incoming limit
+    /// ([`ClientBuilder::max_incoming_frame`](crate::ClientBuilder::max_incoming_frame)), the
+    /// call fails with [`ErrorKind::ReplyTooLarge`]; the watch the server set stays until the
+    /// session ends, and the client drops its events. A listing that outgrows the limit later
+    /// is left out of the reads after a reconnect: changes below it made while cut off are not
+    /// reported.
     pub fn add_watch(
         &self,
         path: &str,
         mode: AddWatchMode,
     ) -> impl Future<Output = Result<PersistentWatcher>> + Send + 'static {
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = event_queue::channel(self.max_queued_events());
         let recursive = match mode {
             AddWatchMode::Persistent => Ok(false),
             AddWatchMode::PersistentRecursive => Ok(true),

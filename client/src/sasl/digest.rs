@@ -5,8 +5,9 @@
 
 use md5::{Digest as _, Md5};
 
-use super::{random_bytes, SaslError, SaslFactory, SaslMechanism, SaslStep, Secret};
+use super::{random_bytes, SaslError, SaslFactory, SaslMechanism, SaslStep};
 use crate::connect_string::HostPort;
+use crate::secret::Secret;
 
 /// The digest-uri ZooKeeper's server checks: its SASL protocol and fixed server name.
 pub(crate) const DIGEST_URI: &str = "zookeeper/zk-sasl-md5";
@@ -92,7 +93,13 @@ impl DigestLogin {
         let utf8 = get("charset").is_some_and(|c| c.eq_ignore_ascii_case("utf-8"));
         let realm = get("realm").cloned().unwrap_or_default();
         let nc = "00000001";
-        let ha1 = a1_hash(&self.user, &realm, &self.password.0, &nonce, &self.cnonce);
+        let ha1 = a1_hash(
+            &self.user,
+            &realm,
+            self.password.expose(),
+            &nonce,
+            &self.cnonce,
+        );
         let response = kd(
             &ha1,
             &nonce,
@@ -150,8 +157,11 @@ impl SaslMechanism for DigestLogin {
 }
 
 /// `HEX(H(H(user:realm:password):nonce:cnonce))` for `md5-sess`, no authzid.
-fn a1_hash(user: &str, realm: &str, password: &str, nonce: &str, cnonce: &str) -> String {
-    let inner = Md5::digest(format!("{user}:{realm}:{password}").as_bytes());
+fn a1_hash(user: &str, realm: &str, password: &[u8], nonce: &str, cnonce: &str) -> String {
+    let mut secret = Md5::new();
+    secret.update(format!("{user}:{realm}:").as_bytes());
+    secret.update(password);
+    let inner = secret.finalize();
     let mut a1 = Md5::new();
     a1.update(inner);
     a1.update(format!(":{nonce}:{cnonce}").as_bytes());
@@ -247,7 +257,7 @@ mod tests {
         let ha1 = a1_hash(
             "chris",
             "elwood.innosoft.com",
-            "secret",
+            b"secret",
             "OA6MG9tEQGm2hh",
             "OA6MHXh6VqTrRk",
         );
@@ -281,8 +291,11 @@ mod tests {
 
     #[test]
     fn a_zookeeper_exchange_step_by_step() {
-        let mut login =
-            DigestLogin::new("bob".into(), Secret("bob-secret".into()), "c0ffee".into());
+        let mut login = DigestLogin::new(
+            "bob".into(),
+            Secret::copy_from(b"bob-secret"),
+            "c0ffee".into(),
+        );
         assert_eq!(login.start().unwrap(), b"");
         let SaslStep::Respond(response) = login.step(zookeeper_challenge()).unwrap() else {
             panic!("no response");
@@ -301,7 +314,7 @@ mod tests {
         let ha1 = a1_hash(
             "bob",
             "zk-sasl-md5",
-            "bob-secret",
+            b"bob-secret",
             "kT8dq1vJ3Ly2z6dCZ2b0o3tRX3FG+E8pK1O5qfPh",
             "c0ffee",
         );
@@ -318,8 +331,11 @@ mod tests {
             )
         );
         // A server that does not know the password cannot produce rspauth.
-        let mut forged =
-            DigestLogin::new("bob".into(), Secret("bob-secret".into()), "c0ffee".into());
+        let mut forged = DigestLogin::new(
+            "bob".into(),
+            Secret::copy_from(b"bob-secret"),
+            "c0ffee".into(),
+        );
         forged.step(zookeeper_challenge()).unwrap();
         assert!(forged
             .step(b"rspauth=00000000000000000000000000000000")
@@ -333,7 +349,7 @@ mod tests {
 
     #[test]
     fn refuses_what_it_cannot_answer_safely() {
-        let login = || DigestLogin::new("u".into(), Secret("p".into()), "c".into());
+        let login = || DigestLogin::new("u".into(), Secret::copy_from(b"p"), "c".into());
         for challenge in [
             &b""[..],
             b"realm=\"r\"",
@@ -366,7 +382,7 @@ mod tests {
     fn debug_hides_the_password() {
         let factory = DigestMd5 {
             user: "bob".into(),
-            password: Secret("bob-secret".into()),
+            password: Secret::copy_from(b"bob-secret"),
         };
         let login = factory
             .mechanism(&HostPort {
@@ -376,7 +392,7 @@ mod tests {
             .unwrap();
         assert_eq!(login.name(), "DIGEST-MD5");
         assert!(!format!("{factory:?}").contains("bob-secret"));
-        let digest = DigestLogin::new("bob".into(), Secret("bob-secret".into()), "c".into());
+        let digest = DigestLogin::new("bob".into(), Secret::copy_from(b"bob-secret"), "c".into());
         assert!(!format!("{digest:?}").contains("bob-secret"));
     }
 }

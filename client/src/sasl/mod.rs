@@ -52,17 +52,6 @@ pub(crate) trait SaslFactory: Send + Sync + fmt::Debug {
     fn mechanism(&self, host: &HostPort) -> Result<Box<dyn SaslMechanism>, SaslError>;
 }
 
-/// A secret string whose `Debug` never shows it.
-#[derive(Clone, PartialEq, Eq)]
-#[cfg_attr(not(feature = "sasl-digest"), allow(dead_code))]
-pub(crate) struct Secret(pub String);
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<redacted>")
-    }
-}
-
 /// Fresh unpredictable bytes for nonces: the standard library's hasher keys come from the
 /// operating system's random source; a counter and the clock keep successive calls apart.
 #[cfg_attr(not(feature = "sasl-digest"), allow(dead_code))]

@@ -10,6 +10,7 @@ use zookeeper_jute::{
 };
 
 use super::watches::WatchSet;
+use crate::secret::Secret;
 
 /// Writes the `ConnectRequest` frame: a new session when `session_id` is 0, else a resume
 /// carrying the password and the last zxid seen (a server behind it refuses the connection).
@@ -18,13 +19,13 @@ pub(crate) fn write_connect_request(
     last_zxid: i64,
     timeout: Duration,
     session_id: i64,
-    passwd: &Bytes,
+    passwd: &Secret,
     read_only: bool,
 ) {
     let passwd = if session_id == 0 || passwd.is_empty() {
         Bytes::from_static(&[0; 16])
     } else {
-        passwd.clone()
+        passwd.expose().clone()
     };
     let request = ConnectRequest {
         protocol_version: 0,
@@ -42,11 +43,11 @@ pub(crate) fn read_connect_response(frame: &mut Bytes) -> zookeeper_jute::Result
     ConnectResponse::decode(frame)
 }
 
-pub(crate) fn write_auth(out: &mut BytesMut, scheme: &str, auth: &Bytes) {
+pub(crate) fn write_auth(out: &mut BytesMut, scheme: &str, auth: &Secret) {
     let request = Request::Auth(AuthPacket {
         auth_type: 0,
         scheme: scheme.to_owned(),
-        auth: auth.clone(),
+        auth: auth.expose().clone(),
     });
     encode_request_frame(out, xid::AUTH, &request);
 }
@@ -123,7 +124,7 @@ mod tests {
             0,
             Duration::from_secs(30),
             0,
-            &Bytes::new(),
+            &Secret::default(),
             false,
         );
         let mut expected = vec![0, 0, 0, 0x2d, 0, 0, 0, 0];

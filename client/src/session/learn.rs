@@ -16,6 +16,7 @@ use zookeeper_jute::{
 use super::pending::{LearnRead, Pending};
 use super::watches::{FollowUp, Learn};
 use super::{Phase, Session};
+use crate::error::Error;
 
 impl Session {
     /// Reads what must be read for a persistent watch just set on `path`; true when the
@@ -88,9 +89,23 @@ impl Session {
             }),
         };
         encode_request_frame(&mut self.out, xid, &request);
+        // These reads are made while a frame is handled, so they leave at its arrival time.
         self.pending
-            .requests
-            .push_back(Pending::Learn { xid, read });
+            .push(Pending::Learn { xid, read }, self.last_recv);
+    }
+
+    /// One of the session's own reads got a reply over the incoming limit: the `add_watch`
+    /// calls waiting for it fail with `err`; a walk goes on without that node.
+    pub(super) fn on_learn_too_large(&mut self, read: LearnRead, err: Error) {
+        warn!(?read, %err, "a read behind a persistent watch is over the incoming limit");
+        match read {
+            LearnRead::Listing { root, tag, .. } => {
+                self.watches.fail_held(&root, true, &err);
+                self.watches.skip_listing(&root, tag);
+            }
+            LearnRead::Node { path, .. } => self.watches.fail_held(&path, false, &err),
+            LearnRead::Stat { .. } => {}
+        }
     }
 
     /// The reply to one of the session's own reads.

@@ -13,6 +13,7 @@ use super::pending::{Pending, PendingAuth};
 use super::{Action, Phase, Probe, Session, PROBE_MIN};
 use crate::connect_string::HostPort;
 use crate::error::ErrorKind;
+use crate::secret::Secret;
 use crate::state::SessionState;
 
 impl Session {
@@ -24,6 +25,7 @@ impl Session {
     pub(super) fn start_attempt_to(&mut self, host: HostPort, now: Instant) {
         debug!(host = %host.to_addr_string(), "connecting");
         self.epoch += 1;
+        self.skip = 0;
         self.out.clear();
         self.current_host = Some(host.clone());
         self.actions.push_back(Action::Connect(host));
@@ -37,6 +39,7 @@ impl Session {
         self.sasl = None;
         self.moving_to = None;
         self.epoch += 1;
+        self.skip = 0;
         self.out.clear();
         self.actions.push_back(Action::Disconnect);
     }
@@ -59,8 +62,8 @@ impl Session {
         self.connection_lost_to(now, reason, None)
     }
 
-    /// Drops the connection, fails what was in flight, and reconnects at once: to `to`, or to
-    /// the next server.
+    /// Drops the connection, fails what was in flight, and reconnects: to `to` at once, or to
+    /// the next server, at once unless the connection was short-lived (see `hosts`).
     pub(super) fn connection_lost_to(&mut self, now: Instant, reason: &str, to: Option<HostPort>) {
         let host = self
             .current_host
@@ -71,7 +74,7 @@ impl Session {
         let to = to.or_else(|| self.moving_to.take());
         self.tls_failures_in_a_row = 0;
         self.drop_connection();
-        self.ping_outstanding = false;
+        self.ping_sent = None;
         self.completed += self.pending.fail_all(&ErrorKind::ConnectionLoss.into());
         self.watches.abandon_reads();
         self.set_state(SessionState::Disconnected);
@@ -81,10 +84,21 @@ impl Session {
                 packet.fail(ErrorKind::ConnectionLoss.into());
             }
         }
-        // The next server at once; backoff starts only when a whole round fails.
         match to {
             Some(host) => self.start_attempt_to(host, now),
-            None => self.start_attempt(now),
+            // At once after a healthy connection; after one that did not last, a pause.
+            None => {
+                let delay = self.hosts.lost(now, &mut self.rng);
+                if delay.is_zero() {
+                    self.start_attempt(now);
+                } else {
+                    debug!(
+                        ?delay,
+                        "the connection did not last: pausing before the next"
+                    );
+                    self.phase = Phase::Backoff { until: now + delay };
+                }
+            }
         }
     }
 
@@ -104,6 +118,8 @@ impl Session {
         if self.phase == Phase::Terminated {
             return;
         }
+        self.lease.end();
+        self.state_tx.info.set_lease(None);
         self.set_state(state);
         self.phase = Phase::Terminated;
         self.drop_connection();
@@ -158,7 +174,7 @@ impl Session {
             );
         }
         self.session_id = response.session_id;
-        self.passwd = response.passwd;
+        self.passwd = Secret::new(response.passwd);
         self.negotiated = Some(Duration::from_millis(response.timeout as u64));
         self.read_only_conn = response.read_only == Some(true);
         if self.read_only_conn {
@@ -173,7 +189,7 @@ impl Session {
             self.seen_rw = true;
         }
         self.last_heard = Some(now);
-        self.hosts.connected();
+        self.hosts.connected(now);
         self.state_tx
             .info
             .record_servers(None, self.current_host.as_ref());
@@ -188,7 +204,14 @@ impl Session {
             &self.passwd,
         );
         self.phase = Phase::Connected;
-        self.ping_outstanding = false;
+        self.ping_sent = None;
+        // The server revalidated the session when it took the handshake, and nothing else is
+        // sent while handshaking: `last_send` is when the handshake left.
+        let timeout = Duration::from_millis(response.timeout as u64);
+        self.lease
+            .negotiated(self.session_id, timeout, self.read_only_conn);
+        self.lease.acknowledged(self.last_send);
+        self.state_tx.info.set_lease(self.lease.deadline());
         info!(
             timeout_ms = response.timeout,
             read_only = self.read_only_conn,
@@ -258,7 +281,7 @@ impl Session {
             for request in batches {
                 let xid = self.next_xid();
                 encode_request_frame(&mut self.out, xid, &request);
-                self.pending.requests.push_back(Pending::SetWatches { xid });
+                self.pending.push(Pending::SetWatches { xid }, now);
             }
         }
         self.relearn(relearn.0, relearn.1);

@@ -15,12 +15,13 @@
 mod handshake;
 pub(crate) mod hosts;
 mod learn;
+mod lease;
 mod lifecycle;
-mod pending;
+pub(crate) mod pending;
 mod rebalance;
 mod replies;
 mod sasl;
-mod watch_memo;
+pub(crate) mod watch_memo;
 pub(crate) mod watches;
 
 #[cfg(test)]
@@ -40,9 +41,11 @@ use crate::error::{Error, ErrorKind};
 use crate::packet::{Packet, PacketKind};
 use crate::path::Chroot;
 use crate::sasl::SaslFactory;
+use crate::secret::Secret;
 use crate::state::{SessionState, StatePublisher};
 
 use hosts::{HostRing, Rng};
+use lease::Lease;
 use pending::{Pending, PendingAuth, PendingQueue, Unsent};
 use watches::WatchRegistry;
 
@@ -53,7 +56,11 @@ pub(crate) const SET_WATCHES_MAX_BYTES: usize = 128 * 1024;
 /// Frames up to this size are copied out of the read buffer; larger ones are sliced from it.
 const COPY_FRAME_MAX: usize = 4096;
 
-/// Shortest time given to one connection attempt.
+/// Bytes of a `ReplyHeader`: xid, zxid, err.
+const REPLY_HEADER_LEN: usize = 16;
+
+/// Shortest time given to one connection attempt when its timeout is a share of the session
+/// timeout.
 const MIN_ATTEMPT_TIMEOUT: Duration = Duration::from_millis(100);
 
 /// Everything the machine needs to know up front.
@@ -79,13 +86,13 @@ pub(crate) struct SessionConfig {
     /// Bytes of paths per `setWatches` frame.
     pub set_watches_max_bytes: usize,
     /// Identities to authenticate with on every connection (`digest` and the like).
-    pub auth: Vec<(String, Bytes)>,
+    pub auth: Vec<(String, Secret)>,
     /// The SASL login run after every handshake, before anything else is sent.
     pub sasl: Option<Arc<dyn SaslFactory>>,
     /// Seed for host shuffling and backoff jitter.
     pub seed: u64,
     /// A session to resume instead of creating one: id and password.
-    pub resume: Option<(i64, Bytes)>,
+    pub resume: Option<(i64, Secret)>,
 }
 
 /// What the driver must do with the connection.
@@ -143,7 +150,7 @@ pub(crate) struct Session {
     rng: Rng,
 
     session_id: i64,
-    passwd: Bytes,
+    passwd: Secret,
     negotiated: Option<Duration>,
     read_only_conn: bool,
     /// A read-write server accepted this session: its id is global and may be resumed
@@ -162,13 +169,16 @@ pub(crate) struct Session {
     unsent: Unsent,
     watches: WatchRegistry,
     /// Identities that authenticated, replayed after every reconnect.
-    auths: Vec<(String, Bytes)>,
+    auths: Vec<(String, Secret)>,
 
     out: BytesMut,
     actions: VecDeque<Action>,
     last_recv: Instant,
     last_send: Instant,
-    ping_outstanding: bool,
+    /// When the ping in flight was sent; `None` when no ping is in flight.
+    ping_sent: Option<Instant>,
+    /// Until when the session is surely alive on the servers.
+    lease: Lease,
     /// Last frame from any server while a session existed: the base of local expiry.
     last_heard: Option<Instant>,
 
@@ -186,6 +196,9 @@ pub(crate) struct Session {
     moving_to: Option<HostPort>,
     /// Attempts in a row that failed on TLS (certificates) rather than on the network.
     tls_failures_in_a_row: usize,
+    /// Bytes of a frame over the incoming limit still to be read and dropped: such a frame is
+    /// counted through, never buffered.
+    skip: usize,
 }
 
 impl Session {
@@ -193,7 +206,7 @@ impl Session {
         let mut rng = Rng::new(cfg.seed);
         let hosts = HostRing::new(cfg.hosts.clone(), &mut rng);
         let seen_rw = cfg.resume.is_some();
-        let (session_id, passwd) = cfg.resume.clone().unwrap_or((0, Bytes::new()));
+        let (session_id, passwd) = cfg.resume.clone().unwrap_or_default();
         let mut session = Session {
             auths: cfg.auth.clone(),
             cfg,
@@ -219,7 +232,8 @@ impl Session {
             actions: VecDeque::new(),
             last_recv: now,
             last_send: now,
-            ping_outstanding: false,
+            ping_sent: None,
+            lease: Lease::default(),
             last_heard: None,
             completed: 0,
             close_waiters: Vec::new(),
@@ -228,6 +242,7 @@ impl Session {
             sasl: None,
             moving_to: None,
             tls_failures_in_a_row: 0,
+            skip: 0,
         };
         session
             .state_tx
@@ -245,6 +260,12 @@ impl Session {
 
     pub fn session_id(&self) -> i64 {
         self.session_id
+    }
+
+    /// The instant before which no server can have expired the session (see `lease`).
+    #[cfg(test)]
+    pub fn lease_deadline(&self) -> Option<Instant> {
+        self.lease.deadline()
     }
 
     #[cfg(test)]
@@ -278,7 +299,7 @@ impl Session {
             Phase::Connecting { deadline } | Phase::Handshaking { deadline } => Some(deadline),
             Phase::Connected => {
                 let mut d = self.last_recv + t * 2 / 3;
-                if !self.ping_outstanding && !self.sasl_in_progress() {
+                if self.ping_sent.is_none() && !self.sasl_in_progress() {
                     d = d.min(self.last_send + t / 3);
                 }
                 match self.probe {
@@ -383,20 +404,53 @@ impl Session {
     pub fn on_bytes(&mut self, buf: &mut BytesMut, now: Instant) {
         let epoch = self.epoch;
         loop {
+            if self.skip > 0 {
+                let n = self.skip.min(buf.len());
+                buf.advance(n);
+                self.skip -= n;
+                if n > 0 {
+                    self.last_recv = now;
+                }
+                if self.skip > 0 {
+                    return;
+                }
+            }
             if buf.len() < 4 {
                 return;
             }
             let len = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
-            if len < 0 || len as usize > self.cfg.max_incoming_frame {
+            if len < 0 {
                 buf.clear();
-                let reason = format!(
-                    "frame length {len} outside 0..={}",
-                    self.cfg.max_incoming_frame
-                );
-                self.protocol_error(now, &reason);
-                return;
+                return self.protocol_error(now, &format!("negative frame length {len}"));
             }
             let len = len as usize;
+            if len > self.cfg.max_incoming_frame {
+                // Only its header is read: enough to fail the request it answers.
+                if !matches!(self.phase, Phase::Connected | Phase::Closing { .. })
+                    || len < REPLY_HEADER_LEN
+                {
+                    buf.clear();
+                    let reason = format!(
+                        "frame length {len} outside 0..={}",
+                        self.cfg.max_incoming_frame
+                    );
+                    return self.protocol_error(now, &reason);
+                }
+                if buf.len() < 4 + REPLY_HEADER_LEN {
+                    return;
+                }
+                // Copied, as small frames are, so that the read buffer stays unshared.
+                let header = Bytes::copy_from_slice(&buf[4..4 + REPLY_HEADER_LEN]);
+                buf.advance(4 + REPLY_HEADER_LEN);
+                self.skip = len - REPLY_HEADER_LEN;
+                self.last_recv = now;
+                self.on_oversized_reply(header, len, now);
+                if self.epoch != epoch {
+                    buf.clear();
+                    return;
+                }
+                continue;
+            }
             if buf.len() < 4 + len {
                 buf.reserve(4 + len - buf.len());
                 return;
@@ -443,13 +497,13 @@ impl Session {
                 if now >= self.last_recv + t * 2 / 3 {
                     return self.connection_lost(now, "read timeout");
                 }
-                if !self.ping_outstanding
+                if self.ping_sent.is_none()
                     && !self.sasl_in_progress()
                     && now >= self.last_send + t / 3
                 {
                     trace!("ping");
                     encode_request_frame(&mut self.out, xid::PING, &Request::Ping);
-                    self.ping_outstanding = true;
+                    self.ping_sent = Some(now);
                     self.last_send = now;
                 }
                 self.maybe_probe(now);
@@ -488,7 +542,7 @@ impl Session {
             Phase::Connected => {
                 let xid = self.next_xid();
                 encode_request_frame(&mut self.out, xid, &Request::CloseSession);
-                self.pending.requests.push_back(Pending::Close { xid });
+                self.pending.push(Pending::Close { xid }, now);
                 self.last_send = now;
                 self.phase = Phase::Closing {
                     deadline: now + self.timeout() * 2 / 3,
@@ -505,19 +559,18 @@ impl Session {
         self.negotiated.unwrap_or(self.cfg.session_timeout)
     }
 
+    /// The configured attempt timeout as given, or a share of the session timeout.
     fn attempt_timeout(&self) -> Duration {
-        self.cfg
-            .attempt_timeout
-            .unwrap_or_else(|| {
-                let n = self.hosts.len().max(1) as u32;
-                match self.negotiated {
-                    Some(t) => t / n,
-                    // `connect` is waiting: a round over every server, and a first retry,
-                    // end before it gives up.
-                    None => self.cfg.session_timeout.min(self.cfg.connect_timeout) / (n + 1),
-                }
-            })
-            .max(MIN_ATTEMPT_TIMEOUT)
+        self.cfg.attempt_timeout.unwrap_or_else(|| {
+            let n = self.hosts.len().max(1) as u32;
+            let share = match self.negotiated {
+                Some(t) => t / n,
+                // `connect` is waiting: a round over every server, and a first retry, end
+                // before it gives up.
+                None => self.cfg.session_timeout.min(self.cfg.connect_timeout) / (n + 1),
+            };
+            share.max(MIN_ATTEMPT_TIMEOUT)
+        })
     }
 
     /// Local expiry applies only while no server is connected and a session exists.
@@ -546,6 +599,16 @@ impl Session {
         .into()
     }
 
+    /// A server took a request sent at `sent`: the lease runs from there.
+    fn acknowledged(&mut self, sent: Instant) {
+        let before = self.lease.deadline();
+        self.lease.acknowledged(sent);
+        let after = self.lease.deadline();
+        if after != before {
+            self.state_tx.info.set_lease(after);
+        }
+    }
+
     fn set_state(&mut self, state: SessionState) {
         if self.state != state {
             info!(?state, "session state");
@@ -569,9 +632,7 @@ impl Session {
                 self.out.extend_from_slice(&frame);
                 self.out[start + 4..start + 8].copy_from_slice(&xid.to_be_bytes());
                 debug!(xid, ?opcode, "request sent");
-                self.pending
-                    .requests
-                    .push_back(Pending::User { xid, reply, watch });
+                self.pending.push(Pending::User { xid, reply, watch }, now);
             }
             PacketKind::Auth { scheme, auth } => {
                 self.out.extend_from_slice(&frame);

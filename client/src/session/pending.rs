@@ -3,11 +3,16 @@
 //! Servers answer ordinary requests in the order they were received, so replies are matched
 //! against the head of a FIFO and a different xid means the connection is broken. `auth`
 //! replies (xid −4) can overtake other replies; they have their own FIFO.
+//!
+//! Each ordered request keeps the time it was sent: its reply proves the server heard the
+//! session then (see `lease`).
 
 use std::collections::VecDeque;
+use std::time::Instant;
 
 use crate::error::Error;
 use crate::packet::{Packet, ReplyTx, WatchRegistration};
+use crate::secret::Secret;
 
 /// What a pending entry is waiting for.
 #[derive(Debug)]
@@ -56,7 +61,7 @@ impl Pending {
 #[derive(Debug)]
 pub(crate) struct PendingAuth {
     pub scheme: String,
-    pub auth: bytes::Bytes,
+    pub auth: Secret,
     /// The user's `add_auth` call, or `None` for a replay after reconnect.
     pub reply: Option<ReplyTx>,
 }
@@ -64,15 +69,36 @@ pub(crate) struct PendingAuth {
 /// The two FIFOs of one connection.
 #[derive(Debug, Default)]
 pub(crate) struct PendingQueue {
-    pub requests: VecDeque<Pending>,
+    /// Ordered requests with their send times.
+    requests: VecDeque<(Pending, Instant)>,
     pub auths: VecDeque<PendingAuth>,
 }
 
 impl PendingQueue {
+    /// An ordered request written to the connection at `sent`.
+    pub fn push(&mut self, entry: Pending, sent: Instant) {
+        self.requests.push_back((entry, sent));
+    }
+
+    /// Nothing is waiting for a reply, ordered or `auth`.
+    pub fn is_empty(&self) -> bool {
+        self.requests.is_empty() && self.auths.is_empty()
+    }
+
+    /// The xid the next ordered reply must carry.
+    pub fn front_xid(&self) -> Option<i32> {
+        self.requests.front().map(|(entry, _)| entry.xid())
+    }
+
+    /// The oldest ordered request and when it was sent.
+    pub fn pop_front(&mut self) -> Option<(Pending, Instant)> {
+        self.requests.pop_front()
+    }
+
     /// Fails every entry with `err`; returns how many user requests that completed.
     pub fn fail_all(&mut self, err: &Error) -> usize {
         let mut completed = 0;
-        for entry in self.requests.drain(..) {
+        for (entry, _) in self.requests.drain(..) {
             if let Pending::User { reply, .. } = entry {
                 completed += 1;
                 let _ = reply.send(Err(err.clone()));

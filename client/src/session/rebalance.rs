@@ -38,11 +38,7 @@ impl Session {
 
     /// Moves once nothing is in flight on the current connection.
     pub(super) fn try_move(&mut self, now: Instant) {
-        if self.phase != Phase::Connected
-            || self.sasl_in_progress()
-            || !self.pending.requests.is_empty()
-            || !self.pending.auths.is_empty()
-        {
+        if self.phase != Phase::Connected || self.sasl_in_progress() || !self.pending.is_empty() {
             return;
         }
         let Some(target) = self.moving_to.take() else {
@@ -50,7 +46,7 @@ impl Session {
         };
         info!(to = %target.to_addr_string(), "moving to rebalance the ensemble");
         self.drop_connection();
-        self.ping_outstanding = false;
+        self.ping_sent = None;
         self.watches.abandon_reads();
         self.set_state(SessionState::Disconnected);
         self.start_attempt_to(target, now);

@@ -5,12 +5,14 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use tracing::{debug, trace, warn};
-use zookeeper_jute::{xid, Decode, ErrorCode, ReplyHeader, WatcherEvent};
+use zookeeper_jute::{xid, Decode, ErrorCode, EventType, ReplyHeader, WatcherEvent};
 
 use super::pending::Pending;
 use super::Session;
 use crate::error::{Error, ErrorKind};
+use crate::ops::config::CONFIG_NODE;
 use crate::packet::{RawReply, WatchRegistration};
+use crate::path::validate_path;
 use crate::state::SessionState;
 
 impl Session {
@@ -26,6 +28,10 @@ impl Session {
                     Err(e) => return self.protocol_error(now, &e.to_string()),
                 };
                 trace!(?event.event_type, path = %event.path, "watch event");
+                if let Some(reason) = self.unusable_notification(&event) {
+                    warn!(?event.event_type, path = %event.path, reason, "notification dropped");
+                    return;
+                }
                 let follow = self.watches.dispatch(
                     event.event_type,
                     &event.path,
@@ -36,11 +42,83 @@ impl Session {
                     self.follow_up(read);
                 }
             }
-            xid::PING => self.ping_outstanding = false,
+            xid::PING => {
+                if let Some(sent) = self.ping_sent.take() {
+                    self.acknowledged(sent);
+                }
+            }
             xid::AUTH => self.on_auth_reply(header, now),
             x if x > 0 && self.is_sasl_reply(x) => self.on_sasl_reply(&header, frame, now),
             x if x > 0 => self.on_ordered_reply(header, frame, now),
             other => self.protocol_error(now, &format!("reply with unexpected xid {other}")),
+        }
+    }
+
+    /// Why a notification cannot be delivered, if it cannot: servers send only node events,
+    /// on valid paths inside the chroot (or the configuration node). Anything else would reach watchers as an event that
+    /// never happened (a client-only type even tells a stream that a live watch has ended).
+    fn unusable_notification(&self, event: &WatcherEvent) -> Option<&'static str> {
+        if !matches!(
+            event.event_type,
+            EventType::NodeCreated
+                | EventType::NodeDeleted
+                | EventType::NodeDataChanged
+                | EventType::NodeChildrenChanged
+        ) {
+            return Some("not an event type servers send");
+        }
+        if validate_path(&event.path).is_err() {
+            return Some("malformed path");
+        }
+        // The configuration node is watched at its server path whatever the chroot.
+        if self.cfg.chroot.strip_ref(&event.path).is_none() && event.path != CONFIG_NODE {
+            return Some("path outside the chroot");
+        }
+        None
+    }
+
+    /// The header of a reply over the incoming limit, whose `size`-byte body is being skipped:
+    /// the request it answers fails with `ReplyTooLarge`, and nothing else does.
+    pub(super) fn on_oversized_reply(&mut self, mut header: Bytes, size: usize, now: Instant) {
+        let max = self.cfg.max_incoming_frame;
+        let header = match ReplyHeader::decode(&mut header) {
+            Ok(h) => h,
+            Err(e) => return self.protocol_error(now, &e.to_string()),
+        };
+        if header.xid == xid::NOTIFICATION {
+            // No path fits a frame that large unless the limit was set very low: the event
+            // cannot be read, so it cannot be delivered.
+            warn!(size, max, "notification over the incoming limit dropped");
+            return;
+        }
+        let front = self.pending.front_xid();
+        if header.xid <= 0 || front != Some(header.xid) {
+            let reason = format!(
+                "reply xid {} of {size} bytes matches no pending request",
+                header.xid
+            );
+            return self.protocol_error(now, &reason);
+        }
+        let (entry, sent) = self.pending.pop_front().expect("front checked above");
+        // The server took the request, however large its answer: it touched the session.
+        self.acknowledged(sent);
+        if header.zxid > self.last_zxid {
+            self.last_zxid = header.zxid;
+        }
+        warn!(
+            xid = header.xid,
+            size, max, "reply over the incoming limit skipped"
+        );
+        let err: Error = ErrorKind::ReplyTooLarge { size, max }.into();
+        match entry {
+            Pending::User { reply, .. } => {
+                self.completed += 1;
+                let _ = reply.send(Err(err));
+            }
+            Pending::Learn { read, .. } => self.on_learn_too_large(read, err),
+            Pending::SetWatches { .. } | Pending::Close { .. } => {
+                self.protocol_error(now, "a reply without a body over the incoming limit")
+            }
         }
     }
 
@@ -76,25 +154,19 @@ impl Session {
     }
 
     pub(super) fn on_ordered_reply(&mut self, header: ReplyHeader, body: Bytes, now: Instant) {
-        let Some(front) = self.pending.requests.front() else {
+        let Some(front) = self.pending.front_xid() else {
             return self.protocol_error(
                 now,
                 &format!("reply xid {} with nothing pending", header.xid),
             );
         };
-        if front.xid() != header.xid {
-            let reason = format!(
-                "xid out of order: expected {}, got {}",
-                front.xid(),
-                header.xid
-            );
+        if front != header.xid {
+            let reason = format!("xid out of order: expected {front}, got {}", header.xid);
             return self.protocol_error(now, &reason);
         }
-        let entry = self
-            .pending
-            .requests
-            .pop_front()
-            .expect("front checked above");
+        let (entry, sent) = self.pending.pop_front().expect("front checked above");
+        // Whatever the answer, the server took the request: it touched the session.
+        self.acknowledged(sent);
         if header.zxid > self.last_zxid {
             self.last_zxid = header.zxid;
         }

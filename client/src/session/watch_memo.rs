@@ -80,6 +80,80 @@ impl NodeMemo {
     }
 }
 
+/// How one node changed over a stretch its watcher did not see (cut off from the server, or
+/// reading too slowly), and the events that report it: once per kind, a node created in the
+/// stretch as `NodeCreated` only, one deleted and created again as `NodeDeleted` then
+/// `NodeCreated`, one that came and went as nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct NetChange {
+    /// Present before the stretch.
+    before: bool,
+    /// Present after it.
+    after: bool,
+    /// Deleted and created again in between.
+    replaced: bool,
+    data: bool,
+    children: bool,
+}
+
+impl NetChange {
+    /// The change that starts with `event` (a node event); the event tells whether the node
+    /// was there before it.
+    pub fn starting_with(event: EventType) -> NetChange {
+        let before = event != EventType::NodeCreated;
+        let mut change = NetChange {
+            before,
+            after: before,
+            ..NetChange::default()
+        };
+        change.then(event);
+        change
+    }
+
+    /// Adds the next event of the stretch.
+    pub fn then(&mut self, event: EventType) {
+        match event {
+            EventType::NodeCreated => {
+                self.replaced |= self.before;
+                self.after = true;
+            }
+            EventType::NodeDeleted => self.after = false,
+            EventType::NodeDataChanged => self.data = true,
+            EventType::NodeChildrenChanged => self.children = true,
+            _ => {}
+        }
+    }
+
+    /// Whether there is nothing to report (a node that came and went).
+    pub fn is_nothing(&self) -> bool {
+        match (self.before, self.after) {
+            (false, false) => true,
+            (true, true) => !self.replaced && !self.data && !self.children,
+            _ => false,
+        }
+    }
+
+    /// The events that report the change, in the order a server could have sent them.
+    pub fn events(&self) -> Vec<EventType> {
+        match (self.before, self.after) {
+            (false, false) => vec![],
+            (false, true) => vec![EventType::NodeCreated],
+            (true, false) => vec![EventType::NodeDeleted],
+            (true, true) if self.replaced => vec![EventType::NodeDeleted, EventType::NodeCreated],
+            (true, true) => {
+                let mut events = vec![];
+                if self.data {
+                    events.push(EventType::NodeDataChanged);
+                }
+                if self.children {
+                    events.push(EventType::NodeChildrenChanged);
+                }
+                events
+            }
+        }
+    }
+}
+
 /// The node under a persistent (non-recursive) watch.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) enum NodeState {
@@ -134,24 +208,22 @@ impl NodeState {
 
     /// Takes a fresh read (`None`: no such node) and returns the events it shows were missed.
     pub fn on_read(&mut self, stat: Option<&Stat>) -> Vec<EventType> {
-        let missed = match (*self, stat) {
-            (NodeState::Unknown, _) | (NodeState::Absent, None) => vec![],
-            (NodeState::Absent, Some(_)) => vec![EventType::NodeCreated],
-            (NodeState::Present(_), None) => vec![EventType::NodeDeleted],
-            (NodeState::Present(m), Some(s)) if m.replaced_by(s) => {
-                vec![EventType::NodeDeleted, EventType::NodeCreated]
-            }
-            (NodeState::Present(m), Some(s)) => {
-                let mut missed = vec![];
-                if m.data_changed(s) {
-                    missed.push(EventType::NodeDataChanged);
-                }
-                if m.children_changed(s) {
-                    missed.push(EventType::NodeChildrenChanged);
-                }
-                missed
-            }
+        let change = match (*self, stat) {
+            (NodeState::Unknown, _) => NetChange::default(),
+            (NodeState::Absent, _) | (NodeState::Present(_), None) => NetChange {
+                before: matches!(self, NodeState::Present(_)),
+                after: stat.is_some(),
+                ..NetChange::default()
+            },
+            (NodeState::Present(m), Some(s)) => NetChange {
+                before: true,
+                after: true,
+                replaced: m.replaced_by(s),
+                data: m.data_changed(s),
+                children: m.children_changed(s),
+            },
         };
+        let missed = change.events();
         *self = match stat {
             Some(s) => NodeState::Present(NodeMemo::from_stat(s)),
             None => NodeState::Absent,
@@ -470,6 +542,41 @@ pub(crate) mod tests {
         assert_eq!(node.on_event(NodeCreated, None), Some(NodeDeleted));
         assert_eq!(node.on_event(NodeDeleted, None), None);
         assert_eq!(node.on_event(NodeCreated, None), None);
+    }
+
+    /// Folding events one by one gives what a read after them would have reported.
+    #[test]
+    fn a_net_change_reports_like_a_read_after_the_stretch() {
+        let net = |events: &[EventType]| {
+            let mut change = NetChange::starting_with(events[0]);
+            for e in &events[1..] {
+                change.then(*e);
+            }
+            change.events()
+        };
+        assert_eq!(
+            net(&[NodeDataChanged, NodeDataChanged]),
+            vec![NodeDataChanged]
+        );
+        assert_eq!(
+            net(&[NodeChildrenChanged, NodeDataChanged, NodeChildrenChanged]),
+            vec![NodeDataChanged, NodeChildrenChanged]
+        );
+        assert_eq!(net(&[NodeCreated, NodeDataChanged]), vec![NodeCreated]);
+        assert_eq!(net(&[NodeCreated, NodeDeleted]), vec![]);
+        assert_eq!(net(&[NodeDataChanged, NodeDeleted]), vec![NodeDeleted]);
+        assert_eq!(
+            net(&[NodeDeleted, NodeCreated, NodeDataChanged]),
+            vec![NodeDeleted, NodeCreated]
+        );
+        assert_eq!(
+            net(&[NodeDeleted, NodeCreated, NodeDeleted]),
+            vec![NodeDeleted]
+        );
+        assert_eq!(
+            net(&[NodeCreated, NodeDeleted, NodeCreated]),
+            vec![NodeCreated]
+        );
     }
 
     #[test]

@@ -6,17 +6,19 @@
 
 use std::collections::HashMap;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use zookeeper_jute::{EventType, Stat, WatcherType};
 
 use super::watch_memo::{Missed, NodeState, SubtreeCache};
+use crate::error::Error;
+use crate::event_queue::EventSender;
 use crate::packet::{RawReply, ReplyTx};
 use crate::path::Chroot;
 use crate::state::SessionState;
 use crate::watcher::WatchedEvent;
 
 type OneshotTx = oneshot::Sender<WatchedEvent>;
-type StreamTx = mpsc::UnboundedSender<WatchedEvent>;
+type StreamTx = EventSender;
 
 /// An `addWatch` reply held until the watched node or subtree is known, so that once the call
 /// returns no change can go unreported, even across a reconnect.
@@ -156,6 +158,19 @@ impl WatchRegistry {
         }
     }
 
+    /// Fails the `addWatch` calls held for the watch on `path` with `err`: what they watch
+    /// cannot be read.
+    pub fn fail_held(&mut self, path: &str, recursive: bool, err: &Error) {
+        let held = if recursive {
+            self.recursive.get_mut(path).map(|e| &mut e.held)
+        } else {
+            self.persistent.get_mut(path).map(|e| &mut e.held)
+        };
+        for (reply, _) in held.map(std::mem::take).unwrap_or_default() {
+            let _ = reply.send(Err(err.clone()));
+        }
+    }
+
     /// Delivers a server notification to every watcher it concerns (§4.7 of the protocol notes:
     /// created/changed fire data and exist watches, children-changed fires child watches,
     /// deleted fires all three; persistent watches see everything on their path, recursive ones
@@ -200,7 +215,9 @@ impl WatchRegistry {
                 follow.push(FollowUp::Node(server_path.to_string()));
             }
             if entry.txs.is_empty() {
-                self.persistent.remove(server_path);
+                if let Some(entry) = self.persistent.remove(server_path) {
+                    release(entry.held);
+                }
             }
         }
         if event_type != EventType::NodeChildrenChanged && !self.recursive.is_empty() {
@@ -218,7 +235,9 @@ impl WatchRegistry {
                         });
                     }
                     if entry.txs.is_empty() {
-                        self.recursive.remove(path);
+                        if let Some(entry) = self.recursive.remove(path) {
+                            release(entry.held);
+                        }
                     }
                 }
                 if path == "/" {
@@ -414,10 +433,10 @@ impl WatchRegistry {
             exist: live_paths(&mut self.exist, |txs| prune(txs, OneshotTx::is_closed)),
             child: live_paths(&mut self.child, |txs| prune(txs, OneshotTx::is_closed)),
             persistent: live_paths(&mut self.persistent, |e| {
-                prune(&mut e.txs, StreamTx::is_closed)
+                prune_streams(&mut e.txs, &mut e.held)
             }),
             recursive: live_paths(&mut self.recursive, |e| {
-                prune(&mut e.txs, StreamTx::is_closed)
+                prune_streams(&mut e.txs, &mut e.held)
             }),
         }
     }
@@ -475,6 +494,17 @@ fn prune<T>(txs: &mut Vec<T>, closed: impl Fn(&T) -> bool) -> bool {
     !txs.is_empty()
 }
 
+/// [`prune`] for the streams of a persistent watch: a watch that nobody reads any more is
+/// dropped, and the calls still held for it are answered (every call gets its answer, whatever
+/// became of the stream it set up).
+fn prune_streams(txs: &mut Vec<StreamTx>, held: &mut Vec<HeldReply>) -> bool {
+    let alive = prune(txs, StreamTx::is_closed);
+    if !alive {
+        release(std::mem::take(held));
+    }
+    alive
+}
+
 fn live_paths<V>(
     map: &mut HashMap<String, V>,
     mut alive: impl FnMut(&mut V) -> bool,
@@ -488,6 +518,7 @@ fn live_paths<V>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event_queue;
 
     fn ev(event_type: EventType, path: &str) -> WatchedEvent {
         WatchedEvent {
@@ -517,9 +548,9 @@ mod tests {
         let root = Chroot::new(None);
         let (d, mut dr) = oneshot::channel();
         reg.add_data("/a".into(), d);
-        let (p, mut pr) = mpsc::unbounded_channel();
+        let (p, mut pr) = event_queue::channel(usize::MAX);
         reg.add_persistent("/a".into(), false, p);
-        let (r, mut rr) = mpsc::unbounded_channel();
+        let (r, mut rr) = event_queue::channel(usize::MAX);
         reg.add_persistent("/".into(), true, r);
         reg.dispatch(EventType::NodeChildrenChanged, "/a", -1, &root);
         assert!(dr.try_recv().is_err());
@@ -527,10 +558,10 @@ mod tests {
             pr.try_recv().unwrap(),
             ev(EventType::NodeChildrenChanged, "/a")
         );
-        assert!(rr.try_recv().is_err());
+        assert!(rr.try_recv().is_none());
         reg.dispatch(EventType::NodeCreated, "/a/b/c", -1, &root);
         assert_eq!(rr.try_recv().unwrap(), ev(EventType::NodeCreated, "/a/b/c"));
-        assert!(pr.try_recv().is_err(), "persistent watch is not recursive");
+        assert!(pr.try_recv().is_none(), "persistent watch is not recursive");
         reg.dispatch(EventType::NodeDataChanged, "/a", -1, &root);
         assert_eq!(dr.try_recv().unwrap(), ev(EventType::NodeDataChanged, "/a"));
         assert_eq!(pr.try_recv().unwrap(), ev(EventType::NodeDataChanged, "/a"));
@@ -544,7 +575,7 @@ mod tests {
         reg.add_data("/a".into(), d);
         let (e, _er) = oneshot::channel();
         reg.add_exist("/b".into(), e);
-        let (r, _rr) = mpsc::unbounded_channel();
+        let (r, _rr) = event_queue::channel(usize::MAX);
         reg.add_persistent("/r".into(), true, r);
         drop(dr);
         let set = reg.wanted();
@@ -559,7 +590,7 @@ mod tests {
         let root = Chroot::new(Some("/app"));
         let (d, mut dr) = oneshot::channel();
         reg.add_data("/app".into(), d);
-        let (p, mut pr) = mpsc::unbounded_channel();
+        let (p, mut pr) = event_queue::channel(usize::MAX);
         reg.add_persistent("/app/x".into(), false, p);
         reg.terminate(SessionState::Expired, &root);
         assert_eq!(
@@ -570,7 +601,7 @@ mod tests {
             pr.try_recv().unwrap(),
             WatchedEvent::session(SessionState::Expired, "/x")
         );
-        assert!(pr.try_recv().is_err());
+        assert!(pr.try_recv().is_none());
         assert_eq!(reg.len(), 0);
     }
 }

@@ -2,13 +2,15 @@
 
 use bytes::Bytes;
 
+use super::redact::Redacted;
 use super::ClientInfo;
 use crate::jute::record;
 
 record! {
     /// Request of `auth`, sent with xid −4. The reply (no body) is produced out of order and
-    /// can overtake earlier replies; err AUTHFAILED closes the connection.
-    #[derive(Clone, Debug, PartialEq, Eq, Default)]
+    /// can overtake earlier replies; err AUTHFAILED closes the connection. `Debug` leaves the
+    /// credentials out.
+    #[derive(Clone, PartialEq, Eq, Default)]
     pub struct AuthPacket {
         /// Always 0.
         pub auth_type: i32,
@@ -16,6 +18,16 @@ record! {
         pub scheme: String,
         /// Credentials; for `digest`, the UTF-8 bytes of `user:password`.
         pub auth: Bytes,
+    }
+}
+
+impl std::fmt::Debug for AuthPacket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthPacket")
+            .field("auth_type", &self.auth_type)
+            .field("scheme", &self.scheme)
+            .field("auth", &Redacted)
+            .finish()
     }
 }
 

@@ -13,11 +13,13 @@ use crate::jute::{
 };
 use crate::Result;
 
+use super::redact::Redacted;
+
 /// Bytes of a session password.
 pub const PASSWORD_LEN: usize = 16;
 
-/// The first frame a client sends on a connection.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+/// The first frame a client sends on a connection. `Debug` leaves the password out.
+#[derive(Clone, PartialEq, Eq, Default)]
 pub struct ConnectRequest {
     /// Always 0; servers ignore it.
     pub protocol_version: i32,
@@ -81,8 +83,8 @@ impl Decode for ConnectRequest {
     }
 }
 
-/// The first frame a server sends on a connection.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+/// The first frame a server sends on a connection. `Debug` leaves the password out.
+#[derive(Clone, PartialEq, Eq, Default)]
 pub struct ConnectResponse {
     /// Always 0.
     pub protocol_version: i32,
@@ -131,6 +133,31 @@ impl Decode for ConnectResponse {
             passwd: read_buffer(buf, "ConnectResponse.passwd")?.unwrap_or_default(),
             read_only: read_trailing_bool(buf, "ConnectResponse.readOnly")?,
         })
+    }
+}
+
+impl std::fmt::Debug for ConnectRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectRequest")
+            .field("protocol_version", &self.protocol_version)
+            .field("last_zxid_seen", &self.last_zxid_seen)
+            .field("timeout", &self.timeout)
+            .field("session_id", &self.session_id)
+            .field("passwd", &Redacted)
+            .field("read_only", &self.read_only)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for ConnectResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectResponse")
+            .field("protocol_version", &self.protocol_version)
+            .field("timeout", &self.timeout)
+            .field("session_id", &self.session_id)
+            .field("passwd", &Redacted)
+            .field("read_only", &self.read_only)
+            .finish()
     }
 }
 

@@ -14,6 +14,7 @@ mod headers;
 mod multi;
 mod node_data;
 mod reconfig;
+mod redact;
 mod sasl;
 mod sync;
 mod watches;

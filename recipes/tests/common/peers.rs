@@ -3,8 +3,6 @@
 //! The Java peers are compiled at test time with `javac` against Debian's jars
 //! (`libcurator-recipes-java`), into the test target directory, cached by source hash.
 
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Mutex as StdMutex;
@@ -12,68 +10,87 @@ use std::sync::Mutex as StdMutex;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use super::bounded;
+use zookeeper_testkit::peers::{compile_curator_peers, kazoo_python};
 
-const JARS: &[&str] = &[
-    "/usr/share/java/curator-recipes.jar",
-    "/usr/share/java/curator-framework.jar",
-    "/usr/share/java/curator-client.jar",
-    "/usr/share/java/zookeeper.jar",
-    "/usr/share/java/zookeeper-jute.jar",
-    "/usr/share/java/slf4j-nop.jar",
-];
+use super::bounded;
 
 fn peers_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers")
 }
 
-/// Compiles the Java peers (every `.java` file in `tests/peers/`) once per version of their
-/// sources; returns the classpath to run them.
+/// Compiles the Java peers (every `.java` file in `tests/peers/`) once per source version;
+/// returns the classpath to run them.
 fn curator_classpath() -> String {
     static BUILT: StdMutex<Option<String>> = StdMutex::new(None);
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(cp) = built.as_ref() {
         return cp.clone();
     }
-    for jar in JARS {
-        assert!(
-            Path::new(jar).exists(),
-            "{jar} missing: install libcurator-recipes-java (scripts/setup)"
-        );
-    }
-    let mut sources: Vec<PathBuf> = std::fs::read_dir(peers_dir())
+    let sources: Vec<PathBuf> = std::fs::read_dir(peers_dir())
         .expect("list tests/peers")
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "java"))
         .collect();
-    sources.sort();
-    let mut h = DefaultHasher::new();
-    for source in &sources {
-        std::fs::read(source)
-            .expect("read a Java peer")
-            .hash(&mut h);
-    }
-    let out =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("curator-peers-{:016x}", h.finish()));
-    let jars = JARS.join(":");
-    if !out.exists() {
-        let tmp = out.with_extension(format!("tmp{}", std::process::id()));
-        std::fs::create_dir_all(&tmp).unwrap();
-        let status = std::process::Command::new("javac")
-            .args(["-nowarn", "-d"])
-            .arg(&tmp)
-            .args(["-cp", &jars])
-            .args(&sources)
-            .status()
-            .expect("run javac: install a JDK (default-jdk-headless, see scripts/setup)");
-        assert!(status.success(), "javac {sources:?} failed");
-        // Another test binary may have won the race; either copy is the same.
-        let _ = std::fs::rename(&tmp, &out);
-        let _ = std::fs::remove_dir_all(&tmp);
-    }
-    let cp = format!("{jars}:{}", out.display());
+    let cp = compile_curator_peers(&sources, Path::new(env!("CARGO_TARGET_TMPDIR")))
+        .unwrap_or_else(|e| panic!("{e}"));
     *built = Some(cp.clone());
     cp
+}
+
+/// Runs `cmd` with `names` on stdin, one a line; returns its output lines.
+async fn run_with_names(mut cmd: Command, names: &[String]) -> Vec<String> {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().expect("start a peer's order program");
+    let mut stdin = child.stdin.take().unwrap();
+    let input: String = names.iter().map(|n| format!("{n}\n")).collect();
+    stdin.write_all(input.as_bytes()).await.unwrap();
+    drop(stdin);
+    let out = bounded("a peer's order", child.wait_with_output())
+        .await
+        .unwrap();
+    assert!(out.status.success(), "the peer's order program failed");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `names` in the order Curator's own sorting code gives (`tests/peers/CuratorOrder.java`):
+/// `mode` is `mutex`, `rw` or `latch`.
+pub async fn curator_order(mode: &str, names: &[String]) -> Vec<String> {
+    let mut cmd = Command::new("java");
+    cmd.args(["-cp", &curator_classpath(), "CuratorOrder", mode]);
+    run_with_names(cmd, names).await
+}
+
+/// How kazoo's own code orders `names` (`tests/peers/kazoo_order.py`) for `class` (`Lock`,
+/// `ReadLock`, `WriteLock`): the contenders in order, and each one's predecessor (`None`:
+/// kazoo grants it the lock).
+pub async fn kazoo_order(
+    class: &str,
+    names: &[String],
+) -> (Vec<String>, Vec<(String, Option<String>)>) {
+    let mut cmd = Command::new(kazoo_python());
+    cmd.arg(peers_dir().join("kazoo_order.py")).arg(class);
+    let lines = run_with_names(cmd, names).await;
+    let order = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("contender "))
+        .map(str::to_owned)
+        .collect();
+    let predecessors = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("predecessor "))
+        .map(|l| {
+            let (name, pred) = l.split_once(' ').unwrap();
+            (name.to_owned(), (pred != "-").then(|| pred.to_owned()))
+        })
+        .collect();
+    (order, predecessors)
 }
 
 /// A running peer process.
@@ -127,14 +144,15 @@ impl Peer {
 
     /// A kazoo peer connected to `connect` (Debian's python3-kazoo, hence /usr/bin/python3).
     pub async fn kazoo(connect: &str) -> Peer {
-        let python = if Path::new("/usr/bin/python3").exists() {
-            "/usr/bin/python3"
-        } else {
-            "python3"
-        };
-        let mut cmd = Command::new(python);
+        let mut cmd = Command::new(kazoo_python());
         cmd.arg(peers_dir().join("kazoo_peer.py")).arg(connect);
         Peer::spawn("kazoo", cmd).await
+    }
+
+    /// The Curator 5.4 peer of the leader selector and the shared-count semaphore
+    /// (`CuratorContentionPeer.java`) connected to `connect`.
+    pub async fn curator_contention(connect: &str) -> Peer {
+        Peer::curator_class("CuratorContentionPeer", connect).await
     }
 
     /// Sends one command line.

@@ -5,14 +5,21 @@ Prints "ready" once connected, then one command per line:
 
   lock PATH ID                  acquire a kazoo Lock; prints "locked <czxid>"
   unlock                        release it; prints "unlocked"
+  read-lock PATH / write-lock PATH
+                                acquire a kazoo ReadLock / WriteLock; prints
+                                "read-locked <czxid>" / "write-locked <czxid>"
+  read-unlock / write-unlock    release it; prints "read-unlocked" / "write-unlocked"
   mutex-loop PATH N HOLD_MS RES N rounds of: acquire, enter the checked resource RES, hold,
                                 leave, release; prints "enter <czxid>" per round and "done N";
                                 another holder inside RES prints "violation ..."
+  rw-loop PATH MODE N HOLD_MS RES
+                                the same with a WriteLock (MODE=write) or ReadLock (MODE=read)
   contenders PATH               prints "contender <id>" per contender in lock order, then "end"
   quit
 
-The checked resource is a ZooKeeper node RES/w that a holder creates on entry and deletes
-on exit: finding it already there means two holders overlapped.
+The checked resource is a ZooKeeper directory: a writer (or mutex holder) creates RES/w on
+entry and deletes it on exit, and must be alone in RES; a reader creates RES/r-<tag> and must
+not find RES/w. An overlap the lock should have prevented prints "violation ...".
 """
 import sys
 import time
@@ -33,22 +40,38 @@ def czxid_of(zk, lock):
     return stat.czxid if stat else -1
 
 
-def loop(zk, path, rounds, hold_ms, res):
-    lock = zk.Lock(path, "kazoo")
+def enter(zk, res, reader, tag):
+    if reader:
+        zk.create(res + "/r-" + tag, b"", ephemeral=True)
+        if zk.exists(res + "/w") is not None:
+            out("violation reader-saw-writer " + tag)
+        return
+    try:
+        zk.create(res + "/w", tag.encode(), ephemeral=True)
+    except NodeExistsError:
+        out("violation writer-saw-writer " + tag)
+        return
+    inside = zk.get_children(res)
+    if len(inside) != 1:
+        out("violation writer-not-alone %s %s" % (tag, inside))
+
+
+def leave(zk, res, reader, tag):
+    try:
+        zk.delete(res + ("/r-" + tag if reader else "/w"))
+    except NoNodeError:
+        out("violation resource-node-missing " + tag)
+
+
+def loop(zk, lock, reader, rounds, hold_ms, res):
     zk.ensure_path(res)
     for _ in range(rounds):
         lock.acquire()
         tag = "kazoo-" + uuid.uuid4().hex
-        try:
-            zk.create(res + "/w", tag.encode(), ephemeral=True)
-        except NodeExistsError:
-            out("violation writer-saw-writer " + tag)
+        enter(zk, res, reader, tag)
         out("enter %d" % czxid_of(zk, lock))
         time.sleep(hold_ms / 1000.0)
-        try:
-            zk.delete(res + "/w")
-        except NoNodeError:
-            out("violation resource-node-missing " + tag)
+        leave(zk, res, reader, tag)
         lock.release()
     out("done %d" % rounds)
 
@@ -57,7 +80,7 @@ def main():
     zk = KazooClient(hosts=sys.argv[1], timeout=10.0)
     zk.start(timeout=15)
     out("ready")
-    lock = None
+    lock = read_lock = write_lock = None
     for line in sys.stdin:
         words = line.split()
         if not words:
@@ -71,8 +94,27 @@ def main():
             elif cmd == "unlock":
                 lock.release()
                 out("unlocked")
+            elif cmd == "read-lock":
+                read_lock = zk.ReadLock(words[1], "kazoo")
+                read_lock.acquire()
+                out("read-locked %d" % czxid_of(zk, read_lock))
+            elif cmd == "read-unlock":
+                read_lock.release()
+                out("read-unlocked")
+            elif cmd == "write-lock":
+                write_lock = zk.WriteLock(words[1], "kazoo")
+                write_lock.acquire()
+                out("write-locked %d" % czxid_of(zk, write_lock))
+            elif cmd == "write-unlock":
+                write_lock.release()
+                out("write-unlocked")
             elif cmd == "mutex-loop":
-                loop(zk, words[1], int(words[2]), int(words[3]), words[4])
+                lock = zk.Lock(words[1], "kazoo")
+                loop(zk, lock, False, int(words[2]), int(words[3]), words[4])
+            elif cmd == "rw-loop":
+                reader = words[2] == "read"
+                lock = (zk.ReadLock if reader else zk.WriteLock)(words[1], "kazoo")
+                loop(zk, lock, reader, int(words[3]), int(words[4]), words[5])
             elif cmd == "contenders":
                 for c in zk.Lock(words[1]).contenders():
                     out("contender " + c)

@@ -1,6 +1,7 @@
 //! Step-by-step tests of the session machine: no sockets, no clock, time is an argument.
 
 mod catch_up_model;
+mod lease;
 mod persistent;
 mod read_only;
 mod rebalance;
@@ -13,7 +14,7 @@ mod tls;
 use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{oneshot, watch};
 use zookeeper_jute::{
     ConnectRequest, ConnectResponse, Decode, Encode, ErrorCode, EventType, GetDataRequest,
     KeeperState, OpCode, ReplyHeader, Request, RequestHeader, SetWatches, SetWatches2,
@@ -21,6 +22,7 @@ use zookeeper_jute::{
 };
 
 use super::*;
+use crate::event_queue::{self, EventReceiver};
 use crate::packet::{Packet, PacketKind, ReplyRx, WatchRegistration};
 use crate::watcher::WatchedEvent;
 
@@ -141,17 +143,33 @@ impl Harness {
     }
 
     fn handshake(&mut self, session_id: i64, timeout_ms: i32, read_only: bool) -> ConnectRequest {
-        let actions = self.actions();
+        let request = self.open_connection();
+        self.answer_handshake(session_id, timeout_ms, read_only);
+        request
+    }
+
+    /// TCP up: returns the connect request the machine sent.
+    fn open_connection(&mut self) -> ConnectRequest {
+        let mut actions = self.actions();
+        if !matches!(actions.last(), Some(Action::Connect(_))) {
+            // A connection that did not last is followed by a pause: wait it out.
+            self.wait_for_attempt();
+            actions = self.actions();
+        }
         assert!(
             matches!(actions.last(), Some(Action::Connect(_))),
             "{actions:?}"
         );
         self.s.on_connected(self.now);
         self.handshaken = false;
-        let request = match self.sent().remove(0) {
+        match self.sent().remove(0) {
             Sent::Connect(c) => c,
             other => panic!("{other:?}"),
-        };
+        }
+    }
+
+    /// The server's answer to the connect request.
+    fn answer_handshake(&mut self, session_id: i64, timeout_ms: i32, read_only: bool) {
         let mut payload = BytesMut::new();
         ConnectResponse {
             protocol_version: 0,
@@ -162,7 +180,15 @@ impl Harness {
         }
         .encode(&mut payload);
         self.feed(payload);
-        request
+    }
+
+    /// Advances the clock through a pause between attempts, to the next connection attempt.
+    fn wait_for_attempt(&mut self) {
+        if let Phase::Backoff { until } = self.s.phase {
+            let pause = until - self.now;
+            assert!(pause <= hosts::BACKOFF_MAX, "{pause:?}");
+            self.advance(pause);
+        }
     }
 
     fn reply(&mut self, xid: i32, zxid: i64, err: ErrorCode, body: &[u8]) {
@@ -245,8 +271,8 @@ impl Harness {
 }
 
 /// The events a stream holds now, as (type, path).
-fn events(rx: &mut mpsc::UnboundedReceiver<WatchedEvent>) -> Vec<(EventType, String)> {
-    std::iter::from_fn(|| rx.try_recv().ok())
+fn events(rx: &mut EventReceiver) -> Vec<(EventType, String)> {
+    std::iter::from_fn(|| rx.try_recv())
         .map(|e| (e.event_type, e.path))
         .collect()
 }

@@ -24,12 +24,18 @@ fn listing_body(children: &[&str], s: Stat) -> Vec<u8> {
     b.to_vec()
 }
 
-fn add_watch(
+fn add_watch(h: &mut Harness, path: &str, recursive: bool) -> (ReplyRx, EventReceiver) {
+    add_watch_queueing(h, path, recursive, usize::MAX)
+}
+
+/// [`add_watch`] whose stream queues at most `max` events.
+fn add_watch_queueing(
     h: &mut Harness,
     path: &str,
     recursive: bool,
-) -> (ReplyRx, mpsc::UnboundedReceiver<WatchedEvent>) {
-    let (tx, rx) = mpsc::unbounded_channel();
+    max: usize,
+) -> (ReplyRx, EventReceiver) {
+    let (tx, rx) = event_queue::channel(max);
     let reply = h.submit(
         Request::AddWatch(AddWatchRequest {
             path: path.into(),
@@ -200,6 +206,45 @@ fn a_connection_lost_during_the_first_walk_still_completes_the_call() {
     assert_eq!(result(&mut reply), Some(Ok(())), "the watch is set");
 }
 
+/// A listing in the subtree of a new recursive watch is over the incoming limit: `add_watch`
+/// fails with `ReplyTooLarge` instead of the connection being dropped (which, reconnecting and
+/// walking again, flapped forever), and the walk ends.
+#[test]
+fn a_walk_that_meets_an_oversized_listing_fails_the_call_and_keeps_the_connection() {
+    let mut h = connected();
+    let (mut reply, _rx) = add_watch(&mut h, "/r", true);
+    h.xids();
+    h.reply(1, 0x10, ErrorCode::Ok, &[]);
+    answer_listing(&mut h, "/r", &["big"], stat(1, 0, 1));
+    let read = one_read(&mut h, list("/r/big"));
+    let mut buf = BytesMut::new();
+    buf.put_i32(5 << 20);
+    ReplyHeader {
+        xid: read,
+        zxid: 0x11,
+        err: ErrorCode::Ok,
+    }
+    .encode(&mut buf);
+    h.s.on_bytes(&mut buf, h.now);
+    assert_eq!(
+        result(&mut reply),
+        Some(Err(ErrorKind::ReplyTooLarge {
+            size: 5 << 20,
+            max: 1 << 20
+        }))
+    );
+    let mut rest = BytesMut::from(&vec![0u8; (5 << 20) - 16][..]);
+    h.s.on_bytes(&mut rest, h.now);
+    assert!(h.sent().is_empty(), "the walk ended");
+    assert_eq!(h.state(), SessionState::Connected);
+    assert!(h.actions().is_empty(), "no reconnect");
+    // The session carries on.
+    let mut next = h.get_data("/x");
+    let xid = h.xids()[0].0;
+    h.reply(xid, 0x12, ErrorCode::Ok, &[]);
+    assert_eq!(result(&mut next), Some(Ok(())));
+}
+
 /// A listing of a walk that was under way when the watch was removed and set again belongs to
 /// no current walk: it neither ends the new walk early nor changes what is known.
 #[test]
@@ -336,4 +381,136 @@ fn a_session_ending_during_the_first_walk_answers_the_call() {
         (end.event_type, end.state),
         (EventType::None, SessionState::Expired)
     );
+}
+
+/// Notifications no server sends: malformed paths under the chroot (which would reach a
+/// watcher stripped as `/x/`, `//x`, `/./x`), paths outside it, and event types only clients
+/// make (a `PersistentWatchRemoved` would tell a consumer its live watch has ended). All are
+/// dropped; the events around them arrive, and the connection stays.
+#[test]
+fn notifications_no_server_sends_are_dropped() {
+    let mut cfg = config(1);
+    cfg.chroot = Chroot::new(Some("/app"));
+    let mut h = Harness::new(cfg);
+    h.establish(0x42, 3000);
+    let (mut reply, mut rx) = add_watch(&mut h, "/app", true);
+    h.xids();
+    h.reply(1, 0x10, ErrorCode::Ok, &[]);
+    answer_listing(&mut h, "/app", &[], stat(1, 0, 0));
+    assert_eq!(result(&mut reply), Some(Ok(())));
+    let (_d, mut data_watch) = h.get_data_watched("/app/x");
+    let xid = h.xids()[0].0;
+    h.reply(xid, 0x11, ErrorCode::Ok, &[]);
+
+    for path in [
+        "/app/x/",
+        "/app//x",
+        "/app/./x",
+        "/app/../x",
+        "/appx",
+        "/other/x",
+        "",
+    ] {
+        h.notify(EventType::NodeDeleted, path);
+    }
+    for event_type in [
+        EventType::None,
+        EventType::DataWatchRemoved,
+        EventType::ChildWatchRemoved,
+        EventType::PersistentWatchRemoved,
+        EventType::Unknown(99),
+    ] {
+        h.notify(event_type, "/app/x");
+    }
+    assert_eq!(events(&mut rx), vec![]);
+    assert!(
+        data_watch.try_recv().is_err(),
+        "the one-shot watch is still set"
+    );
+    h.notify(EventType::NodeCreated, "/app/x");
+    assert_eq!(events(&mut rx), vec![ev(EventType::NodeCreated, "/x")]);
+    assert_eq!(
+        data_watch.try_recv().unwrap().event_type,
+        EventType::NodeCreated
+    );
+    assert_eq!(h.state(), SessionState::Connected);
+    assert!(h.actions().is_empty());
+}
+
+/// A consumer that does not read while the server sends a hundred thousand events: its stream
+/// holds the bound and one entry per node; when it reads, it gets what was queued, then one
+/// event per node and kind of change, missed changes found after a reconnect folded in too.
+#[test]
+fn a_consumer_that_falls_behind_gets_the_changes_folded_per_node() {
+    let mut h = connected();
+    let (mut reply, mut rx) = add_watch_queueing(&mut h, "/r", true, 100);
+    h.xids();
+    h.reply(1, 0x10, ErrorCode::Ok, &[]);
+    answer_listing(&mut h, "/r", &["a", "b"], stat(1, 0, 2));
+    let reads = h.xids();
+    assert_eq!(reads.len(), 2, "{reads:?}");
+    h.reply(
+        reads[0].0,
+        0x10,
+        ErrorCode::Ok,
+        &listing_body(&[], stat(2, 0, 0)),
+    );
+    h.reply(
+        reads[1].0,
+        0x10,
+        ErrorCode::Ok,
+        &listing_body(&[], stat(3, 0, 0)),
+    );
+    assert_eq!(result(&mut reply), Some(Ok(())));
+
+    for i in 0..100_000 {
+        let path = if i % 2 == 0 { "/r/a" } else { "/r" };
+        h.notify(EventType::NodeDataChanged, path);
+    }
+    assert_eq!(rx.queued(), (100, 2));
+    // While it is behind, /r/b goes away unseen (found by the walk after a reconnect).
+    let sw = bounce(&mut h);
+    h.reply(sw, 0x21, ErrorCode::Ok, &[]);
+    answer_listing(&mut h, "/r", &["a"], stat(1, 50_000, 3));
+    answer_listing(&mut h, "/r/a", &[], stat(2, 50_000, 0));
+    assert_eq!(rx.queued(), (100, 3));
+
+    let got = events(&mut rx);
+    assert_eq!(got.len(), 103);
+    assert!(got[..100]
+        .iter()
+        .all(|(t, _)| *t == EventType::NodeDataChanged));
+    assert_eq!(
+        &got[100..],
+        &[
+            ev(EventType::NodeDataChanged, "/r"),
+            ev(EventType::NodeDataChanged, "/r/a"),
+            ev(EventType::NodeDeleted, "/r/b"),
+        ]
+    );
+    // Caught up: live events flow again.
+    h.notify(EventType::NodeCreated, "/r/c");
+    assert_eq!(events(&mut rx), vec![ev(EventType::NodeCreated, "/r/c")]);
+}
+
+/// A watch whose stream is gone is dropped, and a call still held for its first walk is
+/// answered all the same (found by fuzzing: the call used to be left without an answer).
+#[test]
+fn a_call_held_for_a_watch_whose_stream_is_gone_is_answered() {
+    for drop_by in ["event", "reconnect"] {
+        let mut h = connected();
+        let (mut reply, rx) = add_watch(&mut h, "/r", true);
+        h.xids();
+        h.reply(1, 0x10, ErrorCode::Ok, &[]);
+        assert_eq!(result(&mut reply), None, "held for the walk");
+        drop(rx);
+        match drop_by {
+            "event" => h.notify(EventType::NodeCreated, "/r"),
+            _ => {
+                h.s.on_disconnected(h.now, "eof");
+                h.establish(0x42, 3000);
+            }
+        }
+        assert_eq!(result(&mut reply), Some(Ok(())), "{drop_by}");
+    }
 }

@@ -56,7 +56,7 @@ fn close_while_disconnected_ends_at_once_and_fails_waiting_requests() {
 #[test]
 fn resume_handshake_replays_auth_then_watches_then_waiting_requests() {
     let mut cfg = config(2);
-    cfg.auth = vec![("digest".into(), Bytes::from_static(b"u:p"))];
+    cfg.auth = vec![("digest".into(), Secret::copy_from(b"u:p"))];
     let mut h = Harness::new(cfg);
     h.establish(0x77, 3000);
     assert_eq!(
@@ -69,7 +69,7 @@ fn resume_handshake_replays_auth_then_watches_then_waiting_requests() {
     assert_eq!(h.state(), SessionState::Connected);
 
     let (_r, mut wrx) = h.get_data_watched("/w");
-    let (ptx, mut prx) = mpsc::unbounded_channel();
+    let (ptx, mut prx) = event_queue::channel(usize::MAX);
     let _p = h.submit(
         Request::AddWatch(zookeeper_jute::AddWatchRequest {
             path: "/p".into(),
@@ -231,6 +231,8 @@ fn server_behind_is_skipped_for_the_next() {
     let _r = h.get_data("/a");
     h.xids();
     h.reply(1, 100, ErrorCode::Ok, &[]);
+    // A connection that lasted: the next server is tried at once.
+    h.advance(hosts::HEALTHY_AFTER);
     h.s.on_disconnected(h.now, "eof");
     let Some(Action::Connect(first)) = h.actions().pop() else {
         panic!()
@@ -280,7 +282,7 @@ fn abandoned_requests_are_never_sent() {
 #[test]
 fn auth_failure_is_terminal() {
     let mut cfg = config(1);
-    cfg.auth = vec![("bogus".into(), Bytes::from_static(b"x"))];
+    cfg.auth = vec![("bogus".into(), Secret::copy_from(b"x"))];
     let mut h = Harness::new(cfg);
     h.establish(3, 3000);
     h.xids();

@@ -26,15 +26,138 @@ fn reply_with_nothing_pending_is_a_protocol_error() {
     assert_eq!(h.state(), SessionState::Disconnected);
 }
 
+/// A frame header announcing `len` payload bytes, and the reply header that starts it.
+fn oversized_header(len: i32, xid: i32) -> BytesMut {
+    let mut buf = BytesMut::new();
+    buf.put_i32(len);
+    ReplyHeader {
+        xid,
+        zxid: 9,
+        err: ErrorCode::Ok,
+    }
+    .encode(&mut buf);
+    buf
+}
+
+/// A reply over the limit is read through in pieces without ever being held: the request it
+/// answers fails with `ReplyTooLarge`, and the requests before and after it complete.
 #[test]
-fn oversized_frame_is_a_protocol_error() {
+fn an_oversized_reply_fails_only_its_request_and_is_never_buffered() {
+    let mut h = connected();
+    let mut before = h.get_data("/before");
+    let mut big = h.get_data("/big");
+    let mut after = h.get_data("/after");
+    assert_eq!(h.xids().len(), 3);
+    h.reply(1, 5, ErrorCode::Ok, b"small");
+    let len = 3 << 20;
+    let mut buf = oversized_header(len, 2);
+    // Only part of the header first: nothing happens yet.
+    let mut rest = buf.split_off(10);
+    h.s.on_bytes(&mut buf, h.now);
+    assert_eq!(buf.len(), 10);
+    buf.unsplit(rest.split());
+    h.s.on_bytes(&mut buf, h.now);
+    assert!(buf.is_empty());
+    assert_eq!(
+        result(&mut big),
+        Some(Err(ErrorKind::ReplyTooLarge {
+            size: len as usize,
+            max: 1 << 20
+        }))
+    );
+    // The body arrives in reads of 64 KiB; each is dropped as it comes.
+    let chunk = vec![0xab; 64 * 1024];
+    let mut remaining = len as usize - 16;
+    while remaining > 0 {
+        let n = remaining.min(chunk.len());
+        let mut read = BytesMut::from(&chunk[..n]);
+        h.s.on_bytes(&mut read, h.now);
+        assert!(read.is_empty(), "skipped bytes are never kept");
+        remaining -= n;
+    }
+    assert_eq!(result(&mut after), None);
+    h.reply(3, 10, ErrorCode::Ok, b"after");
+    assert_eq!(result(&mut before), Some(Ok(())));
+    assert_eq!(result(&mut after), Some(Ok(())));
+    assert_eq!(h.state(), SessionState::Connected);
+    assert_eq!(h.s.last_zxid(), 10);
+    assert!(h.actions().is_empty(), "the connection stays");
+}
+
+/// The end of an oversized frame and the next frame may share a read.
+#[test]
+fn the_frame_after_an_oversized_one_may_come_in_the_same_read() {
+    let mut h = connected();
+    let mut big = h.get_data("/big");
+    let mut next = h.get_data("/next");
+    h.xids();
+    let mut buf = oversized_header((1 << 20) + 100, 1);
+    buf.extend_from_slice(&[0; (1 << 20) + 100 - 16]);
+    let mut reply = BytesMut::new();
+    ReplyHeader {
+        xid: 2,
+        zxid: 3,
+        err: ErrorCode::Ok,
+    }
+    .encode(&mut reply);
+    buf.put_i32(reply.len() as i32);
+    buf.extend_from_slice(&reply);
+    h.s.on_bytes(&mut buf, h.now);
+    assert!(matches!(
+        result(&mut big),
+        Some(Err(ErrorKind::ReplyTooLarge { .. }))
+    ));
+    assert_eq!(result(&mut next), Some(Ok(())));
+}
+
+#[test]
+fn an_oversized_reply_for_no_pending_request_is_a_protocol_error() {
+    let mut h = connected();
+    let mut a = h.get_data("/a");
+    h.xids();
+    let mut buf = oversized_header(2 << 20, 7);
+    h.s.on_bytes(&mut buf, h.now);
+    assert_eq!(result(&mut a), Some(Err(ErrorKind::ConnectionLoss)));
+    assert_eq!(h.state(), SessionState::Disconnected);
+    assert!(buf.is_empty());
+}
+
+#[test]
+fn a_negative_frame_length_is_a_protocol_error() {
     let mut h = connected();
     let mut rx = h.get_data("/a");
     let mut buf = BytesMut::new();
-    buf.put_i32(2 << 20);
+    buf.put_i32(-5);
     h.s.on_bytes(&mut buf, h.now);
     assert_eq!(result(&mut rx), Some(Err(ErrorKind::ConnectionLoss)));
     assert!(buf.is_empty());
+}
+
+#[test]
+fn an_oversized_notification_is_dropped_and_the_connection_kept() {
+    let mut h = connected();
+    let mut rx = h.get_data("/a");
+    h.xids();
+    let mut buf = oversized_header(2 << 20, -1);
+    buf.extend_from_slice(&vec![0; (2 << 20) - 16]);
+    h.s.on_bytes(&mut buf, h.now);
+    h.reply(1, 2, ErrorCode::Ok, &[]);
+    assert_eq!(result(&mut rx), Some(Ok(())));
+    assert_eq!(h.state(), SessionState::Connected);
+}
+
+#[test]
+fn an_oversized_handshake_answer_fails_the_attempt() {
+    let mut h = Harness::new(config(1));
+    h.actions();
+    h.s.on_connected(h.now);
+    h.sent();
+    let mut buf = BytesMut::new();
+    buf.put_i32(2 << 20);
+    buf.extend_from_slice(&[0; 64]);
+    h.s.on_bytes(&mut buf, h.now);
+    assert!(buf.is_empty());
+    assert!(matches!(h.s.phase, Phase::Backoff { .. }), "attempt failed");
 }
 
 #[test]
@@ -147,7 +270,7 @@ fn auth_reply_may_overtake_earlier_replies() {
             opcode,
             kind: PacketKind::Auth {
                 scheme: "digest".into(),
-                auth: Bytes::from_static(b"u:p"),
+                auth: Secret::copy_from(b"u:p"),
             },
             watch: None,
             reply: tx,

@@ -51,7 +51,7 @@ impl SaslFactory for Scripted {
 fn sasl_harness(script: &Arc<Scripted>) -> Harness {
     let mut cfg = config(1);
     cfg.sasl = Some(script.clone());
-    cfg.auth = vec![("digest".into(), Bytes::from_static(b"u:p"))];
+    cfg.auth = vec![("digest".into(), crate::secret::Secret::copy_from(b"u:p"))];
     Harness::new(cfg)
 }
 

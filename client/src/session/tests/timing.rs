@@ -157,10 +157,55 @@ fn once_a_session_exists_attempts_time_out_at_its_timeout_over_hosts() {
     cfg.connect_timeout = Duration::from_millis(2000);
     let mut h = Harness::new(cfg);
     h.establish(0x42, 3000);
+    // A connection that lasted: its loss is retried at once, not after a pause.
+    h.advance(hosts::HEALTHY_AFTER);
     h.s.on_disconnected(h.now, "reset by peer");
-    h.actions();
+    assert!(matches!(h.actions().last(), Some(Action::Connect(_))));
     h.advance(Duration::from_millis(999));
     assert!(h.actions().is_empty());
     h.advance(Duration::from_millis(1));
     assert!(matches!(h.actions().last(), Some(Action::Connect(_))));
+}
+
+/// A server that accepts every handshake and closes at once used to get a connection per
+/// handshake, tens of thousands per second: the pauses now grow as if the handshakes had
+/// failed, to one connection per half second or more.
+#[test]
+fn handshakes_that_are_closed_at_once_get_ever_longer_pauses() {
+    let mut h = Harness::new(config(3));
+    let start = h.now;
+    let mut connections = 0;
+    while h.now < start + Duration::from_secs(10) {
+        h.establish(5, 3000);
+        connections += 1;
+        h.s.on_disconnected(h.now, "closed by the server");
+        assert_eq!(h.state(), SessionState::Disconnected);
+        assert!(
+            matches!(h.s.phase, Phase::Backoff { .. }),
+            "no pause after connection {connections}"
+        );
+    }
+    // 50, 100, 200, 400, 800 ms, then 1 s pauses, each jittered down to half.
+    assert!(connections <= 25, "{connections} connections in 10 s");
+}
+
+#[test]
+fn the_first_loss_after_a_connection_that_lasted_reconnects_at_once() {
+    let mut h = Harness::new(config(3));
+    h.establish(5, 3000);
+    // Short-lived connections first, then one that lasts.
+    for _ in 0..3 {
+        h.s.on_disconnected(h.now, "closed by the server");
+        h.establish(5, 3000);
+    }
+    h.advance(Duration::from_millis(900));
+    h.reply(-2, 0, ErrorCode::Ok, &[]);
+    h.advance(hosts::HEALTHY_AFTER - Duration::from_millis(900));
+    h.actions();
+    h.s.on_disconnected(h.now, "server died");
+    let actions = h.actions();
+    assert!(
+        matches!(actions.last(), Some(Action::Connect(_))),
+        "{actions:?}"
+    );
 }

@@ -1,0 +1,133 @@
+// Curator contenders for the chaos run: COUNT threads, each with its own CuratorFramework
+// (its own session), taking an InterProcessMutex on LOCK over and over. Inside, each creates
+// the ephemeral MARKER (a second holder's create fails), prints its fencing token (the czxid
+// of its lock node), holds, deletes the marker in a transaction that checks its lock node
+// first, and releases. Lines as in chaos/src/journal.rs. Ends when stdin closes.
+//
+// Usage: java -cp <curator jars>:<dir> ChaosCurator CONNECT LOCK MARKER COUNT HOLD_MS SESSION_MS
+import java.lang.reflect.Method;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.retry.RetryForever;
+import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.data.Stat;
+
+public class ChaosCurator {
+    private static synchronized void out(String line) {
+        System.out.println(line);
+        System.out.flush();
+    }
+
+    private static long nowNs() {
+        Instant now = Instant.now();
+        return now.getEpochSecond() * 1_000_000_000L + now.getNano();
+    }
+
+    private static String lockPathOf(InterProcessMutex m) throws Exception {
+        // Curator keeps the lock node's path behind a protected accessor.
+        Method get = InterProcessMutex.class.getDeclaredMethod("getLockPath");
+        get.setAccessible(true);
+        return (String) get.invoke(m);
+    }
+
+    // Deletes the marker while our lock node exists, retried until it is gone: the lock is
+    // released only after, or the next holder would find it.
+    private static boolean leave(CuratorFramework client, String node, String marker) throws InterruptedException {
+        while (true) {
+            try {
+                client.transaction().forOperations(
+                        client.transactionOp().check().forPath(node),
+                        client.transactionOp().delete().forPath(marker));
+                return true;
+            } catch (Exception e) {
+                // Below: whether the marker is still ours to delete.
+            }
+            try {
+                Stat there = client.checkExists().forPath(marker);
+                long session = client.getZookeeperClient().getZooKeeper().getSessionId();
+                if (there == null || there.getEphemeralOwner() != session) {
+                    return there == null;
+                }
+            } catch (Exception e) {
+                // Not known yet: try again.
+            }
+            Thread.sleep(50);
+        }
+    }
+
+    private static void contend(String connect, String lock, String marker, String who, long holdMs, int sessionMs) {
+        CuratorFramework client = CuratorFrameworkFactory.builder()
+                .connectString(connect)
+                .sessionTimeoutMs(sessionMs)
+                .connectionTimeoutMs(sessionMs)
+                .retryPolicy(new RetryForever(100))
+                .build();
+        client.start();
+        InterProcessMutex mutex = new InterProcessMutex(client, lock);
+        byte[] data = who.getBytes(StandardCharsets.UTF_8);
+        while (true) {
+            try {
+                if (!mutex.acquire(30, TimeUnit.SECONDS)) {
+                    continue;
+                }
+                try {
+                    String node = lockPathOf(mutex);
+                    Stat lockStat = client.checkExists().forPath(node);
+                    if (lockStat == null) {
+                        out("error " + who + " granted, but the lock node is gone");
+                        continue;
+                    }
+                    long token = lockStat.getCzxid();
+                    long markerCzxid;
+                    try {
+                        Stat created = new Stat();
+                        client.create().storingStatIn(created).withMode(CreateMode.EPHEMERAL).forPath(marker, data);
+                        markerCzxid = created.getCzxid();
+                    } catch (KeeperException.NodeExistsException e) {
+                        // Curator retries a create whose reply was lost: the marker may be ours.
+                        Stat there = new Stat();
+                        byte[] inside = client.getData().storingStatIn(there).forPath(marker);
+                        long session = client.getZookeeperClient().getZooKeeper().getSessionId();
+                        if (there.getEphemeralOwner() != session) {
+                            out("violation " + who + " found " + new String(inside, StandardCharsets.UTF_8)
+                                    + " inside while holding token 0x" + Long.toHexString(token));
+                            continue;
+                        }
+                        markerCzxid = there.getCzxid();
+                    }
+                    out("grant " + who + " " + token + " " + markerCzxid + " " + nowNs());
+                    Thread.sleep(holdMs);
+                    if (leave(client, node, marker)) {
+                        out("exit " + who + " " + token + " " + nowNs());
+                    }
+                } finally {
+                    mutex.release();
+                }
+            } catch (Exception e) {
+                out("error " + who + " " + e.toString().replace('\n', ' '));
+            }
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        String connect = args[0], lock = args[1], marker = args[2];
+        int count = Integer.parseInt(args[3]);
+        long holdMs = Long.parseLong(args[4]);
+        int sessionMs = Integer.parseInt(args[5]);
+        for (int i = 0; i < count; i++) {
+            String who = "curator-" + i;
+            Thread t = new Thread(() -> contend(connect, lock, marker, who, holdMs, sessionMs));
+            t.setDaemon(true);
+            t.start();
+        }
+        while (System.in.read() != -1) {
+        }
+        System.exit(0);
+    }
+}

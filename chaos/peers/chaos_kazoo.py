@@ -1,0 +1,146 @@
+"""kazoo contenders for the chaos run: COUNT threads, each with its own KazooClient (its own
+session), taking a kazoo Lock on LOCK over and over. Inside, each creates the ephemeral
+MARKER (a second holder's create fails), prints its fencing token (the czxid of its lock
+node), holds, deletes the marker in a transaction that checks its lock node first, and
+releases. Lines as in chaos/src/journal.rs. Ends when stdin closes.
+
+Usage: python3 chaos_kazoo.py CONNECT LOCK MARKER COUNT HOLD_MS SESSION_MS
+"""
+import sys
+import threading
+import time
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import (
+    KazooException,
+    NodeExistsError,
+    NoNodeError,
+    SessionExpiredError,
+)
+from kazoo.retry import KazooRetry
+
+out_lock = threading.Lock()
+
+
+def out(line):
+    with out_lock:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
+def ours(zk, stat):
+    """Whether our session owns the node of `stat`; None while not connected."""
+    cid = zk.client_id
+    return None if cid is None else stat.ephemeralOwner == cid[0]
+
+
+def enter(zk, marker, who):
+    """Creates the marker: (its czxid, None), or (None, who is inside). A create whose reply
+    was lost is looked for again: the marker is ours if our session owns it."""
+    while True:
+        try:
+            _, created = zk.create(marker, who.encode(), ephemeral=True, include_data=True)
+            return created.czxid, None
+        except NodeExistsError:
+            pass
+        except SessionExpiredError:
+            raise
+        except KazooException:
+            pass  # a lost connection: the create may have been applied
+        try:
+            inside, there = zk.get(marker)
+        except NoNodeError:
+            continue
+        except SessionExpiredError:
+            raise
+        except KazooException:
+            time.sleep(0.05)
+            continue
+        mine = ours(zk, there)
+        if mine is None:
+            time.sleep(0.05)
+            continue
+        if mine:
+            return there.czxid, None
+        return None, inside.decode(errors="replace")
+
+
+def leave(zk, node, marker, who):
+    """Deletes the marker while our lock node exists, retried until it is gone: the lock is
+    released only after, or the next holder would find it."""
+    while True:
+        try:
+            t = zk.transaction()
+            t.check(node, -1)
+            t.delete(marker)
+            failed = [r for r in t.commit() if isinstance(r, Exception)]
+            if not failed:
+                return True
+        except SessionExpiredError:
+            return False  # the marker went with the session
+        except KazooException:
+            pass  # a lost connection: look again
+        try:
+            there = zk.exists(marker)
+            if there is None:
+                return True  # deleted by an earlier try whose reply was lost
+            if ours(zk, there) is False:
+                return False
+        except SessionExpiredError:
+            return False
+        except KazooException:
+            pass
+        time.sleep(0.05)
+
+
+def contend(connect, lock_path, marker, who, hold_ms, session_ms):
+    retry = {"max_tries": -1, "delay": 0.1, "max_delay": 1.0}
+    zk = KazooClient(
+        hosts=connect,
+        timeout=session_ms / 1000.0,
+        connection_retry=KazooRetry(**retry),
+        command_retry=KazooRetry(**retry),
+    )
+    zk.start(timeout=60)
+    lock = zk.Lock(lock_path, who)
+    while True:
+        try:
+            if not lock.acquire(timeout=30):
+                continue
+            try:
+                node = lock_path + "/" + lock.node
+                stat = zk.exists(node)
+                if stat is None:
+                    out("error %s granted, but the lock node is gone" % who)
+                    continue
+                token = stat.czxid
+                marker_czxid, inside = enter(zk, marker, who)
+                if inside is not None:
+                    out("violation %s found %s inside while holding token %#x"
+                        % (who, inside, token))
+                    continue
+                out("grant %s %d %d %d" % (who, token, marker_czxid, time.time_ns()))
+                time.sleep(hold_ms / 1000.0)
+                if leave(zk, node, marker, who):
+                    out("exit %s %d %d" % (who, token, time.time_ns()))
+            finally:
+                lock.release()
+        except Exception as e:  # report, keep contending
+            out("error %s %r" % (who, e))
+
+
+def main():
+    connect, lock_path, marker = sys.argv[1], sys.argv[2], sys.argv[3]
+    count, hold_ms, session_ms = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+    for i in range(count):
+        t = threading.Thread(
+            target=contend,
+            args=(connect, lock_path, marker, "kazoo-%d" % i, hold_ms, session_ms),
+            daemon=True,
+        )
+        t.start()
+    sys.stdin.read()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,229 @@
+//! The faults of a run: ensemble members killed and restarted (the leader every other time),
+//! and Rust holders paused with `SIGSTOP` past their session timeout.
+
+use std::time::Duration;
+
+use tokio::sync::broadcast;
+use tokio::time::Instant;
+use zookeeper_testkit::Ensemble;
+use zookeeper_tokio::{Client, ErrorKind};
+
+use crate::journal::Event;
+use crate::options::RunOptions;
+use crate::processes::{signal, Hub, Process};
+use crate::report::{Faults, PauseOutcome};
+
+/// Prints a line of progress, stamped with the time since the run started.
+pub fn progress(start: Instant, what: &str) {
+    eprintln!("[{:7.2} s] {what}", start.elapsed().as_secs_f64());
+}
+
+/// Waits until a write through `probe` succeeds; returns how long since `since`.
+async fn until_writable(probe: &Client, since: Instant) -> Duration {
+    let probe = probe.with_request_timeout(Some(Duration::from_secs(1)));
+    let give_up = since + Duration::from_secs(120);
+    while Instant::now() < give_up {
+        if probe.set_data("/chaos", b"", None).await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    since.elapsed()
+}
+
+/// Faults come one at a time, so that each stall has one cause. (Together they compound:
+/// a leader elected while a dead holder's session runs out gives that session a fresh
+/// timeout, as ZooKeeper does for every session on a new leader.)
+pub type OneAtATime = tokio::sync::Mutex<()>;
+
+/// Kills a member every `kill_every`, the leader every other time, and restarts it after
+/// `down_for`, until `until`.
+pub async fn kill_members(
+    ensemble: &Ensemble,
+    probe: &Client,
+    o: &RunOptions,
+    start: Instant,
+    until: Instant,
+    one_at_a_time: &OneAtATime,
+) -> Faults {
+    let mut faults = Faults::default();
+    let mut leader_turn = true;
+    loop {
+        let next = Instant::now() + o.kill_every;
+        if next + o.down_for >= until {
+            return faults;
+        }
+        tokio::time::sleep_until(next).await;
+        let _turn = one_at_a_time.lock().await;
+        let Ok(leader) = ensemble.leader().await else {
+            continue;
+        };
+        let victim = if leader_turn {
+            leader
+        } else {
+            (leader + 1) % ensemble.size()
+        };
+        leader_turn = !leader_turn;
+        let killed = Instant::now();
+        if ensemble.kill(victim).is_err() {
+            continue;
+        }
+        faults.kills += 1;
+        if victim == leader {
+            faults.leader_kills += 1;
+            let election = until_writable(probe, killed).await;
+            faults.elections.push(election);
+            progress(
+                start,
+                &format!("killed member {victim} (the leader): writable again after {election:?}"),
+            );
+        } else {
+            progress(start, &format!("killed member {victim} (a follower)"));
+        }
+        tokio::time::sleep(o.down_for).await;
+        match ensemble.restart(victim).await {
+            Ok(()) => progress(start, &format!("member {victim} back")),
+            Err(e) => progress(start, &format!("member {victim} did not come back: {e}")),
+        }
+    }
+}
+
+/// Waits (at most `bound`) for the first event `pick` accepts.
+async fn wait_for<T>(
+    events: &mut broadcast::Receiver<(String, Event)>,
+    bound: Duration,
+    mut pick: impl FnMut(&str, &Event) -> Option<T>,
+) -> Option<T> {
+    let deadline = Instant::now() + bound;
+    loop {
+        let next = tokio::time::timeout_at(deadline, events.recv()).await;
+        match next {
+            Ok(Ok((lock, event))) => {
+                if let Some(found) = pick(&lock, &event) {
+                    return Some(found);
+                }
+            }
+            Ok(Err(broadcast::error::RecvError::Lagged(_))) => {}
+            Ok(Err(broadcast::error::RecvError::Closed)) | Err(_) => return None,
+        }
+    }
+}
+
+/// Pauses one of `contenders` every `pause_every`, in turn, until `until`.
+#[allow(clippy::too_many_arguments)]
+pub async fn pause_holders(
+    contenders: &mut [Process],
+    hub: &Hub,
+    probe: &Client,
+    o: &RunOptions,
+    start: Instant,
+    until: Instant,
+    one_at_a_time: &OneAtATime,
+    faults_skipped: &mut usize,
+) -> Vec<PauseOutcome> {
+    let mut outcomes = Vec::new();
+    let mut turn = 0;
+    // A pause lasts about a session timeout and the takeover after it.
+    while Instant::now() + o.pause_every + o.session_timeout < until {
+        tokio::time::sleep(o.pause_every).await;
+        let _turn = one_at_a_time.lock().await;
+        let holder = &mut contenders[turn % contenders.len()];
+        turn += 1;
+        match pause_one(holder, hub, probe, o, start).await {
+            Some(outcome) => outcomes.push(outcome),
+            None => *faults_skipped += 1,
+        }
+    }
+    outcomes
+}
+
+/// Stops `holder` while it holds its lock, until another contender was granted it, then lets
+/// it run and collects what it saw.
+async fn pause_one(
+    holder: &mut Process,
+    hub: &Hub,
+    probe: &Client,
+    o: &RunOptions,
+    start: Instant,
+) -> Option<PauseOutcome> {
+    let mut events = hub.events.subscribe();
+    let who = holder.name.clone();
+    let lock = holder.lock.clone();
+    holder.send("pause-next").await;
+    let token = wait_for(&mut events, Duration::from_secs(30), |_, e| match e {
+        Event::Holding { who: w, token } if *w == who => Some(*token),
+        _ => None,
+    })
+    .await?;
+    let pid = holder.pid()?;
+    signal(pid, libc::SIGSTOP).ok()?;
+    let stopped = Instant::now();
+    progress(
+        start,
+        &format!("{who} stopped while holding token {token:#x}"),
+    );
+    let bound = o.session_timeout * 3 + Duration::from_secs(30);
+    let taken_over = wait_for(&mut events, bound, |l, e| match e {
+        Event::Grant {
+            who: w, token: t, ..
+        } if l == lock && *w != who && *t > token => Some(w.clone()),
+        _ => None,
+    })
+    .await;
+    // Stay stopped at least a session timeout in any case.
+    tokio::time::sleep_until(stopped + o.session_timeout).await;
+    let _ = signal(pid, libc::SIGCONT);
+    progress(
+        start,
+        &format!(
+            "{who} resumed after {:?}; meanwhile the lock went to {}",
+            stopped.elapsed(),
+            taken_over.as_deref().unwrap_or("nobody")
+        ),
+    );
+    let look = wait_for(&mut events, Duration::from_secs(30), |_, e| match e {
+        Event::Resumed {
+            who: w,
+            gap_ms,
+            state,
+            session,
+            ..
+        } if *w == who => Some((*gap_ms, state.clone(), session.clone())),
+        _ => None,
+    })
+    .await;
+    let write = wait_for(&mut events, Duration::from_secs(60), |_, e| match e {
+        Event::GuardedWrite {
+            who: w, refused, ..
+        } if *w == who => Some(*refused),
+        _ => None,
+    })
+    .await;
+    let stale = format!("{}-stale-{who}-{token}", holder.marker);
+    let (paused_ms, first_look, session_at_first_look) =
+        look.unwrap_or((0, "no report".into(), "?".into()));
+    Some(PauseOutcome {
+        who,
+        token,
+        paused_ms,
+        first_look,
+        session_at_first_look,
+        guarded_write_refused: write == Some(true),
+        taken_over: taken_over.is_some(),
+        stale_write_absent: absent(probe, &stale).await,
+    })
+}
+
+/// Whether `path` does not exist, asked until the ensemble answers.
+async fn absent(probe: &Client, path: &str) -> bool {
+    for _ in 0..600 {
+        match probe.exists(path).await {
+            Ok(stat) => return stat.is_none(),
+            Err(e) if e.is_retryable() || e == ErrorKind::SessionMoved => {
+                tokio::time::sleep(Duration::from_millis(100)).await
+            }
+            Err(_) => return false,
+        }
+    }
+    false
+}

@@ -1,0 +1,265 @@
+//! lock, rwlock, semaphore: acquire, run the command under supervision, release.
+
+use std::ffi::OsString;
+use std::future::Future;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use zookeeper_recipes::{Layout, LockGuard, LockState, Mutex, ReadWriteLock, Semaphore};
+use zookeeper_tokio::Client;
+
+use crate::connection::Connection;
+use crate::exit::{self, Failure, Outcome};
+use crate::interrupt::Interrupts;
+use crate::output::Out;
+use crate::supervise::{self, status_code, stopped_message, End, Supervision};
+use crate::trust::until_untrusted;
+
+/// Whose node names to use, to share the lock with Java or Python peers.
+#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LayoutArg {
+    /// Apache Curator (InterProcessMutex, LeaderLatch).
+    #[default]
+    Curator,
+    /// kazoo (Lock, Election).
+    Kazoo,
+}
+
+impl From<LayoutArg> for Layout {
+    fn from(l: LayoutArg) -> Layout {
+        match l {
+            LayoutArg::Curator => Layout::Curator,
+            LayoutArg::Kazoo => Layout::Kazoo,
+        }
+    }
+}
+
+/// `lock PATH -- CMD...`
+#[derive(Args, Debug)]
+pub struct Lock {
+    /// The lock's path (created as a container if missing).
+    path: String,
+    /// Node layout, to share the lock with Curator or kazoo peers.
+    #[arg(long, value_enum, default_value_t)]
+    layout: LayoutArg,
+    #[command(flatten)]
+    supervision: Supervision,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    command: Vec<OsString>,
+}
+
+/// `rwlock --read|--write PATH -- CMD...`
+#[derive(Args, Debug)]
+#[command(group = clap::ArgGroup::new("half").required(true).args(["read", "write"]))]
+pub struct Rwlock {
+    /// Share the lock with other readers.
+    #[arg(long)]
+    read: bool,
+    /// Hold the lock alone.
+    #[arg(long)]
+    write: bool,
+    path: String,
+    #[command(flatten)]
+    supervision: Supervision,
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    command: Vec<OsString>,
+}
+
+/// `semaphore --permits N PATH -- CMD...`
+#[derive(Args, Debug)]
+pub struct SemaphoreCmd {
+    /// How many may hold a lease at once; every participant must give the same number.
+    #[arg(long, short = 'n', value_parser = clap::value_parser!(u32).range(1..))]
+    permits: u32,
+    path: String,
+    #[command(flatten)]
+    supervision: Supervision,
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    command: Vec<OsString>,
+}
+
+/// Who holds the node, shown by `ephemerals` and kept in the node's data (kazoo shows it).
+pub fn identity() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "localhost".to_owned());
+    format!("zk@{host}:{}", std::process::id())
+}
+
+pub async fn lock(client: &Client, conn: &Connection, args: Lock, _out: &mut Out) -> Outcome {
+    let mut interrupts = Interrupts::catch()?;
+    let mutex = Mutex::with_layout(client, &args.path, args.layout.into())?
+        .with_data(identity().as_bytes());
+    let guard = acquire(
+        &args.path,
+        conn.timeout,
+        &mut interrupts,
+        |t| mutex.acquire_timeout(t),
+        mutex.acquire(),
+    )
+    .await?;
+    hold(
+        client,
+        "lock",
+        &args.path,
+        guard,
+        None,
+        &args.command,
+        &args.supervision,
+        &mut interrupts,
+    )
+    .await
+}
+
+pub async fn rwlock(client: &Client, conn: &Connection, args: Rwlock, _out: &mut Out) -> Outcome {
+    let mut interrupts = Interrupts::catch()?;
+    let lock = ReadWriteLock::new(client, &args.path)?.with_data(identity().as_bytes());
+    let guard = if args.read {
+        acquire(
+            &args.path,
+            conn.timeout,
+            &mut interrupts,
+            |t| lock.read_timeout(t),
+            lock.read(),
+        )
+        .await?
+    } else {
+        acquire(
+            &args.path,
+            conn.timeout,
+            &mut interrupts,
+            |t| lock.write_timeout(t),
+            lock.write(),
+        )
+        .await?
+    };
+    hold(
+        client,
+        "lock",
+        &args.path,
+        guard,
+        None,
+        &args.command,
+        &args.supervision,
+        &mut interrupts,
+    )
+    .await
+}
+
+pub async fn semaphore(
+    client: &Client,
+    conn: &Connection,
+    args: SemaphoreCmd,
+    _out: &mut Out,
+) -> Outcome {
+    let mut interrupts = Interrupts::catch()?;
+    let pool =
+        Semaphore::new(client, &args.path, args.permits as usize)?.with_data(identity().as_bytes());
+    let lease = acquire(
+        &args.path,
+        conn.timeout,
+        &mut interrupts,
+        |t| pool.acquire_timeout(t),
+        pool.acquire(),
+    )
+    .await?;
+    hold(
+        client,
+        "lease on",
+        &args.path,
+        lease,
+        None,
+        &args.command,
+        &args.supervision,
+        &mut interrupts,
+    )
+    .await
+}
+
+/// Waits for the lock, within `timeout` if given. Interrupted, the wait is dropped (which
+/// deletes our waiting node) and `zk` exits as the signal would have it.
+pub async fn acquire<T, W, F>(
+    path: &str,
+    timeout: Option<Duration>,
+    interrupts: &mut Interrupts,
+    within: impl FnOnce(Duration) -> W,
+    forever: F,
+) -> Result<T, Failure>
+where
+    W: Future<Output = zookeeper_recipes::Result<Option<T>>>,
+    F: Future<Output = zookeeper_recipes::Result<T>>,
+{
+    let wait = async {
+        match timeout {
+            Some(t) => within(t).await?.ok_or_else(|| {
+                Failure::new(
+                    exit::TIMEOUT,
+                    format!(
+                        "{path}: not acquired within {}",
+                        humantime::format_duration(t)
+                    ),
+                )
+            }),
+            None => Ok(forever.await?),
+        }
+    };
+    tokio::select! {
+        acquired = wait => acquired,
+        signal = interrupts.next() => Err(Failure::silent(exit::signalled(signal))),
+    }
+}
+
+/// Runs the command while `guard` is trusted, with the lock's variables and `extra` in its
+/// environment, then releases the lock.
+#[allow(clippy::too_many_arguments)]
+pub async fn hold(
+    client: &Client,
+    what: &str,
+    path: &str,
+    guard: LockGuard,
+    extra: Option<(&'static str, String)>,
+    command: &[OsString],
+    supervision: &Supervision,
+    interrupts: &mut Interrupts,
+) -> Outcome {
+    if let LockState::Lost(reason) = guard.state() {
+        return Err(Failure::new(
+            exit::LOST,
+            format!("{what} {path} lost ({reason:?}) before the command started"),
+        ));
+    }
+    let mut env = vec![
+        ("ZK_LOCK_PATH", path.to_owned()),
+        ("ZK_LOCK_NODE", guard.path().to_owned()),
+        ("ZK_FENCING_TOKEN", guard.fencing_token().0.to_string()),
+    ];
+    env.extend(extra);
+    let limit = suspend_limit(client, supervision);
+    let untrusted = until_untrusted(guard.state_changes(), limit);
+    let end = supervise::run(command, &env, untrusted, supervision, interrupts).await;
+    // Bounded: with the connection down the delete goes on in the background, and closing the
+    // session (or its expiry) removes the node anyway.
+    let _ = tokio::time::timeout(Duration::from_secs(3), guard.release()).await;
+    finish(&format!("{what} {path}"), end?)
+}
+
+/// The exit of `zk` for how the command ended.
+pub fn finish(what: &str, end: End) -> Outcome {
+    match end {
+        End::Exited(status) | End::Interrupted(status) => Ok(status_code(status)),
+        End::Stopped { reason, signal } => Err(Failure::new(
+            exit::LOST,
+            stopped_message(what, &reason, signal),
+        )),
+    }
+}
+
+/// `--suspend-limit`, by default a quarter of the negotiated session timeout: the connection
+/// is noticed down at most 2/3 of the timeout after the server last heard from us, so the
+/// command is stopped before the server can expire the session and grant the lock elsewhere.
+pub fn suspend_limit(client: &Client, supervision: &Supervision) -> Duration {
+    supervision
+        .suspend_limit
+        .unwrap_or_else(|| client.session_timeout() / 4)
+}

@@ -1,0 +1,66 @@
+//! A million notifications for a consumer that does not read: they grew the client by 72 MB
+//! and more, without limit. The stream now holds its bound and folds the rest, per node.
+
+use zookeeper_jute::{ErrorCode, EventType, OpCode};
+use zookeeper_tokio::{AddWatchMode, Client, SessionState, DEFAULT_MAX_QUEUED_EVENTS};
+
+use crate::common::within;
+use crate::meter::MemoryWatch;
+use crate::server::{notification, FakeServer};
+
+const FLOOD: usize = 1_000_000;
+
+#[tokio::test]
+async fn a_million_unread_notifications_stay_within_the_bound() {
+    let server = FakeServer::start(|mut peer| async move {
+        if peer.handshake().await.is_none() {
+            return;
+        }
+        while let Some(request) = peer.next_request().await {
+            match request.opcode {
+                OpCode::AddWatch => peer.reply(request.xid, 1, ErrorCode::Ok, &[]).await,
+                // The flood goes out before the answer to this request, so the client has
+                // handled all of it when the answer comes.
+                OpCode::Exists if request.body.ends_with(b"/sync\0") => {
+                    let mut frames = Vec::with_capacity(64 << 20);
+                    let payload = notification(EventType::NodeDataChanged, "/w");
+                    for _ in 0..FLOOD {
+                        frames.extend_from_slice(&(payload.len() as i32).to_be_bytes());
+                        frames.extend_from_slice(&payload);
+                    }
+                    peer.write_raw(&frames).await;
+                    peer.reply(request.xid, 2, ErrorCode::NoNode, &[]).await;
+                }
+                _ => peer.reply(request.xid, 1, ErrorCode::NoNode, &[]).await,
+            }
+        }
+    });
+    let client = within("connect", Client::connect(&server.connect_string()))
+        .await
+        .unwrap();
+    let mut watcher = within(
+        "add_watch",
+        client.add_watch("/w", AddWatchMode::Persistent),
+    )
+    .await
+    .unwrap();
+    let memory = MemoryWatch::start();
+    within("the flood", client.exists("/sync")).await.unwrap();
+    let peak = memory.peak_growth();
+    // About 100 bytes per queued event, and the read buffer.
+    assert!(
+        peak < 4 << 20,
+        "the client grew by {peak} bytes for {FLOOD} unread events"
+    );
+
+    // What the consumer sees: the bound's worth of events as they came, then one event for
+    // all the changes it was behind on.
+    let mut seen = vec![];
+    while let Some(event) = watcher.try_next() {
+        seen.push(event.event_type);
+    }
+    assert_eq!(seen.len(), DEFAULT_MAX_QUEUED_EVENTS + 1);
+    assert!(seen.iter().all(|t| *t == EventType::NodeDataChanged));
+    assert_eq!(client.state(), SessionState::Connected);
+    assert_eq!(server.accepted(), 1);
+}

@@ -1,0 +1,165 @@
+//! Servers that say nothing, or take their time: a handshake never answered, a connection that
+//! goes quiet, a server that answers pings but never a request, slow replies.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+use zookeeper_tokio::{Client, ErrorKind, SessionState, DEFAULT_REQUEST_TIMEOUT};
+
+use crate::common::{within, SCHEDULING_SLACK};
+use crate::server::FakeServer;
+
+/// A session timeout so long that no ping or read timeout comes near the request deadline.
+const HOUR_MS: i32 = 3_600_000;
+
+#[tokio::test]
+async fn a_handshake_never_answered_is_given_up_at_the_connect_timeout() {
+    let server = FakeServer::start(|mut peer| async move {
+        peer.read_frame().await;
+        peer.swallow().await;
+    });
+    let started = Instant::now();
+    let attempt = Duration::from_millis(200);
+    let connect_timeout = Duration::from_secs(2);
+    let err = within(
+        "connect",
+        Client::builder(&server.connect_string())
+            .attempt_timeout(attempt)
+            .connect_timeout(connect_timeout)
+            .connect(),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Connect(_)), "{err}");
+    let took = started.elapsed();
+    assert!(
+        took >= connect_timeout && took <= connect_timeout + SCHEDULING_SLACK,
+        "{took:?}"
+    );
+    // One attempt per attempt timeout at most, and it kept trying.
+    let attempts = server.accepted();
+    assert!(
+        (2..=(connect_timeout.as_millis() / attempt.as_millis()) as u64 + 1).contains(&attempts),
+        "{attempts} attempts"
+    );
+}
+
+/// The server keeps the connection alive (pings) but never answers a request: the call fails
+/// at the default deadline. The clock is paused once connected, so the test measures the
+/// deadline exactly instead of waiting a minute.
+#[tokio::test]
+async fn a_request_the_server_never_answers_fails_at_the_default_deadline() {
+    let server = FakeServer::start(|mut peer| async move {
+        if peer.handshake_granting(HOUR_MS).await.is_some() {
+            while peer.next_request().await.is_some() {}
+        }
+    });
+    let client = within("connect", Client::connect(&server.connect_string()))
+        .await
+        .unwrap();
+    tokio::time::pause();
+    let started = Instant::now();
+    let err = tokio::time::timeout(DEFAULT_REQUEST_TIMEOUT * 2, client.get_data("/a"))
+        .await
+        .expect("the call ended")
+        .unwrap_err();
+    assert_eq!(err, ErrorKind::Timeout);
+    assert_eq!(err.to_string(), "get_data /a: request timed out");
+    let took = started.elapsed();
+    assert!(
+        took >= DEFAULT_REQUEST_TIMEOUT && took < DEFAULT_REQUEST_TIMEOUT + Duration::from_secs(1),
+        "{took:?}"
+    );
+    assert_eq!(client.state(), SessionState::Connected);
+    assert_eq!(server.accepted(), 1);
+}
+
+/// With the deadline turned off, the same call waits as long as the session lives.
+#[tokio::test]
+async fn with_the_deadline_off_a_call_waits_while_the_session_lives() {
+    let server = FakeServer::start(|mut peer| async move {
+        if peer.handshake_granting(HOUR_MS).await.is_some() {
+            while peer.next_request().await.is_some() {}
+        }
+    });
+    let client = within(
+        "connect",
+        Client::builder(&server.connect_string())
+            .request_timeout(None)
+            .connect(),
+    )
+    .await
+    .unwrap();
+    tokio::time::pause();
+    let mut call = Box::pin(client.get_data("/a"));
+    let waited = tokio::time::timeout(DEFAULT_REQUEST_TIMEOUT * 10, &mut call).await;
+    assert!(waited.is_err(), "answered: {waited:?}");
+    // The end of the session ends it: closing waits for the replies of earlier requests up to
+    // two thirds of the session timeout, then gives up on them.
+    drop(client);
+    assert_eq!(call.await.unwrap_err(), ErrorKind::Closed);
+}
+
+/// A connection that goes silent (no replies, not even to pings) is given up two thirds of the
+/// session timeout after the last frame, the call in flight fails with `ConnectionLoss`, and
+/// the client connects again.
+#[tokio::test]
+async fn a_silent_connection_is_left_after_two_thirds_of_the_session_timeout() {
+    const TIMEOUT_MS: i32 = 1_500;
+    let server = FakeServer::start(|mut peer| async move {
+        if peer.handshake_granting(TIMEOUT_MS).await.is_some() {
+            peer.swallow().await;
+        }
+    });
+    let client = within("connect", Client::connect(&server.connect_string()))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let err = within("call", client.exists("/a")).await.unwrap_err();
+    assert_eq!(err, ErrorKind::ConnectionLoss);
+    let took = started.elapsed();
+    let read_timeout = Duration::from_millis(TIMEOUT_MS as u64 * 2 / 3);
+    // Counted from the handshake's answer, just before the call.
+    assert!(
+        took >= read_timeout / 2 && took <= read_timeout + SCHEDULING_SLACK,
+        "{took:?}"
+    );
+    within("reconnect", async {
+        while server.accepted() < 2 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+}
+
+/// Replies that take their time (but come well within the deadline and the read timeout)
+/// are waited for; nothing reconnects.
+#[tokio::test]
+async fn slow_replies_are_waited_for() {
+    let delay = Duration::from_millis(300);
+    let server = FakeServer::start(move |mut peer| async move {
+        if peer.handshake().await.is_none() {
+            return;
+        }
+        while let Some(request) = peer.next_request().await {
+            tokio::time::sleep(delay).await;
+            peer.reply(request.xid, 1, zookeeper_jute::ErrorCode::NoNode, &[])
+                .await;
+        }
+    });
+    let client = within("connect", Client::connect(&server.connect_string()))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let calls: Vec<_> = (0..3).map(|i| client.exists(&format!("/n{i}"))).collect();
+    for call in calls {
+        assert_eq!(within("slow reply", call).await, Ok(None));
+    }
+    let took = started.elapsed();
+    assert!(
+        took >= delay * 3 && took <= delay * 3 + SCHEDULING_SLACK,
+        "{took:?}"
+    );
+    assert_eq!(server.accepted(), 1);
+    assert_eq!(client.state(), SessionState::Connected);
+}
