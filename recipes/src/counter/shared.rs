@@ -190,6 +190,11 @@ impl SharedCount {
         CountChanges { rx }
     }
 
+    /// The count as it changes, every read included: what a semaphore judges by.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<VersionedCount> {
+        self.inner.current.subscribe()
+    }
+
     /// Stops following the node (also done when the last clone is dropped).
     pub fn close(&self) {
         self.inner.stop.cancel();
