@@ -28,6 +28,11 @@
 //! wrapped past 2^31 ([`Error::SequenceWrapped`]), where the peers' order breaks. The two
 //! layouts do not see each other: pick the one your peers use.
 //!
+//! A [`Semaphore`] may take its number of leases from a [`SharedCount`]
+//! ([`Semaphore::with_shared_count`], Curator's `InterProcessSemaphoreV2` with a
+//! `SharedCountReader`): a raised count admits waiters at once, a lowered one takes no lease
+//! back but holds new ones until enough are returned.
+//!
 //! Leadership beyond a latch: a [`LeaderSelector`] (Curator's `LeaderSelector`) runs a future
 //! for each term it leads, cancelled when leadership is suspended or lost ([`CancelOn`]), and
 //! queues again if asked. A [`SemaphoreMutex`] is Curator's `InterProcessSemaphoreMutex`: the
