@@ -65,6 +65,17 @@ impl Report {
         self.push(name, value, unit, Some(target));
     }
 
+    /// Records and prints a figure, with its target if it has one.
+    pub fn figure_maybe_target(
+        &mut self,
+        name: &str,
+        value: f64,
+        unit: &str,
+        target: Option<Target>,
+    ) {
+        self.push(name, value, unit, target);
+    }
+
     fn push(&mut self, name: &str, value: f64, unit: &str, target: Option<Target>) {
         let shown = format_value(value);
         match target {
