@@ -14,6 +14,7 @@ mod machine;
 mod measure;
 mod options;
 mod ours;
+mod raw_lock;
 mod raw_socket;
 mod report;
 mod rusage;

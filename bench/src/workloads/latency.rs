@@ -142,7 +142,7 @@ async fn measure_against(
                     .collect::<Vec<_>>(),
             )
         };
-        report.figure_maybe_target(
+        report.figure_with_target(
             &format!("{name}.{overhead_name}.p50"),
             overhead(|p| p.p50_ns),
             "µs",

@@ -105,7 +105,7 @@ pub async fn compare(s: Setup<'_>, report: &mut Report) -> Result<(), BenchError
                 "cores",
             );
         }
-        report.figure_maybe_target(
+        report.figure_with_target(
             &format!("{name}.{who}.ops_per_s"),
             Pair::median_ops(&pair.ours),
             "ops/s",
@@ -116,13 +116,13 @@ pub async fn compare(s: Setup<'_>, report: &mut Report) -> Result<(), BenchError
             Pair::median_cpu(&pair.ours),
             "ns",
         );
-        report.figure_maybe_target(
+        report.figure_with_target(
             &format!("{name}.{who}_vs_raw.throughput"),
             pair.throughput_ratio(),
             "x",
             targets.throughput_ratio,
         );
-        report.figure_maybe_target(
+        report.figure_with_target(
             &format!("{name}.{who}_vs_raw.cpu_per_op"),
             pair.cpu_ratio(),
             "x",
