@@ -6,6 +6,8 @@ use bytes::{BufMut, BytesMut};
 
 /// create opcode.
 pub const OP_CREATE: i32 = 1;
+/// ZNONODE error code.
+pub const ERR_NO_NODE: i32 = -101;
 /// ZNODEEXISTS error code.
 pub const ERR_NODE_EXISTS: i32 = -110;
 /// delete opcode.

@@ -68,12 +68,13 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
                 .map_or("-".to_string(), |v| format!("{v:.0}/s"))
         };
         println!(
-            "# locks round {r}: uncontended raw {} ours {} ours_mt {} curator {}; contended raw {} ours {} ours_mt {} curator {}",
+            "# locks round {r}: uncontended raw {} ours {} ours_mt {} curator {}; contended raw {} raw_loop {} ours {} ours_mt {} curator {}",
             show(RAW, "uncontended.ops_per_s"),
             show("ours", "uncontended.ops_per_s"),
             show("ours_mt", "uncontended.ops_per_s"),
             show(CURATOR, "uncontended.ops_per_s"),
             show(RAW, "contended8.acq_per_s"),
+            show(RAW_LOOP, "contended8.acq_per_s"),
             show("ours", "contended8.acq_per_s"),
             show("ours_mt", "contended8.acq_per_s"),
             show(CURATOR, "contended8.acq_per_s"),
@@ -107,7 +108,7 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
             .collect()
     };
     for (key, unit) in units {
-        for who in [RAW, "ours", "ours_mt", CURATOR] {
+        for who in [RAW, RAW_LOOP, "ours", "ours_mt", CURATOR] {
             let v = values(who, key);
             if !v.is_empty() {
                 report.figure(&format!("locks.{key}.{who}"), median(&v), unit);
@@ -120,6 +121,8 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
         ("ours_mt", RAW, "uncontended.ops_per_s", Some(0.9)),
         ("ours", RAW, "contended8.acq_per_s", Some(0.9)),
         ("ours_mt", RAW, "contended8.acq_per_s", Some(0.9)),
+        ("ours", RAW_LOOP, "contended8.acq_per_s", None),
+        ("ours_mt", RAW_LOOP, "contended8.acq_per_s", None),
         ("ours", CURATOR, "uncontended.ops_per_s", Some(2.0)),
         ("ours_mt", CURATOR, "uncontended.ops_per_s", Some(2.0)),
         ("ours", CURATOR, "contended8.acq_per_s", None),
@@ -138,8 +141,11 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
     Ok(())
 }
 
-/// The raw-protocol limit (uncontended cycle, handoff chain) in figure names.
+/// The raw-protocol limits in figure names: the uncontended cycle and the handoff chain
+/// (`raw`), and the chain whose owners queue again (`raw_loop`), the like-for-like limit of
+/// 8 contenders looping.
 const RAW: &str = "raw";
+const RAW_LOOP: &str = "raw_loop";
 const CURATOR: &str = "curator";
 
 /// One round's figures, by contestant.
@@ -436,19 +442,34 @@ async fn round(
                     &format!("{raw_base}/uncontended"),
                     counts.uncontended,
                 )
-                .await?;
+                .await
+                .map_err(|e| format!("raw uncontended cycle: {e}"))?;
                 raw.insert("uncontended.ops_per_s", per_s);
             }
             Part::Contended => {
                 let (per_s, handoff) = raw_lock::handoff_chain(
                     ctx.zk,
-                    &format!("{raw_base}/contended"),
+                    &format!("{raw_base}/chain"),
                     counts.contended as usize,
+                    false,
                 )
-                .await?;
+                .await
+                .map_err(|e| format!("raw handoff chain: {e}"))?;
                 raw.insert("contended8.acq_per_s", per_s);
                 raw.insert("handoff.p50", handoff.p50_ns as f64 / 1000.0);
                 raw.insert("handoff.p99", handoff.p99_ns as f64 / 1000.0);
+                let (per_s, handoff) = raw_lock::handoff_chain(
+                    ctx.zk,
+                    &format!("{raw_base}/loop"),
+                    counts.contended as usize,
+                    true,
+                )
+                .await
+                .map_err(|e| format!("raw contention loop: {e}"))?;
+                let raw_loop = figures.entry(RAW_LOOP).or_default();
+                raw_loop.insert("contended8.acq_per_s", per_s);
+                raw_loop.insert("handoff.p50", handoff.p50_ns as f64 / 1000.0);
+                raw_loop.insert("handoff.p99", handoff.p99_ns as f64 / 1000.0);
             }
             Part::Waiters | Part::ReadWrite => {}
         }
