@@ -16,6 +16,8 @@ mod options;
 mod ours;
 mod raw_lock;
 mod raw_socket;
+#[cfg(feature = "metrics")]
+mod recorder;
 mod report;
 mod rusage;
 mod server_metrics;
@@ -60,10 +62,14 @@ fn main() {
         .enable_all()
         .build()
         .expect("tokio multi-thread runtime");
+    #[cfg(feature = "metrics")]
+    let recorder = recorder::install();
     let mut report = Report::default();
     runtime.block_on(run(opts, mt.handle().clone(), &mut report));
     drop(runtime);
     mt.shutdown_background();
+    #[cfg(feature = "metrics")]
+    println!("# metrics: {}", recorder::summary(recorder.as_ref()));
     println!();
     println!("{}", report.markdown());
 }
@@ -91,6 +97,14 @@ async fn run(opts: Options, mt: tokio::runtime::Handle, report: &mut Report) {
         opts.rounds, opts.threads
     );
     println!("# machine: {}", machine::describe());
+    println!(
+        "# metrics: {}",
+        if cfg!(feature = "metrics") {
+            "recorded (feature `metrics`); the recorder is said at the end"
+        } else {
+            "off (the client and recipes built without their `metrics` feature)"
+        }
+    );
     let ctx = Ctx { opts, zk, mt };
     for workload in options::WORKLOADS {
         if !ctx.opts.runs(workload) {

@@ -443,6 +443,7 @@ impl ClientBuilder {
                 chroot,
                 max_frame,
                 max_queued_events,
+                metrics: crate::metrics::ClientMetrics::new(),
             },
             request_timeout,
         );

@@ -13,6 +13,7 @@ use zookeeper_jute::{encode_request_frame, OpCode, Request};
 
 use crate::builder::ClientBuilder;
 use crate::error::{ErrorKind, Result};
+use crate::metrics::ClientMetrics;
 use crate::packet::{Packet, PacketKind, RawReply, ReplyRx, WatchRegistration};
 use crate::path::{validate_path, Chroot};
 use crate::queue::{Admission, Admit, Request as QueuedRequest, RequestQueue};
@@ -77,6 +78,8 @@ pub(crate) struct Inner {
     pub max_frame: usize,
     /// Events a persistent watch's stream queues before it folds them (see `event_queue`).
     pub max_queued_events: usize,
+    /// Handles on the request metrics (nothing without the `metrics` feature).
+    pub metrics: ClientMetrics,
 }
 
 impl Drop for Inner {
@@ -103,6 +106,15 @@ pub(crate) struct Call {
     rx: ReplyRx,
     timeout: Option<Duration>,
     sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// The client's metric handles, for the operation's future to take.
+    metrics: ClientMetrics,
+}
+
+impl Call {
+    /// The client's metric handles (taken once, by the operation's future).
+    pub(crate) fn take_metrics(&mut self) -> ClientMetrics {
+        std::mem::take(&mut self.metrics)
+    }
 }
 
 impl Future for Call {
@@ -387,6 +399,7 @@ impl Client {
             rx,
             timeout: self.request_timeout,
             sleep: None,
+            metrics: self.inner.metrics.clone(),
         }
     }
 }
@@ -408,6 +421,7 @@ mod tests {
                 chroot: Chroot::new(chroot),
                 max_frame: 1 << 20,
                 max_queued_events: 16,
+                metrics: crate::metrics::ClientMetrics::default(),
             },
             None,
         );

@@ -14,6 +14,7 @@ use bytes::{Buf, BytesMut};
 use tracing::{debug, Instrument};
 
 use crate::connect_string::HostPort;
+use crate::metrics;
 use crate::queue::{Item, RequestQueue};
 use crate::session::{Action, Session};
 use crate::transport::{ConnectError, Connector, Reader, Stream, Writer};
@@ -175,7 +176,7 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connecto
         if let Some(w) = writer.as_mut() {
             let out = session.output();
             while !out.is_empty() {
-                match w.try_write(out) {
+                match w.try_write(out).inspect(|&n| metrics::bytes_sent(n)) {
                     Ok(n) => out.advance(n),
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) => {
@@ -201,14 +202,17 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connecto
 
 async fn read_some(reader: Option<&mut Reader>, buf: &mut BytesMut) -> io::Result<usize> {
     match reader {
-        Some(r) => r.read_buf(buf).await,
+        Some(r) => r
+            .read_buf(buf)
+            .await
+            .inspect(|&n| metrics::bytes_received(n)),
         None => std::future::pending().await,
     }
 }
 
 async fn write_some(writer: Option<&mut Writer>, out: &mut BytesMut) -> io::Result<usize> {
     match writer {
-        Some(w) => w.write_buf(out).await,
+        Some(w) => w.write_buf(out).await.inspect(|&n| metrics::bytes_sent(n)),
         None => std::future::pending().await,
     }
 }

@@ -135,6 +135,7 @@ impl EventSender {
         if !node_event {
             shared.last.get_or_insert(event);
         } else if shared.is_behind() || shared.queue.len() >= shared.max {
+            crate::metrics::watch_event_coalesced();
             shared.hold_back(event);
         } else {
             shared.queue.push_back(event);

@@ -24,6 +24,9 @@
 //!   secure client port: server certificates verified against given or platform
 //!   authorities, hostnames checked, client certificates re-read from disk on every
 //!   reconnect; certificate problems fail with [`ErrorKind::Tls`] naming a [`TlsCause`].
+//! * With the cargo feature `metrics`, requests, connections, the session state, watches and
+//!   bytes are recorded through the [`metrics`](https://docs.rs/metrics) facade, into whatever
+//!   recorder the application installed (see [Metrics](#metrics)).
 //!
 //! ```
 //! use zookeeper_tokio::{Client, CreateOptions, MultiOp, Error};
@@ -62,6 +65,35 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! # Metrics
+//!
+//! With the cargo feature `metrics` (off by default; without it the crate has no `metrics`
+//! dependency and records nothing), the client records these through the
+//! [`metrics`](https://docs.rs/metrics) facade. Install a recorder (a Prometheus exporter such as
+//! `metrics-exporter-prometheus`, a StatsD one, an OpenTelemetry bridge) before connecting;
+//! `zookeeper_tokio::metrics::describe()` gives each metric its description and unit there.
+//! Labels are few and bounded: never a path or a session id. Histograms are in seconds.
+//!
+//! | Metric | Kind | Labels | What it counts |
+//! |---|---|---|---|
+//! | `zookeeper_requests_total` | counter | `operation` | requests made, by client method (`get_data`, `create`, `multi`...), those refused before sending and those whose future was dropped included; a method that makes several requests (`create` with parents, `delete_recursive`) counts each |
+//! | `zookeeper_request_duration_seconds` | histogram | `operation` | time from the call until its future completed (when the reply arrived, unless the future was polled late), of every request that finished |
+//! | `zookeeper_request_errors_total` | counter | `operation`, `kind` | failed requests, by [`ErrorKind`] in snake case (`no_node`, `connection_loss`, `timeout`...) |
+//! | `zookeeper_requests_in_flight` | gauge | | requests the session holds, queued or sent, whose reply has not arrived |
+//! | `zookeeper_connection_attempts_total` | counter | | connections opened towards a server |
+//! | `zookeeper_connections_established_total` | counter | | connections on which a server accepted the session |
+//! | `zookeeper_reconnects_total` | counter | | established connections that resumed an existing session |
+//! | `zookeeper_connection_losses_total` | counter | `reason` | established connections lost: `closed` (by the server, or an I/O or TLS error), `read_timeout`, `protocol_error`, `moved` (to a read-write server, or to rebalance) |
+//! | `zookeeper_session_state_changes_total` | counter | `state` | session state transitions, by the [`SessionState`] entered (`connected`, `disconnected`, `expired`...) |
+//! | `zookeeper_sessions` | gauge | `state` | this process's sessions in each state |
+//! | `zookeeper_session_expirations_total` | counter | | sessions that expired |
+//! | `zookeeper_watch_registrations_total` | counter | `kind` | watches the server set: `data`, `exist`, `child`, `persistent`, `persistent_recursive` |
+//! | `zookeeper_watch_events_total` | counter | `event` | events handed to watchers, by type (`node_created`, `node_data_changed`...); not the session's end |
+//! | `zookeeper_watch_events_coalesced_total` | counter | | events a persistent watch's stream folded because its reader was behind (see [`ClientBuilder::max_queued_events`]) |
+//! | `zookeeper_bytes_sent_total` | counter | | bytes written to servers (before TLS) |
+//! | `zookeeper_bytes_received_total` | counter | | bytes read from servers (after TLS) |
+//! | `zookeeper_frames_over_limit_total` | counter | | frames over the incoming limit ([`ClientBuilder::max_incoming_frame`]) |
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -78,6 +110,10 @@ pub mod fuzzing;
 #[cfg(all(test, not(feature = "fuzzing")))]
 mod fuzzing;
 mod limits;
+#[cfg(feature = "metrics")]
+pub mod metrics;
+#[cfg(not(feature = "metrics"))]
+mod metrics;
 mod ops;
 mod options;
 mod packet;

@@ -157,6 +157,7 @@ mod tests {
                 chroot: Chroot::new(None),
                 max_frame: 1 << 20,
                 max_queued_events: 16,
+                metrics: Default::default(),
             },
             None,
         );

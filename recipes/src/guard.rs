@@ -9,6 +9,7 @@ use zookeeper_tokio::{Client, ErrorKind, MultiOp, MultiResult, Stat};
 
 use crate::error::{Error, Result};
 use crate::lost::{LockState, LockStateChanges, LossMonitor, LossReason};
+use crate::metrics::{Hold, Recipe};
 use crate::release::{delete_until_gone, spawn_delete};
 
 /// A number that grows with every grant of a lock: the lock node's creation zxid (`czxid`).
@@ -36,12 +37,20 @@ pub(crate) struct HeldNode {
 }
 
 impl HeldNode {
-    pub(crate) fn new(client: &Client, path: String, stat: Stat, wakeups: u32) -> Arc<HeldNode> {
+    /// A node of `recipe` just granted.
+    pub(crate) fn new(
+        client: &Client,
+        recipe: Recipe,
+        path: String,
+        stat: Stat,
+        wakeups: u32,
+    ) -> Arc<HeldNode> {
         let monitor = LossMonitor::start(
             client,
             &path,
             stat.ephemeral_owner,
             FencingToken(stat.czxid),
+            Hold::granted(recipe),
         );
         Arc::new(HeldNode {
             client: client.clone(),
@@ -55,6 +64,54 @@ impl HeldNode {
 
     pub(crate) fn is_lost(&self) -> bool {
         matches!(self.monitor.current(), LockState::Lost(_))
+    }
+
+    pub(crate) fn path(&self) -> &str {
+        &self.path
+    }
+
+    pub(crate) fn fencing_token(&self) -> FencingToken {
+        FencingToken(self.stat.czxid)
+    }
+
+    pub(crate) fn state(&self) -> LockState {
+        self.monitor.current()
+    }
+
+    pub(crate) fn state_changes(&self) -> LockStateChanges {
+        self.monitor.changes()
+    }
+
+    pub(crate) fn lost(&self) -> impl Future<Output = LossReason> + Send + 'static {
+        self.monitor.lost()
+    }
+
+    pub(crate) fn suspended(&self) -> impl Future<Output = LockState> + Send + 'static {
+        self.monitor.suspended()
+    }
+
+    pub(crate) fn check_op(&self) -> MultiOp {
+        MultiOp::check(&self.path, -1)
+    }
+
+    /// `ops` after a check of our node, in one transaction (see
+    /// [`LockGuard::guarded_multi`]).
+    pub(crate) async fn guarded_multi(&self, ops: Vec<MultiOp>) -> Result<Vec<MultiResult>> {
+        let mut transaction = Vec::with_capacity(ops.len() + 1);
+        transaction.push(self.check_op());
+        transaction.extend(ops);
+        match self.client.multi(transaction).await {
+            Ok(mut results) => {
+                results.remove(0);
+                Ok(results)
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::MultiFailed { index: 0, .. }) => {
+                Err(Error::NotHeld {
+                    path: self.path.clone(),
+                })
+            }
+            Err(e) => Err(Error::Client(e)),
+        }
     }
 }
 
@@ -177,7 +234,7 @@ impl fmt::Debug for LockGuard {
 impl LockGuard {
     /// The fencing token of this grant: our node's czxid.
     pub fn fencing_token(&self) -> FencingToken {
-        FencingToken(self.node.stat.czxid)
+        self.node.fencing_token()
     }
 
     /// The full path of our node.
@@ -210,7 +267,7 @@ impl LockGuard {
     /// [`state_watcher`](Self::state_watcher) or [`state_changes`](Self::state_changes) has
     /// been called.
     pub fn state(&self) -> LockState {
-        self.node.monitor.current()
+        self.node.state()
     }
 
     /// A receiver of the latest [`LockState`]. It keeps only the latest value: a disconnect
@@ -224,7 +281,7 @@ impl LockGuard {
     /// transition (a `Suspended` and the `Held` after it, however quickly the connection came
     /// back), ending after `Lost`. Does not borrow the guard.
     pub fn state_changes(&self) -> LockStateChanges {
-        self.node.monitor.changes()
+        self.node.state_changes()
     }
 
     /// Resolves when the lock can no longer be trusted: the session's lease ran out (no
@@ -233,7 +290,7 @@ impl LockGuard {
     /// Every poll checks the lease first, so a future polled after a pause is ready at once.
     /// The future does not borrow the guard.
     pub fn lost(&self) -> impl Future<Output = LossReason> + Send + 'static {
-        self.node.monitor.lost()
+        self.node.lost()
     }
 
     /// Resolves as soon as the lock is not plainly held: on a disconnect (the early warning;
@@ -244,7 +301,7 @@ impl LockGuard {
     /// At `Suspended`, pause the protected work, and stop it when in doubt: until the state
     /// reads `Held` again nothing proves the lock is still ours.
     pub fn suspended(&self) -> impl Future<Output = LockState> + Send + 'static {
-        self.node.monitor.suspended()
+        self.node.suspended()
     }
 
     /// A `check` of our lock node, to put first in a [`Client::multi`] of your own: the server
@@ -252,7 +309,7 @@ impl LockGuard {
     /// (the node goes with our session, or when released or deleted, and no later holder can
     /// bring it back). See [`guarded_multi`](Self::guarded_multi).
     pub fn check_op(&self) -> MultiOp {
-        MultiOp::check(&self.node.path, -1)
+        self.node.check_op()
     }
 
     /// Writes `ops` in one transaction that the server applies only while this lock is ours:
@@ -270,21 +327,12 @@ impl LockGuard {
     /// operation 0: your first operation is 1. A write that failed with connection loss may
     /// have been applied, like any ZooKeeper write.
     pub async fn guarded_multi(&self, ops: Vec<MultiOp>) -> Result<Vec<MultiResult>> {
-        let mut transaction = Vec::with_capacity(ops.len() + 1);
-        transaction.push(self.check_op());
-        transaction.extend(ops);
-        match self.node.client.multi(transaction).await {
-            Ok(mut results) => {
-                results.remove(0);
-                Ok(results)
-            }
-            Err(e) if matches!(e.kind(), ErrorKind::MultiFailed { index: 0, .. }) => {
-                Err(Error::NotHeld {
-                    path: self.node.path.clone(),
-                })
-            }
-            Err(e) => Err(Error::Client(e)),
-        }
+        self.node.guarded_multi(ops).await
+    }
+
+    /// The node this guard holds, shared.
+    pub(crate) fn held(&self) -> Arc<HeldNode> {
+        self.node.clone()
     }
 
     /// Releases this hold. When it is the last hold on the node, deletes the node.

@@ -15,16 +15,21 @@ use tokio::sync::oneshot;
 use tracing::{info, warn};
 use zookeeper_tokio::{Client, ErrorKind, EventType};
 
+use crate::contend::{predecessor, wait_turn, AheadRule, Line, Patience, Rule};
 use crate::ensure_path::validate;
 use crate::error::{Error, Result};
 use crate::guard::FencingToken;
 use crate::lease;
 use crate::lost::LossReason;
+use crate::metrics;
 use crate::naming::{attempt_prefix, child_name, join, peer_queue, Layout, CURATOR_LATCH};
 use crate::protection::{list_children, PendingNode};
 use crate::release::{delete_until_gone, spawn_delete};
 use crate::session_follower::{SessionFollower, SessionSignal};
 use crate::transitions::{changes_stream, Phase, Transitions};
+
+/// The rule a latch hands the contention core: the participant just before us blocks us.
+pub(crate) const RULE: AheadRule = predecessor;
 
 /// Where a participant stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -306,8 +311,18 @@ impl Drop for LeaderLatch {
 
 /// The participants of the election on `path`, in queue order, read by anyone.
 pub async fn participants(client: &Client, path: &str) -> Result<Vec<Participant>> {
+    read_participants(client, path, CURATOR_LATCH).await
+}
+
+/// The participants queued under `path` with nodes named by `marker` (Curator's layout), in
+/// queue order, each with the id its node holds; the first leads.
+pub(crate) async fn read_participants(
+    client: &Client,
+    path: &str,
+    marker: &str,
+) -> Result<Vec<Participant>> {
     let children = list_children(client, path).await?.unwrap_or_default();
-    let queue = peer_queue(Layout::Curator, &children, &[CURATOR_LATCH], None).contenders;
+    let queue = peer_queue(Layout::Curator, &children, &[marker], None).contenders;
     let reads: Vec<_> = queue
         .iter()
         .map(|c| client.get_data(&join(path, &c.name)))
@@ -358,6 +373,7 @@ impl LatchState {
         if !self.state.set(new) {
             return;
         }
+        metrics::leadership(old, new);
         let (path, node, token) = (&*self.path, child_name(&self.node), self.token);
         match new {
             Leadership::Leader => info!(path = %path, node = %node, %token, "leadership gained"),
@@ -387,11 +403,11 @@ struct Follow {
     shared: Arc<LatchState>,
 }
 
-/// What one look at the queue concluded.
+/// What one step of following concluded.
 enum Step {
-    /// Wait for this watch, then look again.
-    Wait(zookeeper_tokio::OneshotWatcher, bool),
-    /// Look again now.
+    /// We lead: wait for this watch on our node, then look again.
+    Lead(zookeeper_tokio::OneshotWatcher),
+    /// Look again after a short pause.
     Again,
     /// Participation is over.
     End(LossReason),
@@ -401,57 +417,49 @@ impl Follow {
     fn set(&self, s: Leadership) {
         self.shared.set(s);
     }
-    async fn look(&self) -> Step {
-        let children = match self.client.get_children(&self.path).await {
-            Ok((c, _)) => c,
-            Err(e) => return self.on_error(e),
+
+    /// Waits in the queue until we are first (see `contend`), as a follower once a watch on the
+    /// participant before us is set; then leads if a fresh read of our node shows it is ours.
+    async fn follow(&self) -> Step {
+        let line = Line {
+            client: &self.client,
+            dir: &self.path,
+            layout: Layout::Curator,
+            markers: &[CURATOR_LATCH],
         };
-        let queue = peer_queue(
-            Layout::Curator,
-            &children,
-            &[CURATOR_LATCH],
-            Some(&self.ours),
-        );
-        if let Some(child) = queue.wrapped {
-            warn!(
-                path = %self.path,
-                node = %self.ours,
-                %child,
-                "sequence numbers wrapped past 2^31 under the election path: the peers' order \
-                 is broken, leaving the election"
-            );
-            return Step::End(LossReason::SequenceWrapped);
+        let turn = wait_turn(
+            line,
+            &self.ours,
+            None,
+            Patience::Forever,
+            Rule::Ahead(RULE),
+            |_| self.set(Leadership::Follower),
+        )
+        .await;
+        match turn {
+            Ok(_) => self.lead().await,
+            Err(Error::Client(e)) => self.on_error(e),
+            Err(Error::NodeDeleted { .. }) => Step::End(LossReason::NodeDeleted),
+            Err(Error::SequenceWrapped { .. }) => Step::End(LossReason::SequenceWrapped),
+            // Connection trouble: the session state decides what comes next.
+            Err(_) => Step::Again,
         }
-        let queue = queue.contenders;
-        let Some(index) = queue.iter().position(|c| c.name == self.ours) else {
-            return Step::End(LossReason::NodeDeleted);
-        };
-        let leading = index == 0;
-        // The leader watches its own node (to hear of its deletion); a follower watches the
-        // participant just before it.
-        let target = if leading {
-            &self.ours
-        } else {
-            &queue[index - 1].name
-        };
+    }
+
+    /// First in the queue: we lead only if our node is still there and ours (a stale listing
+    /// must not make a second leader). The read also watches it, to hear of its deletion.
+    async fn lead(&self) -> Step {
         match self
             .client
-            .get_data_and_watch(&join(&self.path, target))
+            .get_data_and_watch(&join(&self.path, &self.ours))
             .await
         {
-            Ok((_, stat, watcher)) => {
-                if leading {
-                    if stat.ephemeral_owner != self.owner {
-                        return Step::End(LossReason::NodeDeleted);
-                    }
-                    self.set(Leadership::Leader);
-                } else {
-                    self.set(Leadership::Follower);
-                }
-                Step::Wait(watcher, leading)
+            Ok((_, stat, watcher)) if stat.ephemeral_owner == self.owner => {
+                self.set(Leadership::Leader);
+                Step::Lead(watcher)
             }
-            Err(e) if e == ErrorKind::NoNode && leading => Step::End(LossReason::NodeDeleted),
-            Err(e) if e == ErrorKind::NoNode => Step::Again,
+            Ok(_) => Step::End(LossReason::NodeDeleted),
+            Err(e) if e == ErrorKind::NoNode => Step::End(LossReason::NodeDeleted),
             Err(e) => self.on_error(e),
         }
     }
@@ -481,7 +489,8 @@ impl Follow {
     }
 
     /// Follows the queue, and the session through `follower`: a disconnect healed before
-    /// this task looks still suspends us.
+    /// this task looks still suspends us. Any session signal interrupts the step under way,
+    /// and the next one looks afresh.
     async fn run(self, mut follower: SessionFollower, mut stop: oneshot::Receiver<()>) {
         loop {
             if !follower.is_connected() {
@@ -505,7 +514,7 @@ impl Follow {
                     }
                     continue;
                 }
-                step = self.look() => step,
+                step = self.follow() => step,
             };
             match step {
                 Step::End(reason) => {
@@ -525,7 +534,7 @@ impl Follow {
                         _ = tokio::time::sleep(Duration::from_millis(20)) => {}
                     }
                 }
-                Step::Wait(watcher, leading) => {
+                Step::Lead(watcher) => {
                     tokio::select! {
                         biased;
                         _ = &mut stop => return,
@@ -536,7 +545,7 @@ impl Follow {
                             }
                         }
                         event = watcher => {
-                            if leading && event.event_type == EventType::NodeDeleted {
+                            if event.event_type == EventType::NodeDeleted {
                                 self.set(Leadership::Lost(LossReason::NodeDeleted));
                                 return;
                             }

@@ -23,6 +23,17 @@
 //! wrapped past 2^31 ([`Error::SequenceWrapped`]), where the peers' order breaks. The two
 //! layouts do not see each other: pick the one your peers use.
 //!
+//! Leadership beyond a latch: a [`LeaderSelector`] (Curator's `LeaderSelector`) runs a future
+//! for each term it leads, cancelled when leadership is suspended or lost ([`CancelOn`]), and
+//! queues again if asked. A [`SemaphoreMutex`] is Curator's `InterProcessSemaphoreMutex`: the
+//! semaphore with one lease, not reentrant.
+//!
+//! Locks, read-write locks, semaphores and latches share one queue algorithm, to which each
+//! hands its rule. A rule that judges by the contenders ahead of it only may take a watched
+//! node's deletion as its grant without listing the queue again (one round trip saved per
+//! handoff); one that judges by more (a semaphore's count) cannot, by construction. Each
+//! rule is checked against a model of the peers over random queues.
+//!
 //! Acquisitions are cancel-safe: dropping an acquiring future at any await point deletes the
 //! node it created (even if the create's reply has not arrived yet), and so do timeouts and
 //! failed `try_` calls. Calls with a timeout return within it whatever the connection does.
@@ -45,6 +56,31 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! # Metrics
+//!
+//! With the cargo feature `metrics` (off by default; without it the crate has no `metrics`
+//! dependency and records nothing) the recipes record these through the
+//! [`metrics`](https://docs.rs/metrics) facade, into whatever recorder the application
+//! installed, beside the client's own metrics (the feature turns on `zookeeper-tokio/metrics`;
+//! see that crate's docs for its table). `zookeeper_recipes::metrics::describe()` gives each
+//! metric, the client's included, its description and unit in the recorder. Histograms are in
+//! seconds; labels never carry a lock path.
+//!
+//! | Metric | Kind | Labels | What it counts |
+//! |---|---|---|---|
+//! | `zookeeper_lock_wait_seconds` | histogram | `recipe` | time from an acquire call to its grant |
+//! | `zookeeper_lock_hold_seconds` | histogram | `recipe` | time from a grant to its release, or to its loss |
+//! | `zookeeper_lock_acquisitions_total` | counter | `recipe` | acquire calls granted (reentrant ones included) |
+//! | `zookeeper_lock_timeouts_total` | counter | `recipe` | acquire calls that gave up at their deadline (`acquire_timeout`), or at once (`try_acquire`, `try_read`...) |
+//! | `zookeeper_lock_losses_total` | counter | `recipe`, `reason` | grants lost before their release: `session_expired`, `session_closed`, `lease_expired`, `node_deleted` |
+//! | `zookeeper_leadership_gained_total` | counter | | times a [`LeaderLatch`] became the leader |
+//! | `zookeeper_leadership_lost_total` | counter | `reason` | times a latch stopped leading: `suspended` (it may lead again), `resigned`, or a loss reason as above (`sequence_wrapped` too); gained minus lost is the number of latches leading |
+//!
+//! `recipe` is `mutex`, `read_lock`, `write_lock`, `semaphore` (a lease, a [`SemaphoreMutex`]'s
+//! included), `semaphore_gate` (the mutex a [`Semaphore`] takes around its leases, apart from
+//! the application's), or `leader_selector` (the mutex a [`LeaderSelector`] queues on: its wait
+//! is the time to lead, its hold a term). A selector closed while queued is no timeout.
 #![warn(missing_docs)]
 
 mod contend;
@@ -54,12 +90,18 @@ mod guard;
 mod leader;
 mod lease;
 mod lost;
+#[cfg(feature = "metrics")]
+pub mod metrics;
+#[cfg(not(feature = "metrics"))]
+mod metrics;
 mod mutex;
 mod naming;
 mod protection;
 mod release;
 mod rwlock;
+mod selector;
 mod semaphore;
+mod semaphore_mutex;
 mod session;
 mod session_follower;
 mod standalone;
@@ -74,7 +116,11 @@ pub use lost::{LockState, LockStateChanges, LossReason};
 pub use mutex::Mutex;
 pub use naming::Layout;
 pub use rwlock::ReadWriteLock;
+pub use selector::{
+    CancelOn, LeaderContext, LeaderSelector, LeaderSelectorBuilder, SelectorChanges, SelectorState,
+};
 pub use semaphore::{Lease, Semaphore};
+pub use semaphore_mutex::SemaphoreMutex;
 /// The client types a recipe user needs, so that a lock takes one dependency.
 pub use zookeeper_tokio::{
     Client, ClientBuilder, CreateOptions, Error as ClientError, ErrorKind, MultiOp, SessionId,

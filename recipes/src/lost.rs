@@ -26,6 +26,7 @@ use zookeeper_tokio::{Client, ErrorKind, EventType, OneshotWatcher};
 
 use crate::guard::FencingToken;
 use crate::lease;
+use crate::metrics::Hold;
 use crate::naming::child_name;
 use crate::session_follower::{SessionFollower, SessionSignal};
 use crate::transitions::{changes_stream, Phase, Transitions};
@@ -128,6 +129,7 @@ struct Shared {
     /// Our node's full path.
     node: String,
     token: FencingToken,
+    hold: Hold,
 }
 
 impl Shared {
@@ -154,6 +156,7 @@ impl Shared {
         if !self.state.set(LockState::Lost(reason)) {
             return;
         }
+        self.hold.ended(reason);
         let (path, node, token) = (self.lock_path(), child_name(&self.node), self.token);
         match reason {
             LossReason::Released => debug!(path = %path, node = %node, %token, "lock released"),
@@ -192,12 +195,13 @@ pub(crate) struct LossMonitor {
 
 impl LossMonitor {
     /// Starts watching `path`, a node our session (`owner`) created with fencing token
-    /// `token`.
+    /// `token`, granted as `hold`.
     pub(crate) fn start(
         client: &Client,
         path: &str,
         owner: i64,
         token: FencingToken,
+        hold: Hold,
     ) -> LossMonitor {
         let follower = SessionFollower::start(client);
         let shared = Arc::new(Shared {
@@ -205,6 +209,7 @@ impl LossMonitor {
             client: client.clone(),
             node: path.to_owned(),
             token,
+            hold,
         });
         let arm = Arc::new(Notify::new());
         let (stop_tx, stop_rx) = oneshot::channel();

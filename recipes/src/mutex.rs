@@ -4,14 +4,29 @@
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
+use tokio_util::sync::CancellationToken;
 use zookeeper_tokio::Client;
 
-use crate::contend::{bounded, contend, deadline_after, serialize, Patience, Verdict};
+use crate::contend::{
+    bounded, deadline_after, enter, predecessor, serialize, AheadRule, Line, Patience, Rule,
+};
 use crate::ensure_path::validate;
 use crate::error::Result;
 use crate::guard::{first_guard, reenter, HeldNode, HoldSlot, LockGuard};
+use crate::metrics::{self, Recipe};
 use crate::naming::{attempt_prefix, peer_queue, Layout, CURATOR_LOCK, KAZOO_LOCK};
 use crate::protection::list_children;
+
+/// The name of a mutex node in `layout`.
+pub(crate) fn marker(layout: Layout) -> &'static str {
+    match layout {
+        Layout::Curator => CURATOR_LOCK,
+        Layout::Kazoo => KAZOO_LOCK,
+    }
+}
+
+/// The rule a mutex hands the contention core: the contender just before us blocks us.
+pub(crate) const RULE: AheadRule = predecessor;
 
 /// A distributed mutual-exclusion lock on a ZooKeeper path.
 ///
@@ -60,6 +75,8 @@ pub struct Mutex {
     data: Vec<u8>,
     slot: HoldSlot,
     serial: tokio::sync::Mutex<()>,
+    /// What its grants are recorded as.
+    recipe: Recipe,
 }
 
 impl std::fmt::Debug for Mutex {
@@ -88,6 +105,7 @@ impl Mutex {
             data: Vec::new(),
             slot: Arc::new(StdMutex::new(None)),
             serial: tokio::sync::Mutex::new(()),
+            recipe: Recipe::Mutex,
         })
     }
 
@@ -97,16 +115,19 @@ impl Mutex {
         self
     }
 
+    /// Records its acquisitions and grants as `recipe`'s.
+    pub(crate) fn recorded_as(mut self, recipe: Recipe) -> Mutex {
+        self.recipe = recipe;
+        self
+    }
+
     /// The lock path.
     pub fn path(&self) -> &str {
         &self.path
     }
 
     fn marker(&self) -> &'static str {
-        match self.layout {
-            Layout::Curator => CURATOR_LOCK,
-            Layout::Kazoo => KAZOO_LOCK,
-        }
+        marker(self.layout)
     }
 
     /// Waits until the lock is ours. Cancel-safe: dropping the future at any point leaves no
@@ -132,8 +153,19 @@ impl Mutex {
         self.acquire_with(deadline_after(timeout)).await
     }
 
+    /// Waits until the lock is ours or `stop` is cancelled: `None` then, once our node is
+    /// deleted.
+    pub(crate) async fn acquire_until(&self, stop: CancellationToken) -> Result<Option<LockGuard>> {
+        self.acquire_with(Patience::UntilStopped(stop)).await
+    }
+
     async fn acquire_with(&self, patience: Patience) -> Result<Option<LockGuard>> {
-        bounded(&self.client, patience, self.acquire_unbounded(patience)).await
+        let acquisition = bounded(
+            &self.client,
+            &patience,
+            self.acquire_unbounded(patience.clone()),
+        );
+        metrics::acquisition(self.recipe, &patience, acquisition).await
     }
 
     async fn acquire_unbounded(&self, patience: Patience) -> Result<Option<LockGuard>> {
@@ -142,7 +174,7 @@ impl Mutex {
         }
         // One acquisition at a time per handle: a second caller re-enters once the first
         // has the lock.
-        let Some(_serial) = serialize(&self.serial, patience).await else {
+        let Some(_serial) = serialize(&self.serial, &patience).await else {
             return Ok(None);
         };
         if let Some(guard) = reenter(&self.slot) {
@@ -150,22 +182,15 @@ impl Mutex {
         }
         let prefix = attempt_prefix(self.layout, self.marker());
         let markers = [self.marker()];
-        let won = contend(
-            &self.client,
-            &self.path,
-            self.layout,
-            prefix,
-            &markers,
-            &self.data,
-            patience,
-            |queue, ours| match ours {
-                0 => Verdict::Acquired,
-                i => Verdict::WaitFor(queue[i - 1].name.clone()),
-            },
-        )
-        .await?;
+        let line = Line {
+            client: &self.client,
+            dir: &self.path,
+            layout: self.layout,
+            markers: &markers,
+        };
+        let won = enter(line, prefix, &self.data, patience, Rule::Ahead(RULE)).await?;
         Ok(won.map(|w| {
-            let node = HeldNode::new(&self.client, w.path, w.stat, w.wakeups);
+            let node = HeldNode::new(&self.client, self.recipe, w.path, w.stat, w.wakeups);
             first_guard(node, Some(&self.slot))
         }))
     }

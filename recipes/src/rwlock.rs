@@ -20,10 +20,14 @@ use std::time::Duration;
 
 use zookeeper_tokio::Client;
 
-use crate::contend::{bounded, contend, deadline_after, serialize, Patience, Verdict};
+use crate::contend::{
+    bounded, deadline_after, enter, predecessor, serialize, AheadRule, Line, Patience, Rule,
+    Verdict,
+};
 use crate::ensure_path::validate;
 use crate::error::{Error, Result};
 use crate::guard::{first_guard, reenter, HeldNode, HoldSlot, LockGuard};
+use crate::metrics::{self, Recipe};
 use crate::naming::{
     attempt_prefix, peer_queue, Contender, Layout, CURATOR_READ, CURATOR_WRITE, KAZOO_LOCK,
     KAZOO_READ,
@@ -32,10 +36,10 @@ use crate::protection::list_children;
 
 /// The kinds a read-write lock tells apart, readers first (Curator strips `__READ__` before
 /// `__WRIT__` when it sorts).
-const READ: usize = 0;
-const WRITE: usize = 1;
+pub(crate) const READ: usize = 0;
+pub(crate) const WRITE: usize = 1;
 
-fn markers(layout: Layout) -> [&'static str; 2] {
+pub(crate) fn markers(layout: Layout) -> [&'static str; 2] {
     match layout {
         Layout::Curator => [CURATOR_READ, CURATOR_WRITE],
         Layout::Kazoo => [KAZOO_READ, KAZOO_LOCK],
@@ -101,6 +105,15 @@ impl std::fmt::Debug for ReadWriteLock {
 enum Half {
     Read,
     Write,
+}
+
+impl Half {
+    fn recipe(self) -> Recipe {
+        match self {
+            Half::Read => Recipe::ReadLock,
+            Half::Write => Recipe::WriteLock,
+        }
+    }
 }
 
 impl ReadWriteLock {
@@ -204,19 +217,19 @@ impl ReadWriteLock {
     }
 
     async fn acquire(&self, half: Half, patience: Patience) -> Result<Option<LockGuard>> {
-        bounded(
+        let acquisition = bounded(
             &self.client,
-            patience,
-            self.acquire_unbounded(half, patience),
-        )
-        .await
+            &patience,
+            self.acquire_unbounded(half, patience.clone()),
+        );
+        metrics::acquisition(half.recipe(), &patience, acquisition).await
     }
 
     async fn acquire_unbounded(&self, half: Half, patience: Patience) -> Result<Option<LockGuard>> {
         if let Some(guard) = self.reenter(half)? {
             return Ok(Some(guard));
         }
-        let Some(_serial) = serialize(&self.serial, patience).await else {
+        let Some(_serial) = serialize(&self.serial, &patience).await else {
             return Ok(None);
         };
         if let Some(guard) = self.reenter(half)? {
@@ -228,22 +241,19 @@ impl ReadWriteLock {
             Half::Write => (markers[WRITE], &self.write_slot),
         };
         let prefix = attempt_prefix(self.layout, marker);
-        let won = contend(
-            &self.client,
-            &self.path,
-            self.layout,
-            prefix,
-            &markers,
-            &self.data,
-            patience,
-            |queue, ours| match half {
-                Half::Read => read_verdict(queue, ours),
-                Half::Write => write_verdict(queue, ours),
-            },
-        )
-        .await?;
+        let line = Line {
+            client: &self.client,
+            dir: &self.path,
+            layout: self.layout,
+            markers: &markers,
+        };
+        let rule = match half {
+            Half::Read => READ_RULE,
+            Half::Write => WRITE_RULE,
+        };
+        let won = enter(line, prefix, &self.data, patience, Rule::Ahead(rule)).await?;
         Ok(won.map(|w| {
-            let node = HeldNode::new(&self.client, w.path, w.stat, w.wakeups);
+            let node = HeldNode::new(&self.client, half.recipe(), w.path, w.stat, w.wakeups);
             first_guard(node, Some(slot))
         }))
     }
@@ -258,19 +268,17 @@ impl ReadWriteLock {
     }
 }
 
-/// A reader holds unless a writer sorts before it; then it watches the nearest such writer.
-pub(crate) fn read_verdict(queue: &[Contender], ours: usize) -> Verdict {
-    match queue[..ours].iter().rev().find(|c| c.kind == Some(WRITE)) {
-        Some(writer) => Verdict::WaitFor(writer.name.clone()),
-        None => Verdict::Acquired,
-    }
-}
+/// The rule a reader hands the contention core.
+pub(crate) const READ_RULE: AheadRule = reader;
+/// The rule a writer hands the contention core: the contender just before it blocks it,
+/// whatever its kind.
+pub(crate) const WRITE_RULE: AheadRule = predecessor;
 
-/// A writer holds when it is first; otherwise it watches the contender just before it.
-pub(crate) fn write_verdict(queue: &[Contender], ours: usize) -> Verdict {
-    match ours {
-        0 => Verdict::Acquired,
-        i => Verdict::WaitFor(queue[i - 1].name.clone()),
+/// A reader holds unless a writer sorts before it; then it watches the nearest such writer.
+fn reader(ahead: &[Contender]) -> Verdict {
+    match ahead.iter().rposition(|c| c.kind == Some(WRITE)) {
+        Some(writer) => Verdict::WaitFor(writer),
+        None => Verdict::Granted,
     }
 }
 
@@ -289,40 +297,32 @@ mod tests {
             .collect()
     }
 
-    fn waits_for(v: Verdict) -> Option<String> {
-        match v {
-            Verdict::Acquired => None,
-            Verdict::WaitFor(n) => Some(n),
-        }
-    }
-
     #[test]
     fn readers_share() {
         let queue = q("rrr");
         for i in 0..3 {
-            assert_eq!(waits_for(read_verdict(&queue, i)), None);
+            assert_eq!(reader(&queue[..i]), Verdict::Granted);
         }
     }
 
     #[test]
     fn reader_watches_nearest_lower_writer_only() {
         let queue = q("wrwrr");
-        assert_eq!(waits_for(read_verdict(&queue, 1)).as_deref(), Some("w0"));
-        assert_eq!(waits_for(read_verdict(&queue, 3)).as_deref(), Some("w2"));
-        assert_eq!(waits_for(read_verdict(&queue, 4)).as_deref(), Some("w2"));
+        assert_eq!(reader(&queue[..1]), Verdict::WaitFor(0));
+        assert_eq!(reader(&queue[..3]), Verdict::WaitFor(2));
+        assert_eq!(reader(&queue[..4]), Verdict::WaitFor(2));
     }
 
     #[test]
     fn later_writer_never_blocks_a_reader() {
-        // The kazoo #649 interleaving: a writer queued after a waiting reader.
-        let queue = q("rw");
-        assert_eq!(waits_for(read_verdict(&queue, 0)), None);
+        // The kazoo #649 interleaving: a writer queued after a waiting reader is not shown to
+        // the reader's rule at all.
+        assert_eq!(reader(&q("rw")[..0]), Verdict::Granted);
     }
 
     #[test]
     fn writer_watches_its_predecessor() {
-        let queue = q("rrw");
-        assert_eq!(waits_for(write_verdict(&queue, 2)).as_deref(), Some("r1"));
-        assert_eq!(waits_for(write_verdict(&q("w"), 0)), None);
+        assert_eq!(predecessor(&q("rrw")[..2]), Verdict::WaitFor(1));
+        assert_eq!(predecessor(&q("w")[..0]), Verdict::Granted);
     }
 }

@@ -5,18 +5,20 @@
 //! creates its lease, and waits until the leases number at most N; only the mutex holder
 //! watches the lease list, so each returned lease wakes one waiter.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use zookeeper_tokio::Client;
 
-use crate::contend::{bounded, deadline_after, Patience};
+use crate::contend::{bounded, deadline_after, enter, Line, Patience, Rule, Verdict, WholeRule};
 use crate::ensure_path::validate;
 use crate::error::{Error, Result};
-use crate::guard::{first_guard, FencingToken, HeldNode, LockGuard};
+use crate::guard::{first_guard, HeldNode, LockGuard};
+use crate::metrics::{self, Recipe};
 use crate::mutex::Mutex;
-use crate::naming::{attempt_prefix, child_name, join, Layout, CURATOR_LEASE};
-use crate::protection::{list_children, PendingNode};
-use crate::session::{terminal_error, wait_connected};
+use crate::naming::{attempt_prefix, join, Contender, Layout, CURATOR_LEASE};
+use crate::protection::list_children;
 
 /// A lease on a [`Semaphore`]: a guard like a lock's, with a fencing token and a lost signal.
 pub type Lease = LockGuard;
@@ -102,16 +104,22 @@ impl Semaphore {
     }
 
     async fn acquire_with(&self, patience: Patience) -> Result<Option<Lease>> {
-        bounded(&self.client, patience, self.acquire_unbounded(patience)).await
+        let acquisition = bounded(
+            &self.client,
+            &patience,
+            self.acquire_unbounded(patience.clone()),
+        );
+        metrics::acquisition(Recipe::Semaphore, &patience, acquisition).await
     }
 
     async fn acquire_unbounded(&self, patience: Patience) -> Result<Option<Lease>> {
         // A gate handle per acquisition (not per semaphore): concurrent acquisitions through
         // one handle queue in ZooKeeper like any others instead of re-entering the gate.
-        let mutex = Mutex::new(&self.client, &self.locks_path)?;
-        let gate = match patience {
+        let mutex = Mutex::new(&self.client, &self.locks_path)?.recorded_as(Recipe::SemaphoreGate);
+        let gate = match &patience {
             Patience::Forever => Some(mutex.acquire().await?),
             Patience::NoWait => mutex.try_acquire().await?,
+            Patience::UntilStopped(stop) => mutex.acquire_until(stop.clone()).await?,
             Patience::Until(deadline) => {
                 let left = deadline.saturating_duration_since(tokio::time::Instant::now());
                 mutex.acquire_timeout(left).await?
@@ -132,73 +140,18 @@ impl Semaphore {
     /// With the gate held: create our lease and wait until the leases fit.
     async fn take_lease(&self, patience: Patience) -> Result<Option<Lease>> {
         let prefix = attempt_prefix(Layout::Curator, CURATOR_LEASE);
-        let mut pending = PendingNode::new(&self.client, &self.leases_path, prefix, &self.data);
-        pending.send_create();
-        let first_listing = self.client.get_children(&self.leases_path);
-        let (path, _) = pending.created().await?;
-        let ours = child_name(&path).to_owned();
-        let mut wakeups = 0;
-        let mut listing = first_listing.await.ok().map(|(c, _)| c);
-        loop {
-            // A plain listing first: when the leases fit, no watch is left behind to wake us
-            // for nothing later.
-            let children = match listing.take() {
-                Some(c) if c.contains(&ours) => c,
-                _ => list_children(&self.client, &self.leases_path)
-                    .await?
-                    .unwrap_or_default(),
-            };
-            if !children.contains(&ours) {
-                return Err(Error::NodeDeleted { path });
-            }
-            if children.len() <= self.max_leases {
-                let (path, stat) = pending.keep();
-                if wakeups > 0 {
-                    tracing::info!(
-                        path = %self.leases_path,
-                        node = %ours,
-                        token = %FencingToken(stat.czxid),
-                        wakeups,
-                        "semaphore lease granted after a wait"
-                    );
-                }
-                let node = HeldNode::new(&self.client, path, stat, wakeups);
-                return Ok(Some(first_guard(node, None)));
-            }
-            if let Patience::NoWait = patience {
-                pending.abandon().await?;
-                return Ok(None);
-            }
-            let watcher = match self.client.get_children_and_watch(&self.leases_path).await {
-                Ok((children, _, watcher)) => {
-                    if children.len() <= self.max_leases {
-                        listing = Some(children);
-                        continue;
-                    }
-                    watcher
-                }
-                Err(e) if e.is_retryable() => {
-                    wait_connected(&self.client).await?;
-                    continue;
-                }
-                Err(e) => return Err(Error::Client(e)),
-            };
-            let event = match patience {
-                Patience::Until(deadline) => match tokio::time::timeout_at(deadline, watcher).await
-                {
-                    Ok(event) => event,
-                    Err(_) => {
-                        pending.abandon().await?;
-                        return Ok(None);
-                    }
-                },
-                _ => watcher.await,
-            };
-            wakeups += 1;
-            if event.event_type == zookeeper_tokio::EventType::None && event.state.is_terminal() {
-                return Err(terminal_error(event.state));
-            }
-        }
+        let line = Line {
+            client: &self.client,
+            dir: &self.leases_path,
+            layout: Layout::Curator,
+            markers: &[CURATOR_LEASE],
+        };
+        let mut room = LeaseRoom::fixed(self.max_leases);
+        let won = enter(line, prefix, &self.data, patience, Rule::Whole(&mut room)).await?;
+        Ok(won.map(|w| {
+            let node = HeldNode::new(&self.client, Recipe::Semaphore, w.path, w.stat, w.wakeups);
+            first_guard(node, None)
+        }))
     }
 
     /// The lease node names currently held.
@@ -206,5 +159,38 @@ impl Semaphore {
         Ok(list_children(&self.client, &self.leases_path)
             .await?
             .unwrap_or_default())
+    }
+}
+
+/// Curator's rule for a lease (`InterProcessSemaphoreV2`): ours while the leases number at most
+/// the maximum, counting every child of the leases path. Taken with the gate held, ours is the
+/// newest lease, so only a change of the listing (a lease returned) can grant it: the listing
+/// is watched. The count covers the leases behind us too, so no deletion alone is the grant.
+pub(crate) struct LeaseRoom {
+    max: usize,
+}
+
+impl LeaseRoom {
+    /// Room for `max` leases.
+    pub(crate) fn fixed(max: usize) -> LeaseRoom {
+        LeaseRoom { max }
+    }
+}
+
+impl WholeRule for LeaseRoom {
+    fn judge(&self, queue: &[Contender], _ours: usize) -> Verdict {
+        if queue.len() <= self.max {
+            Verdict::Granted
+        } else {
+            Verdict::WaitForChange
+        }
+    }
+
+    fn by_order(&self) -> bool {
+        false
+    }
+
+    fn changed(&mut self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(std::future::pending())
     }
 }

@@ -12,6 +12,7 @@ use crate::mutex::Mutex;
 use crate::naming::Layout;
 use crate::rwlock::ReadWriteLock;
 use crate::semaphore::Semaphore;
+use crate::semaphore_mutex::SemaphoreMutex;
 
 impl Mutex {
     /// A mutex in Curator's layout on a session of its own, opened on `connect_string`
@@ -65,6 +66,20 @@ impl Semaphore {
     ) -> Result<Semaphore> {
         crate::ensure_path::validate(path)?;
         Semaphore::new(&builder.connect().await?, path, max_leases)
+    }
+}
+
+impl SemaphoreMutex {
+    /// A semaphore mutex on a session of its own, opened on `connect_string` with default
+    /// settings.
+    pub async fn connect(connect_string: &str, path: &str) -> Result<SemaphoreMutex> {
+        SemaphoreMutex::connect_with(Client::builder(connect_string), path).await
+    }
+
+    /// A semaphore mutex on a session of its own, opened by `builder`.
+    pub async fn connect_with(builder: ClientBuilder, path: &str) -> Result<SemaphoreMutex> {
+        crate::ensure_path::validate(path)?;
+        SemaphoreMutex::new(&builder.connect().await?, path)
     }
 }
 

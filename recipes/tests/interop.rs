@@ -274,3 +274,45 @@ async fn curator_semaphore_and_ours_share_the_leases() {
     curator.send("sem-release").await;
     curator.expect("returned").await;
 }
+
+/// Curator's `InterProcessSemaphoreMutex` is its semaphore with one lease: ours on the same
+/// path excludes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_semaphore_mutex_and_ours_exclude_each_other() {
+    let connect = chroot_connect("interop_curator_semaphore_mutex");
+    let c = client(&connect).await;
+    let mut curator = Peer::curator(&connect).await;
+    let ours = zookeeper_recipes::SemaphoreMutex::new(&c, "/m").unwrap();
+
+    curator.send("sem-acquire /m 1").await;
+    let curator_token: i64 = curator.expect("leased ").await.parse().unwrap();
+    assert!(ours.try_acquire().await.unwrap().is_none());
+    let waiting = tokio::spawn(async move {
+        let lease = ours.acquire().await.unwrap();
+        let token = lease.fencing_token().0;
+        (ours, lease, token)
+    });
+    bounded("we wait", async {
+        while c.get_children("/m/leases").await.unwrap().0.len() < 2 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    curator.send("sem-release").await;
+    curator.expect("returned").await;
+    let (_ours, lease, token) = bounded("ours after curator's", waiting).await.unwrap();
+    assert!(token > curator_token);
+    // Now Curator waits for us.
+    curator.send("sem-acquire /m 1").await;
+    bounded("curator waits", async {
+        while c.get_children("/m/leases").await.unwrap().0.len() < 2 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    lease.release().await.unwrap();
+    let next: i64 = curator.expect("leased ").await.parse().unwrap();
+    assert!(next > token);
+    curator.send("sem-release").await;
+    curator.expect("returned").await;
+}

@@ -115,3 +115,52 @@ fn a_disconnect_healed_at_once_is_still_a_suspension() {
         );
     });
 }
+
+/// A follower's predecessor resigning makes it leader through the same handoff as a lock's:
+/// no listing of the election, only the read of its own node that proves it is still ours.
+/// Checked on the follower's wire: after its watch is set, the only requests are that read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_takes_over_without_listing_the_election() {
+    use zookeeper_testkit::{FrameEvent, Proxy};
+    const GET_DATA: i32 = 4;
+    let chroot = zookeeper_testkit::chroot_for("leader_handoff_no_listing");
+    let server = zookeeper_testkit::shared_server();
+    let leader_client = common::client(&server.connect_string_with_chroot(&chroot)).await;
+    let proxy = Proxy::start(server.addr()).await.unwrap();
+    let follower_client = common::client(&format!("{}{}", proxy.connect_string(), chroot)).await;
+    let leader = bounded(
+        "start",
+        LeaderLatch::start(&leader_client, "/election", "a"),
+    )
+    .await
+    .unwrap();
+    bounded("a leads", leader.await_leadership()).await.unwrap();
+    let follower = bounded(
+        "start",
+        LeaderLatch::start(&follower_client, "/election", "b"),
+    )
+    .await
+    .unwrap();
+    let mut changes = follower.changes();
+    // `Follower` is published once the watch on the leader's node is set.
+    bounded("b follows", async {
+        while changes.next().await != Some(Leadership::Follower) {}
+    })
+    .await;
+    proxy.record_frames(true);
+    leader.resign().await.unwrap();
+    assert_eq!(
+        bounded("b leads", changes.next()).await,
+        Some(Leadership::Leader)
+    );
+    let log = proxy.take_frame_log();
+    let asked: Vec<i32> = log
+        .iter()
+        .filter_map(|e| match *e {
+            FrameEvent::ClientToServer { xid, opcode, .. } if xid >= 0 => Some(opcode),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked, [GET_DATA], "the takeover asked {asked:?}: {log:?}");
+    follower.resign().await.unwrap();
+}

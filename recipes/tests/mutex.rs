@@ -455,8 +455,21 @@ async fn debug_output_of_recipes_shows_no_secret() {
     )
     .await
     .unwrap();
+    let (context_tx, mut context) = tokio::sync::mpsc::unbounded_channel();
+    let selector = zookeeper_recipes::LeaderSelector::builder(&c, "/sel")
+        .id("node-a")
+        .start(move |ctx: zookeeper_recipes::LeaderContext| {
+            let _ = context_tx.send(format!("{ctx:?}"));
+            async {}
+        })
+        .unwrap();
+    let context = bounded("the selector leads", context.recv()).await.unwrap();
+    let semaphore_mutex = zookeeper_recipes::SemaphoreMutex::new(&c, "/sm").unwrap();
     for printed in [
         format!("{c:?}"),
+        format!("{selector:?}"),
+        context,
+        format!("{semaphore_mutex:?}"),
         format!("{mutex:?}"),
         format!("{guard:?}"),
         format!("{rwlock:?}"),

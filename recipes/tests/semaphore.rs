@@ -129,3 +129,44 @@ async fn never_more_than_n_holders_under_contention() {
     assert!(peak.load(Ordering::SeqCst) >= 2, "leases were shared");
     assert!(children(&cs[0], "/sem/leases").await.is_empty());
 }
+
+/// Curator's `InterProcessSemaphoreMutex` is not reentrant: a handle shared by tasks makes
+/// them exclude each other, and the holder's own second acquisition does not get through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_semaphore_mutex_is_not_reentrant_and_excludes_tasks_sharing_a_handle() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use zookeeper_recipes::SemaphoreMutex;
+    let connect = chroot_connect("semaphore_mutex");
+    let c = client(&connect).await;
+    let mutex = Arc::new(SemaphoreMutex::new(&c, "/m").unwrap());
+    let held = bounded("acquire", mutex.acquire()).await.unwrap();
+    assert!(held.path().starts_with("/m/leases/_c_") && held.path().contains("-lease-"));
+    assert!(mutex.try_acquire().await.unwrap().is_none(), "re-entered");
+    assert!(mutex
+        .acquire_timeout(Duration::from_millis(100))
+        .await
+        .unwrap()
+        .is_none());
+    assert_eq!(mutex.participants().await.unwrap().len(), 1, "left a node");
+    held.release().await.unwrap();
+
+    let inside = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..6 {
+        let (mutex, inside) = (mutex.clone(), inside.clone());
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..3 {
+                let lease = mutex.acquire().await.unwrap();
+                assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders");
+                tokio::task::yield_now().await;
+                inside.fetch_sub(1, Ordering::SeqCst);
+                lease.release().await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        bounded("task", t).await.unwrap();
+    }
+    assert!(children(&c, "/m/leases").await.is_empty());
+}

@@ -39,6 +39,10 @@ async fn every_recipe_connects_by_itself() {
     rw.write().await.unwrap().release().await.unwrap();
     let pool = Semaphore::connect(&connect, "/sem", 2).await.unwrap();
     pool.acquire().await.unwrap().release().await.unwrap();
+    let mutex = zookeeper_recipes::SemaphoreMutex::connect(&connect, "/m")
+        .await
+        .unwrap();
+    mutex.acquire().await.unwrap().release().await.unwrap();
     let latch = LeaderLatch::connect(&connect, "/election", "a")
         .await
         .unwrap();

@@ -17,6 +17,8 @@
 //!   (trusted, from another authority) for every case a client must handle.
 //! * [`four_letter()`] and its parsed forms ([`Srvr`], [`Mntr`], ...) for assertions.
 //! * [`peers`]: Curator and kazoo, for peer programs in Java and Python.
+//! * `metrics` (cargo feature `metrics`): runs a workload with a `metrics` recorder of its
+//!   own and reads the counters, gauges and histograms it recorded.
 //!
 //! Servers run Debian's ZooKeeper (`scripts/setup` installs it); set `ZK_TESTS_JAVA` and
 //! `ZK_TESTS_CLASSPATH` (or `ZOOKEEPER_HOME`) to use another one. No Java process outlives
@@ -63,6 +65,8 @@ mod error;
 pub mod four_letter;
 mod install;
 mod kdc;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 mod node;
 pub mod options;
 pub mod peers;

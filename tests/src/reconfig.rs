@@ -461,23 +461,33 @@ impl ReconfigEnsemble {
     }
 
     /// `/zookeeper/config` as a running member has it: `server.N=...` lines and
-    /// `version=<hex>`.
+    /// `version=<hex>`. Retried, up to the start timeout, while no member answers: members
+    /// close their client connections while they re-synchronise with a leader, which a
+    /// reconfig or a loaded machine can cause.
     pub async fn config(&self) -> Result<String> {
         let candidates = self.serving_addrs();
+        let timeout = self.inner.options.start_timeout;
         blocking(move || {
-            let mut last = None;
-            for addr in candidates {
-                match raw_reconfig::get_config(addr) {
-                    Ok(config) => return Ok(config),
-                    Err(e) => last = Some(e),
+            let start = Instant::now();
+            loop {
+                let mut last = None;
+                for addr in &candidates {
+                    match raw_reconfig::get_config(*addr) {
+                        Ok(config) => return Ok(config),
+                        Err(e) => last = Some(e),
+                    }
                 }
+                let last = last.unwrap_or(Error::NotReady {
+                    what: "reading /zookeeper/config".into(),
+                    waited: start.elapsed(),
+                    last: "no member running".into(),
+                    log_tail: String::new(),
+                });
+                if candidates.is_empty() || start.elapsed() > timeout {
+                    return Err(last);
+                }
+                std::thread::sleep(Duration::from_millis(100));
             }
-            Err(last.unwrap_or(Error::NotReady {
-                what: "reading /zookeeper/config".into(),
-                waited: Duration::ZERO,
-                last: "no member running".into(),
-                log_tail: String::new(),
-            }))
         })
         .await
     }

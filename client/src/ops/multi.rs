@@ -9,7 +9,7 @@ use zookeeper_jute::{
 };
 
 use super::node::create_request;
-use super::{named, reply};
+use super::{locate_with, named, reply};
 use crate::client::{Call, Client};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{CreateOptions, Parents};
@@ -278,13 +278,13 @@ impl Client {
         let chroot = self.chroot_ref().clone();
         let call = self.transaction("multi", &ops, Request::Multi);
         let sites = sites(ops);
-        let locate = move |e: Error| match *e.kind() {
+        let locate = locate_with("multi", move |e: Error| match *e.kind() {
             ErrorKind::MultiFailed { index, .. } => match sites.into_iter().nth(index) {
                 Some((op, path)) => e.at_multi_op("multi", index, op, path),
                 None => e.at("multi", None),
             },
             _ => e.at("multi", None),
-        };
+        });
         let decode = move |reply: Result<RawReply>| {
             let response = MultiResponse::decode(&mut reply?.body)?;
             if let Some((index, code)) = first_failure(&response) {
@@ -311,9 +311,11 @@ impl Client {
                 })
                 .collect()
         };
+        // Made now, so that the request is timed from the call, as every other one is.
+        let reply = call.map(|call| reply(call, locate, decode));
         async move {
-            match call {
-                Some(call) => reply(call, locate, decode).await,
+            match reply {
+                Some(reply) => reply.await,
                 None => Ok(Vec::new()),
             }
         }
@@ -359,9 +361,10 @@ impl Client {
                 })
                 .collect()
         };
+        let reply = call.map(|call| reply(call, named("multi_read"), decode));
         async move {
-            match call {
-                Some(call) => reply(call, named("multi_read"), decode).await,
+            match reply {
+                Some(reply) => reply.await,
                 None => Ok(Vec::new()),
             }
         }

@@ -13,6 +13,7 @@ use super::pending::{Pending, PendingAuth};
 use super::{Action, Phase, Probe, Session, PROBE_MIN};
 use crate::connect_string::HostPort;
 use crate::error::ErrorKind;
+use crate::metrics::{self, Loss};
 use crate::secret::Secret;
 use crate::state::SessionState;
 
@@ -24,6 +25,7 @@ impl Session {
 
     pub(super) fn start_attempt_to(&mut self, host: HostPort, now: Instant) {
         debug!(host = %host.to_addr_string(), "connecting");
+        metrics::connection_attempt();
         self.epoch += 1;
         self.skip = 0;
         self.out.clear();
@@ -58,18 +60,25 @@ impl Session {
         }
     }
 
-    pub(super) fn connection_lost(&mut self, now: Instant, reason: &str) {
-        self.connection_lost_to(now, reason, None)
+    pub(super) fn connection_lost(&mut self, now: Instant, class: Loss, reason: &str) {
+        self.connection_lost_to(now, class, reason, None)
     }
 
     /// Drops the connection, fails what was in flight, and reconnects: to `to` at once, or to
     /// the next server, at once unless the connection was short-lived (see `hosts`).
-    pub(super) fn connection_lost_to(&mut self, now: Instant, reason: &str, to: Option<HostPort>) {
+    pub(super) fn connection_lost_to(
+        &mut self,
+        now: Instant,
+        class: Loss,
+        reason: &str,
+        to: Option<HostPort>,
+    ) {
         let host = self
             .current_host
             .as_ref()
             .map(|h| display(h.to_addr_string()));
         warn!(reason, host, "connection lost");
+        metrics::connection_lost(class);
         // A move that was waiting for replies goes where it meant to go.
         let to = to.or_else(|| self.moving_to.take());
         self.tls_failures_in_a_row = 0;
@@ -105,7 +114,7 @@ impl Session {
     pub(super) fn protocol_error(&mut self, now: Instant, reason: &str) {
         warn!(reason, "protocol error");
         match self.phase {
-            Phase::Connected => self.connection_lost(now, reason),
+            Phase::Connected => self.connection_lost(now, Loss::ProtocolError, reason),
             Phase::Closing { .. } => self.terminate(SessionState::Closed),
             Phase::Connecting { .. } | Phase::Handshaking { .. } => {
                 self.attempt_failed(now, reason)
@@ -190,6 +199,7 @@ impl Session {
         }
         self.last_heard = Some(now);
         self.hosts.connected(now);
+        metrics::connection_established(self.sent_session_id != 0);
         self.state_tx
             .info
             .record_servers(None, self.current_host.as_ref());

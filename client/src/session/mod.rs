@@ -38,6 +38,7 @@ use zookeeper_jute::{encode_request_frame, xid, Request};
 
 use crate::connect_string::HostPort;
 use crate::error::{Error, ErrorKind};
+use crate::metrics::{self, InFlight, Loss, SessionGauge};
 use crate::packet::{Packet, PacketKind};
 use crate::path::Chroot;
 use crate::sasl::SaslFactory;
@@ -146,6 +147,8 @@ pub(crate) struct Session {
     phase: Phase,
     state: SessionState,
     state_tx: StatePublisher,
+    /// This session in the `zookeeper_sessions` gauge (nothing without the `metrics` feature).
+    state_gauge: SessionGauge,
     hosts: HostRing,
     rng: Rng,
 
@@ -184,6 +187,9 @@ pub(crate) struct Session {
 
     /// User requests finished since the driver last asked (returns queue capacity).
     completed: usize,
+    /// User requests taken and not completed, in the `zookeeper_requests_in_flight` gauge
+    /// (nothing without the `metrics` feature).
+    in_flight: InFlight,
     close_waiters: Vec<oneshot::Sender<()>>,
     /// Bumped whenever the connection is dropped, so frames of a dead connection are ignored.
     epoch: u64,
@@ -213,6 +219,7 @@ impl Session {
             phase: Phase::Backoff { until: now },
             state: SessionState::Connecting,
             state_tx,
+            state_gauge: SessionGauge::new(SessionState::Connecting),
             hosts,
             rng,
             session_id,
@@ -236,6 +243,7 @@ impl Session {
             lease: Lease::default(),
             last_heard: None,
             completed: 0,
+            in_flight: InFlight::new(),
             close_waiters: Vec::new(),
             epoch: 0,
             auth_replays: 0,
@@ -288,6 +296,7 @@ impl Session {
 
     /// User requests completed since the last call.
     pub fn take_completed(&mut self) -> usize {
+        self.in_flight.completed(self.completed);
         std::mem::take(&mut self.completed)
     }
 
@@ -320,6 +329,7 @@ impl Session {
 
     /// A request from a handle.
     pub fn submit(&mut self, packet: Packet, now: Instant) {
+        self.in_flight.taken();
         if packet.reply.is_closed() {
             // The caller gave up (deadline or drop) before it was sent: never send it.
             self.completed += 1;
@@ -372,7 +382,7 @@ impl Session {
                 debug!(reason, "connection attempt failed");
                 self.attempt_failed(now, reason);
             }
-            Phase::Connected => self.connection_lost(now, reason),
+            Phase::Connected => self.connection_lost(now, Loss::Closed, reason),
             Phase::Closing { .. } => self.terminate(SessionState::Closed),
             Phase::Backoff { .. } | Phase::Terminated => {}
         }
@@ -425,6 +435,7 @@ impl Session {
             }
             let len = len as usize;
             if len > self.cfg.max_incoming_frame {
+                metrics::frame_over_limit();
                 // Only its header is read: enough to fail the request it answers.
                 if !matches!(self.phase, Phase::Connected | Phase::Closing { .. })
                     || len < REPLY_HEADER_LEN
@@ -495,7 +506,7 @@ impl Session {
             }
             Phase::Connected => {
                 if now >= self.last_recv + t * 2 / 3 {
-                    return self.connection_lost(now, "read timeout");
+                    return self.connection_lost(now, Loss::ReadTimeout, "read timeout");
                 }
                 if self.ping_sent.is_none()
                     && !self.sasl_in_progress()
@@ -524,7 +535,8 @@ impl Session {
         }
         if read_write {
             info!(host = %host.to_addr_string(), "read-write server found: leaving the read-only one");
-            self.connection_lost_to(now, "moving to a read-write server", Some(host));
+            let reason = "moving to a read-write server";
+            self.connection_lost_to(now, Loss::Moved, reason, Some(host));
         } else {
             probe.interval = (probe.interval * 2).min(PROBE_MAX);
             probe.at = now + probe.interval;
@@ -612,6 +624,7 @@ impl Session {
     fn set_state(&mut self, state: SessionState) {
         if self.state != state {
             info!(?state, "session state");
+            self.state_gauge.set(state);
             self.state = state;
             self.state_tx.publish(state);
         }

@@ -11,6 +11,7 @@ use tracing::info;
 
 use super::{Phase, Session};
 use crate::connect_string::HostPort;
+use crate::metrics::{self, Loss};
 use crate::state::SessionState;
 
 impl Session {
@@ -45,6 +46,7 @@ impl Session {
             return;
         };
         info!(to = %target.to_addr_string(), "moving to rebalance the ensemble");
+        metrics::connection_lost(Loss::Moved);
         self.drop_connection();
         self.ping_sent = None;
         self.watches.abandon_reads();

@@ -12,6 +12,7 @@ use zookeeper_jute::{EventType, Stat, WatcherType};
 use super::watch_memo::{Missed, NodeState, SubtreeCache};
 use crate::error::Error;
 use crate::event_queue::EventSender;
+use crate::metrics::{self, WatchKind};
 use crate::packet::{RawReply, ReplyTx};
 use crate::path::Chroot;
 use crate::state::SessionState;
@@ -102,19 +103,23 @@ impl WatchSet {
 
 impl WatchRegistry {
     pub fn add_data(&mut self, path: String, tx: OneshotTx) {
+        metrics::watch_registered(WatchKind::Data);
         self.data.entry(path).or_default().push(tx);
     }
 
     pub fn add_exist(&mut self, path: String, tx: OneshotTx) {
+        metrics::watch_registered(WatchKind::Exist);
         self.exist.entry(path).or_default().push(tx);
     }
 
     pub fn add_child(&mut self, path: String, tx: OneshotTx) {
+        metrics::watch_registered(WatchKind::Child);
         self.child.entry(path).or_default().push(tx);
     }
 
     /// Adds a persistent watcher; says what must be read to learn the watched node or subtree.
     pub fn add_persistent(&mut self, path: String, recursive: bool, tx: StreamTx) -> Learn {
+        metrics::watch_registered(WatchKind::persistent(recursive));
         if recursive {
             let entry = self
                 .recursive
@@ -453,9 +458,11 @@ impl WatchRegistry {
 
 fn fire_oneshots(map: &mut HashMap<String, Vec<OneshotTx>>, path: &str, event: &WatchedEvent) {
     if let Some(txs) = map.remove(path) {
-        for tx in txs {
-            let _ = tx.send(event.clone());
-        }
+        let delivered = txs
+            .into_iter()
+            .filter_map(|tx| tx.send(event.clone()).ok())
+            .count();
+        metrics::watch_events(event.event_type, delivered);
     }
 }
 
@@ -475,6 +482,7 @@ fn with_type(event: &WatchedEvent, event_type: EventType) -> WatchedEvent {
 /// Sends to every stream, dropping those whose receiver is gone.
 fn send_all(txs: &mut Vec<StreamTx>, event: &WatchedEvent) {
     txs.retain(|tx| tx.send(event.clone()).is_ok());
+    metrics::watch_events(event.event_type, txs.len());
 }
 
 fn send_missed(txs: &mut Vec<StreamTx>, missed: Vec<Missed>, chroot: &Chroot) {

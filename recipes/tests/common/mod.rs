@@ -129,5 +129,6 @@ pub fn blip_rig(test: &str) -> BlipRig {
     }
 }
 
+pub mod faults;
 pub mod peers;
 pub mod resource;

@@ -139,6 +139,19 @@ impl Peer {
         Peer::spawn("kazoo", cmd).await
     }
 
+    /// The Curator 5.4 peer of the leader selector and the shared-count semaphore
+    /// (`CuratorContentionPeer.java`) connected to `connect`.
+    pub async fn curator_contention(connect: &str) -> Peer {
+        let mut cmd = Command::new("java");
+        cmd.args([
+            "-cp",
+            &curator_classpath(),
+            "CuratorContentionPeer",
+            connect,
+        ]);
+        Peer::spawn("curator", cmd).await
+    }
+
     /// Sends one command line.
     pub async fn send(&mut self, line: &str) {
         self.stdin

@@ -1,0 +1,299 @@
+//! The contention core: the one queue algorithm of every lock, read-write lock, semaphore and
+//! leader latch. A recipe hands it where its contenders queue (a parent path, the peer's
+//! layout) and its rule for judging a place in the queue (`rule`); the core does the rest:
+//!
+//! 1. Create our node (protected: see `protection`) and list the parent. Both are written
+//!    back to back, so the listing already holds our node and an uncontended acquisition costs
+//!    one round trip.
+//! 2. Order the listing exactly as the layout's peer does (`naming`), refuse it if a sequence
+//!    wrapped, and ask the rule: granted, or what to watch.
+//! 3. Watch one contender with `getData` (not `exists`, which would leave a creation watch
+//!    behind when the node is already gone), so that each release wakes one waiter however
+//!    long the queue is; or, for a rule that counts, the listing.
+//! 4. On the watch firing, list again, or take the deletion as the grant when the rule's kind
+//!    makes that sound (see `rule`).
+
+#[cfg(test)]
+mod model;
+mod rule;
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn};
+use zookeeper_tokio::{Client, ErrorKind, EventType, Stat};
+
+use crate::error::{Error, Result};
+use crate::naming::{child_name, join, Layout};
+use crate::protection::{list_children, PendingNode};
+use crate::session::{terminal_error, wait_connected};
+
+pub(crate) use rule::{
+    assess, predecessor, AheadRule, Assessment, Rule, Verdict, Watch, WholeRule,
+};
+
+/// How long an acquisition may wait.
+#[derive(Clone, Debug)]
+pub(crate) enum Patience {
+    /// Until granted.
+    Forever,
+    /// Until this instant; then give up, leaving nothing behind.
+    Until(Instant),
+    /// Until granted or this is cancelled; then give up, leaving nothing behind (returning
+    /// once our node is deleted).
+    UntilStopped(CancellationToken),
+    /// Not at all: hold it now or give up.
+    NoWait,
+}
+
+impl Patience {
+    /// Resolves when the patience ran out; never for `Forever` and `NoWait`.
+    async fn run_out(&self) {
+        match self {
+            Patience::Until(deadline) => tokio::time::sleep_until(*deadline).await,
+            Patience::UntilStopped(stop) => stop.cancelled().await,
+            Patience::Forever | Patience::NoWait => std::future::pending().await,
+        }
+    }
+}
+
+/// Where contenders queue, and how their peers order them.
+#[derive(Clone, Copy)]
+pub(crate) struct Line<'a> {
+    pub client: &'a Client,
+    /// The parent of the contenders' nodes.
+    pub dir: &'a str,
+    pub layout: Layout,
+    /// The kinds of contender the recipe tells apart (see `naming::peer_queue`).
+    pub markers: &'a [&'a str],
+}
+
+/// A granted contender node.
+pub(crate) struct Won {
+    pub path: String,
+    pub stat: Stat,
+    pub wakeups: u32,
+}
+
+/// One acquisition: creates our node (`prefix` + sequence under the line's parent, holding
+/// `data`) and waits for `rule` to grant it. Our node is deleted on every way out that does
+/// not hold it, including this future being dropped.
+pub(crate) async fn enter(
+    line: Line<'_>,
+    prefix: String,
+    data: &[u8],
+    patience: Patience,
+    rule: Rule<'_>,
+) -> Result<Option<Won>> {
+    let started = Instant::now();
+    let mut pending = PendingNode::new(line.client, line.dir, prefix, data);
+    pending.send_create();
+    let first_listing = line.client.get_children(line.dir);
+    let created = match &patience {
+        // A stop while the create is under way (perhaps retried across a reconnect) is
+        // heard at once; abandoning deletes whatever the create made.
+        Patience::UntilStopped(stop) => tokio::select! {
+            created = pending.created() => Some(created),
+            _ = stop.cancelled() => None,
+        },
+        _ => Some(pending.created().await),
+    };
+    let Some(created) = created else {
+        pending.abandon().await?;
+        return Ok(None);
+    };
+    let (path, _) = created?;
+    let ours = child_name(&path).to_owned();
+    // The listing written right after the create is only useful if it was answered after
+    // our (last) create.
+    let first_listing = first_listing
+        .await
+        .ok()
+        .map(|(children, _)| children)
+        .filter(|children| children.contains(&ours));
+    match wait_turn(line, &ours, first_listing, patience, rule, |_| {}).await? {
+        Some(wakeups) => Ok(Some(won(pending, wakeups, started))),
+        None => {
+            pending.abandon().await?;
+            Ok(None)
+        }
+    }
+}
+
+/// Waits until `rule` grants our node `ours` (a child of the line's parent), judging
+/// `listing` first when given. Returns the number of wakeups it took, or `None` when the
+/// patience ran out. The node is the caller's: nothing here deletes it. `watching` is told
+/// each time a watch is set and we wait.
+///
+/// The listing and the queue live in one round only: a waiter keeps nothing of them while it
+/// waits, so the memory of N waiters grows with N, not with N squared.
+pub(crate) async fn wait_turn(
+    line: Line<'_>,
+    ours: &str,
+    mut listing: Option<Vec<String>>,
+    patience: Patience,
+    mut rule: Rule<'_>,
+    mut watching: impl FnMut(&Watch),
+) -> Result<Option<u32>> {
+    let Line {
+        client,
+        dir,
+        layout,
+        markers,
+    } = line;
+    let path = join(dir, ours);
+    let mut wakeups = 0u32;
+    loop {
+        let children = match listing.take() {
+            Some(children) => children,
+            None => list_children(client, dir).await?.unwrap_or_default(),
+        };
+        let (watch, handoff) = match assess(layout, markers, &children, ours, &rule) {
+            Assessment::Granted => return Ok(Some(wakeups)),
+            Assessment::Gone => return Err(Error::NodeDeleted { path }),
+            Assessment::Wrapped(child) => {
+                warn!(
+                    path = %dir,
+                    node = %ours,
+                    %child,
+                    "sequence numbers wrapped past 2^31 under the path: the peers' order is broken, \
+                     refusing the grant"
+                );
+                return Err(Error::SequenceWrapped {
+                    path: dir.to_owned(),
+                    child,
+                });
+            }
+            Assessment::Wait { watch, handoff } => (watch, handoff),
+        };
+        drop(children);
+        if let Patience::NoWait = &patience {
+            return Ok(None);
+        }
+        let set = match &watch {
+            Watch::Node(blocker) => client
+                .get_data_and_watch(&join(dir, blocker))
+                .await
+                .map(|(_, _, watcher)| watcher),
+            Watch::Listing => match client.get_children_and_watch(dir).await {
+                Ok((children, _, watcher)) => {
+                    // The watching listing may already say more than "wait".
+                    if !matches!(
+                        assess(layout, markers, &children, ours, &rule),
+                        Assessment::Wait { .. }
+                    ) {
+                        listing = Some(children);
+                        continue;
+                    }
+                    Ok(watcher)
+                }
+                Err(e) => Err(e),
+            },
+        };
+        let watcher = match set {
+            Ok(watcher) => watcher,
+            // Gone already: look again.
+            Err(e) if e == ErrorKind::NoNode => continue,
+            Err(e) if e.is_retryable() => {
+                wait_connected(client).await?;
+                continue;
+            }
+            Err(e) => return Err(Error::Client(e)),
+        };
+        debug!(path, ?watch, "waiting");
+        watching(&watch);
+        let event = tokio::select! {
+            event = watcher => Some(event),
+            () = rule.changed() => None,
+            () = patience.run_out() => return Ok(None),
+        };
+        wakeups += 1;
+        let Some(event) = event else {
+            continue;
+        };
+        if event.event_type == EventType::None && event.state.is_terminal() {
+            return Err(terminal_error(event.state));
+        }
+        // The rule judged that the watched contender was all that stood in our way, and
+        // nobody can queue in front of us: its deletion is the grant. No listing needed, which
+        // saves the next holder a round trip and a listing of the whole queue.
+        if handoff && event.event_type == EventType::NodeDeleted {
+            return Ok(Some(wakeups));
+        }
+    }
+}
+
+/// Keeps our node: the acquisition is granted.
+fn won(pending: PendingNode, wakeups: u32, started: Instant) -> Won {
+    let (path, stat) = pending.keep();
+    let token = crate::guard::FencingToken(stat.czxid);
+    if wakeups == 0 {
+        debug!(path, %token, "acquired");
+    } else {
+        let (dir, node) = path.rsplit_once('/').unwrap_or(("", &path));
+        info!(
+            path = %dir,
+            node = %node,
+            %token,
+            wakeups,
+            waited_ms = started.elapsed().as_millis() as u64,
+            "acquired after a wait"
+        );
+    }
+    Won {
+        path,
+        stat,
+        wakeups,
+    }
+}
+
+/// The deadline of a timed acquisition.
+pub(crate) fn deadline_after(timeout: std::time::Duration) -> Patience {
+    Patience::Until(Instant::now() + timeout)
+}
+
+/// How long after its deadline a timed acquisition may still be finishing the delete of its
+/// node before it returns anyway, leaving the delete to the background.
+const CLEANUP_GRACE: Duration = Duration::from_millis(50);
+
+/// Runs `acquisition` so that it returns within its patience whatever the connection does
+/// (a partition, refused connections, a slow server): an acquisition with a deadline
+/// returns `None` by then (plus [`CLEANUP_GRACE`]), a `NoWait` one within the session
+/// timeout. What it leaves unfinished is dropped, and dropping an acquisition deletes its
+/// node in the background (see `protection`), retried until the node or the session is gone.
+pub(crate) async fn bounded<T>(
+    client: &Client,
+    patience: &Patience,
+    acquisition: impl Future<Output = Result<Option<T>>>,
+) -> Result<Option<T>> {
+    let bound = match *patience {
+        Patience::Forever | Patience::UntilStopped(_) => return acquisition.await,
+        Patience::Until(deadline) => deadline + CLEANUP_GRACE,
+        Patience::NoWait => Instant::now() + client.session_timeout(),
+    };
+    match tokio::time::timeout_at(bound, acquisition).await {
+        Ok(outcome) => outcome,
+        Err(_) => {
+            debug!("acquisition gave up at its deadline; cleanup goes on in the background");
+            Ok(None)
+        }
+    }
+}
+
+/// Takes a handle's own serialisation lock within the acquisition's patience.
+pub(crate) async fn serialize<'a>(
+    serial: &'a tokio::sync::Mutex<()>,
+    patience: &Patience,
+) -> Option<tokio::sync::MutexGuard<'a, ()>> {
+    match patience {
+        Patience::NoWait => serial.try_lock().ok(),
+        Patience::Forever => Some(serial.lock().await),
+        Patience::Until(deadline) => tokio::time::timeout_at(*deadline, serial.lock()).await.ok(),
+        Patience::UntilStopped(stop) => tokio::select! {
+            serial = serial.lock() => Some(serial),
+            _ = stop.cancelled() => None,
+        },
+    }
+}

@@ -1,0 +1,194 @@
+//! The recipes' metrics: their names, and the hooks that record them through the
+//! [`metrics`](https://docs.rs/metrics) facade. The table of what each one counts is in the
+//! crate docs.
+//!
+//! Without the cargo feature `metrics` every hook is an empty inline function (or hands back
+//! the future it was given) and the types below hold nothing: the crate then has no `metrics`
+//! dependency and no code to run.
+//!
+//! Labels stay few and bounded: the recipe kind and a reason. Never a lock path.
+#![cfg_attr(not(feature = "metrics"), allow(dead_code, unused_variables))]
+
+#[cfg(feature = "metrics")]
+use ::metrics::{counter, histogram};
+#[cfg(feature = "metrics")]
+use tokio::time::Instant;
+
+use crate::contend::Patience;
+use crate::leader::Leadership;
+use crate::lost::LossReason;
+
+/// Seconds from an acquire call to its grant, by `recipe`.
+pub const LOCK_WAIT: &str = "zookeeper_lock_wait_seconds";
+/// Seconds from a grant to the release, or to the loss, by `recipe`.
+pub const LOCK_HOLD: &str = "zookeeper_lock_hold_seconds";
+/// Acquire calls that were granted, by `recipe`.
+pub const LOCK_ACQUISITIONS: &str = "zookeeper_lock_acquisitions_total";
+/// Acquire calls that gave up at their deadline (or at once, for a `try_`), by `recipe`.
+pub const LOCK_TIMEOUTS: &str = "zookeeper_lock_timeouts_total";
+/// Grants lost before their release, by `recipe` and `reason`.
+pub const LOCK_LOSSES: &str = "zookeeper_lock_losses_total";
+/// Times a leader latch became the leader.
+pub const LEADERSHIP_GAINED: &str = "zookeeper_leadership_gained_total";
+/// Times a leader latch stopped being the leader, by `reason`.
+pub const LEADERSHIP_LOST: &str = "zookeeper_leadership_lost_total";
+
+/// Gives every metric of this crate, and of the client (`zookeeper_tokio::metrics::describe`),
+/// its description and unit in the installed recorder. Call it once the recorder is
+/// installed; recording works without it.
+#[cfg(feature = "metrics")]
+pub fn describe() {
+    use ::metrics::{describe_counter, describe_histogram, Unit};
+    zookeeper_tokio::metrics::describe();
+    describe_histogram!(
+        LOCK_WAIT,
+        Unit::Seconds,
+        "Time from an acquire call to its grant, by recipe"
+    );
+    describe_histogram!(
+        LOCK_HOLD,
+        Unit::Seconds,
+        "Time from a grant to its release or loss, by recipe"
+    );
+    describe_counter!(LOCK_ACQUISITIONS, "Acquire calls granted, by recipe");
+    describe_counter!(
+        LOCK_TIMEOUTS,
+        "Acquire calls that gave up at their deadline, by recipe"
+    );
+    describe_counter!(
+        LOCK_LOSSES,
+        "Grants lost before release, by recipe and reason"
+    );
+    describe_counter!(LEADERSHIP_GAINED, "Times a leader latch became leader");
+    describe_counter!(
+        LEADERSHIP_LOST,
+        "Times a leader latch stopped leading, by reason"
+    );
+}
+
+/// What was acquired: the `recipe` label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Recipe {
+    Mutex,
+    ReadLock,
+    WriteLock,
+    Semaphore,
+    /// The mutex a semaphore takes around its leases, apart from the application's mutexes.
+    SemaphoreGate,
+    /// The mutex a `LeaderSelector` queues on: its wait is the time to leadership, its hold a
+    /// term.
+    LeaderSelector,
+}
+
+#[cfg(feature = "metrics")]
+impl Recipe {
+    fn label(self) -> &'static str {
+        match self {
+            Recipe::Mutex => "mutex",
+            Recipe::ReadLock => "read_lock",
+            Recipe::WriteLock => "write_lock",
+            Recipe::Semaphore => "semaphore",
+            Recipe::SemaphoreGate => "semaphore_gate",
+            Recipe::LeaderSelector => "leader_selector",
+        }
+    }
+}
+
+/// Runs one acquire call of `recipe` made with `patience`: a grant records its wait, a `None` a
+/// timeout, unless the call was stopped (`Patience::UntilStopped`: a close, not a timeout).
+#[cfg(feature = "metrics")]
+pub(crate) async fn acquisition<T>(
+    recipe: Recipe,
+    patience: &Patience,
+    acquisition: impl std::future::Future<Output = crate::Result<Option<T>>>,
+) -> crate::Result<Option<T>> {
+    let started = Instant::now();
+    let outcome = acquisition.await;
+    match &outcome {
+        Ok(Some(_)) => {
+            histogram!(LOCK_WAIT, "recipe" => recipe.label())
+                .record(started.elapsed().as_secs_f64());
+            counter!(LOCK_ACQUISITIONS, "recipe" => recipe.label()).increment(1);
+        }
+        Ok(None) if matches!(patience, Patience::UntilStopped(_)) => {}
+        Ok(None) => counter!(LOCK_TIMEOUTS, "recipe" => recipe.label()).increment(1),
+        Err(_) => {}
+    }
+    outcome
+}
+
+/// See the recording version: without the feature, the acquisition itself.
+#[cfg(not(feature = "metrics"))]
+#[inline]
+pub(crate) fn acquisition<F>(recipe: Recipe, patience: &Patience, acquisition: F) -> F {
+    acquisition
+}
+
+/// One grant, from the moment it was granted.
+pub(crate) struct Hold {
+    #[cfg(feature = "metrics")]
+    recipe: Recipe,
+    #[cfg(feature = "metrics")]
+    granted: Instant,
+}
+
+impl Hold {
+    #[inline]
+    pub(crate) fn granted(recipe: Recipe) -> Hold {
+        Hold {
+            #[cfg(feature = "metrics")]
+            recipe,
+            #[cfg(feature = "metrics")]
+            granted: Instant::now(),
+        }
+    }
+
+    /// The grant ended for `reason` (call it once): released, or lost.
+    #[inline]
+    pub(crate) fn ended(&self, reason: LossReason) {
+        #[cfg(feature = "metrics")]
+        {
+            let recipe = self.recipe.label();
+            histogram!(LOCK_HOLD, "recipe" => recipe).record(self.granted.elapsed().as_secs_f64());
+            if reason != LossReason::Released {
+                counter!(LOCK_LOSSES, "recipe" => recipe, "reason" => loss_reason(reason))
+                    .increment(1);
+            }
+        }
+    }
+}
+
+/// A leader latch went from `old` to `new`. Every move into `Leader` is a gain and every move
+/// out of it a loss (a suspension included, as Curator's `LeaderLatch` listeners see it), so
+/// gains minus losses is the number of latches leading now.
+#[inline]
+pub(crate) fn leadership(old: Leadership, new: Leadership) {
+    #[cfg(feature = "metrics")]
+    match (old, new) {
+        (Leadership::Leader, Leadership::Leader) => {}
+        (_, Leadership::Leader) => counter!(LEADERSHIP_GAINED).increment(1),
+        (Leadership::Leader, new) => {
+            let reason = match new {
+                Leadership::Suspended => "suspended",
+                Leadership::Lost(reason) => loss_reason(reason),
+                Leadership::Closed => "resigned",
+                Leadership::Starting | Leadership::Follower | Leadership::Leader => "follower",
+            };
+            counter!(LEADERSHIP_LOST, "reason" => reason).increment(1);
+        }
+        _ => {}
+    }
+}
+
+/// The `reason` label of a loss.
+#[cfg(feature = "metrics")]
+fn loss_reason(reason: LossReason) -> &'static str {
+    match reason {
+        LossReason::SessionExpired => "session_expired",
+        LossReason::SessionClosed => "session_closed",
+        LossReason::LeaseExpired => "lease_expired",
+        LossReason::NodeDeleted => "node_deleted",
+        LossReason::SequenceWrapped => "sequence_wrapped",
+        LossReason::Released => "released",
+    }
+}

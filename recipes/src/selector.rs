@@ -1,0 +1,583 @@
+//! Leader selection, compatible with Curator's `LeaderSelector`: a [`Mutex`] on the election
+//! path (`_c_<uuid>-lock-<seq>`, whose data is the participant id), held while the leader's
+//! work runs, and released when it ends.
+//!
+//! The work is a future, run in a task of its own. It is cancelled (dropped at its next await
+//! point) when leadership can no longer be trusted: on a disconnect ([`CancelOn::Suspended`],
+//! the default, as Curator advises) or only once it is lost ([`CancelOn::Lost`]). Either way
+//! the task has stopped before our node is deleted, so the next leader starts after ours
+//! stopped; and loss is reported no later than the session's lease runs out, before the server
+//! can expire the session and let anyone else lead (see `session_follower`).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::{error, info, warn};
+use zookeeper_tokio::{Client, ErrorKind, MultiOp, MultiResult};
+
+use crate::error::{Error, Result};
+use crate::guard::{FencingToken, HeldNode, LockGuard};
+use crate::leader::{read_participants, Participant};
+use crate::lost::{LockState, LockStateChanges, LossReason};
+use crate::metrics::Recipe;
+use crate::mutex::Mutex;
+use crate::naming::CURATOR_LOCK;
+use crate::transitions::{changes_stream, Phase, Transitions};
+
+/// How long the selector waits before queueing again after an acquisition failed for a reason
+/// other than the session's end (our waiting node deleted by someone, a wrapped sequence).
+const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// When a leader's work is cancelled.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CancelOn {
+    /// As soon as leadership is not plainly held: on a disconnect, and on loss. Leadership
+    /// may still be ours while disconnected, but nothing proves it until a server answers, so
+    /// this is Curator's advice (its `LeaderSelectorListenerAdapter` interrupts the leader on
+    /// `SUSPENDED`) and the safe default. With auto-requeue the selector queues again and
+    /// leads again once connected, under a new node.
+    #[default]
+    Suspended,
+    /// Only once leadership is lost: the session's lease ran out, the session ended, or our
+    /// node was deleted. The work runs on through disconnects that heal within the session
+    /// timeout (a server failover). Safe against the server expiring the session, as long as
+    /// the work reaches an await point promptly: the loss is reported no later than the
+    /// lease's end, and the server cannot expire the session sooner. Not against what no
+    /// clock can see: while we are cut off, someone deleting our node, or closing our session
+    /// with its password, lets another lead at once, and we hear of it only on reconnecting.
+    Lost,
+}
+
+/// Where a [`LeaderSelector`] stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SelectorState {
+    /// In the queue, waiting to lead.
+    Queued,
+    /// Leading: the leader's work runs.
+    Leading,
+    /// Out of the queue: a term ended and no requeue was asked for
+    /// ([`LeaderSelector::requeue`]).
+    Idle,
+    /// The session behind the selector ended (a new client is needed): no term can follow.
+    Ended(LossReason),
+    /// Closed.
+    Closed,
+}
+
+impl std::fmt::Display for SelectorState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SelectorState::Queued => f.write_str("queued"),
+            SelectorState::Leading => f.write_str("leading"),
+            SelectorState::Idle => f.write_str("idle (not queued)"),
+            SelectorState::Ended(reason) => write!(f, "ended: {reason}"),
+            SelectorState::Closed => f.write_str("closed"),
+        }
+    }
+}
+
+impl Phase for SelectorState {
+    // A selector whose state is no longer published is gone.
+    const ENDED: Self = SelectorState::Closed;
+
+    fn is_final(self) -> bool {
+        matches!(self, SelectorState::Ended(_) | SelectorState::Closed)
+    }
+}
+
+changes_stream! {
+    /// Every [`SelectorState`] a selector goes through, in order: the current state first,
+    /// then each change, ending after a final state ([`SelectorState::Ended`] or
+    /// [`SelectorState::Closed`]). Also a [`futures_core::Stream`].
+    ///
+    /// A receiver that falls more than 32 changes behind loses the oldest of them.
+    SelectorChanges of SelectorState
+}
+
+/// What a leader's work is given: its term's fencing token and the signals that end it.
+///
+/// The work is cancelled for it when leadership ends (see [`CancelOn`]); these are for work
+/// that wants to look by itself (before each step of a long computation between await
+/// points), to fence a resource, or to write to ZooKeeper only while leading.
+pub struct LeaderContext {
+    node: Arc<HeldNode>,
+    client: Client,
+    id: String,
+    term: u64,
+}
+
+impl std::fmt::Debug for LeaderContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaderContext")
+            .field("node", &self.node.path())
+            .field("id", &self.id)
+            .field("term", &self.term)
+            .field("fencing_token", &self.fencing_token())
+            .finish()
+    }
+}
+
+impl LeaderContext {
+    /// This term's fencing token: our lock node's czxid. Every later term, of any participant,
+    /// has a larger one.
+    pub fn fencing_token(&self) -> FencingToken {
+        self.node.fencing_token()
+    }
+
+    /// Which term of this selector this is: 1 for its first leadership, 2 for the next, ...
+    pub fn term(&self) -> u64 {
+        self.term
+    }
+
+    /// The participant id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Our lock node's full path.
+    pub fn node(&self) -> &str {
+        self.node.path()
+    }
+
+    /// The client the selector runs on.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Whether leadership can be trusted right now; checks the session's lease against the
+    /// clock on every call (see [`LockGuard::state`]).
+    pub fn state(&self) -> LockState {
+        self.node.state()
+    }
+
+    /// Every state of this term's leadership, in order (see [`LockGuard::state_changes`]).
+    pub fn state_changes(&self) -> LockStateChanges {
+        self.node.state_changes()
+    }
+
+    /// Resolves when leadership is lost (see [`LockGuard::lost`]).
+    pub fn lost(&self) -> impl Future<Output = LossReason> + Send + 'static {
+        self.node.lost()
+    }
+
+    /// Resolves when leadership is not plainly held: a disconnect, or loss (see
+    /// [`LockGuard::suspended`]).
+    pub fn suspended(&self) -> impl Future<Output = LockState> + Send + 'static {
+        self.node.suspended()
+    }
+
+    /// A `check` of our lock node, to put first in a `multi` of your own (see
+    /// [`LockGuard::check_op`]).
+    pub fn check_op(&self) -> MultiOp {
+        self.node.check_op()
+    }
+
+    /// Writes `ops` in one transaction the server applies only while we lead (see
+    /// [`LockGuard::guarded_multi`]).
+    pub async fn guarded_multi(&self, ops: Vec<MultiOp>) -> Result<Vec<MultiResult>> {
+        self.node.guarded_multi(ops).await
+    }
+}
+
+/// Builds a [`LeaderSelector`]: its participant id, whether it queues again after each term,
+/// and when its work is cancelled.
+#[derive(Debug)]
+pub struct LeaderSelectorBuilder {
+    client: Client,
+    path: String,
+    id: String,
+    auto_requeue: bool,
+    cancel_on: CancelOn,
+}
+
+impl LeaderSelectorBuilder {
+    /// The participant id, written into our node (Curator's `setId`; empty by default).
+    pub fn id(mut self, id: &str) -> Self {
+        self.id = id.to_owned();
+        self
+    }
+
+    /// Queue again after every term, however it ended (Curator's `autoRequeue()`). Off by
+    /// default: the selector leads once, then waits for [`LeaderSelector::requeue`].
+    pub fn auto_requeue(mut self, yes: bool) -> Self {
+        self.auto_requeue = yes;
+        self
+    }
+
+    /// When the leader's work is cancelled: [`CancelOn::Suspended`] by default.
+    pub fn cancel_on(mut self, cancel_on: CancelOn) -> Self {
+        self.cancel_on = cancel_on;
+        self
+    }
+
+    /// Joins the election: queues for leadership in a background task, and runs `leader` for
+    /// every term it wins. The term ends when the future returns (or panics), or when it is
+    /// cancelled; then our node is deleted. Must be called within a tokio runtime.
+    pub fn start<F, Fut>(self, leader: F) -> Result<LeaderSelector>
+    where
+        F: FnMut(LeaderContext) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
+            Error::InvalidArgument("a LeaderSelector must be started within a tokio runtime")
+        })?;
+        let mutex = Mutex::new(&self.client, &self.path)?
+            .with_data(self.id.as_bytes())
+            .recorded_as(Recipe::LeaderSelector);
+        let shared = Arc::new(Shared {
+            state: Transitions::new(SelectorState::Queued),
+            term: StdMutex::new(None),
+            requeue: Notify::new(),
+            requeue_asked: AtomicBool::new(false),
+            close: CancellationToken::new(),
+        });
+        let task = Selection {
+            mutex,
+            leader,
+            shared: shared.clone(),
+            client: self.client.clone(),
+            path: self.path.clone(),
+            id: self.id.clone(),
+            auto_requeue: self.auto_requeue,
+            cancel_on: self.cancel_on,
+        };
+        let task = runtime.spawn(task.run());
+        Ok(LeaderSelector {
+            client: self.client,
+            path: self.path,
+            id: self.id,
+            shared,
+            task: tokio::sync::Mutex::new(Some(task)),
+        })
+    }
+}
+
+/// A participant in a leader election that runs a future while it leads, as Curator's
+/// `LeaderSelector` (beside [`LeaderLatch`](crate::LeaderLatch), which only says who leads).
+///
+/// Shares its path with Curator's `LeaderSelector` (and `InterProcessMutex`): at most one of
+/// them leads at a time, and their participants read each other's ids.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use zookeeper_recipes::{LeaderContext, LeaderSelector};
+///
+/// let servers = "127.0.0.1:2181";
+/// # let servers = &zookeeper_testkit::shared_server()
+/// #     .connect_string_with_chroot(&zookeeper_testkit::chroot_for("doc_leader_selector"));
+/// let client = zookeeper_tokio::Client::connect(servers).await?;
+/// let (done, mut terms) = tokio::sync::mpsc::unbounded_channel();
+/// let selector = LeaderSelector::builder(&client, "/election/compactor")
+///     .id("node-a")
+///     .auto_requeue(true) // lead again after each term
+///     .start(move |ctx: LeaderContext| {
+///         let done = done.clone();
+///         async move {
+///             // Cancelled here if leadership is suspended or lost.
+///             println!("term {} with token {}", ctx.term(), ctx.fencing_token());
+///             let _ = done.send(ctx.fencing_token());
+///         }
+///     })?;
+/// let first = terms.recv().await.unwrap();
+/// let second = terms.recv().await.unwrap();
+/// assert!(second > first, "every term has a larger token");
+/// selector.close().await;
+/// # Ok(())
+/// # }
+/// ```
+pub struct LeaderSelector {
+    client: Client,
+    path: String,
+    id: String,
+    shared: Arc<Shared>,
+    task: tokio::sync::Mutex<Option<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for LeaderSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaderSelector")
+            .field("path", &self.path)
+            .field("id", &self.id)
+            .field("state", &self.state())
+            .finish()
+    }
+}
+
+impl LeaderSelector {
+    /// A selector on `path`, in Curator's `LeaderSelector` layout; configure it, then
+    /// [`start`](LeaderSelectorBuilder::start) it with the leader's work.
+    pub fn builder(client: &Client, path: &str) -> LeaderSelectorBuilder {
+        LeaderSelectorBuilder {
+            client: client.clone(),
+            path: path.to_owned(),
+            id: String::new(),
+            auto_requeue: false,
+            cancel_on: CancelOn::default(),
+        }
+    }
+
+    /// Where the selector stands now.
+    pub fn state(&self) -> SelectorState {
+        self.shared.state.current()
+    }
+
+    /// True while the leader's work runs.
+    pub fn has_leadership(&self) -> bool {
+        self.state() == SelectorState::Leading
+    }
+
+    /// Every state from now on, in order, starting with the current one.
+    pub fn changes(&self) -> SelectorChanges {
+        self.shared.state.changes().into()
+    }
+
+    /// The participant id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Queues for leadership again after a term ended (Curator's `requeue()`): true when it
+    /// did; false when the selector is queued or leading already, or ended.
+    pub fn requeue(&self) -> bool {
+        if self.state() != SelectorState::Idle {
+            return false;
+        }
+        if !self.shared.requeue_asked.swap(true, Ordering::SeqCst) {
+            self.shared.requeue.notify_one();
+        }
+        true
+    }
+
+    /// Cancels the current term's work, if one runs (Curator's `interruptLeadership()`); the
+    /// term then ends as if the work had returned.
+    pub fn interrupt_leadership(&self) {
+        if let Some(term) = lock(&self.shared.term).as_ref() {
+            term.cancel();
+        }
+    }
+
+    /// The participants in queue order, the leader first, each with its id. Curator's
+    /// participants on the same path are among them.
+    pub async fn participants(&self) -> Result<Vec<Participant>> {
+        read_participants(&self.client, &self.path, CURATOR_LOCK).await
+    }
+
+    /// The current leader, if anyone leads.
+    pub async fn leader(&self) -> Result<Option<Participant>> {
+        Ok(self.participants().await?.into_iter().next())
+    }
+
+    /// Leaves the election: cancels the work if it runs, waits until it stopped, and deletes
+    /// our node (retried across reconnects until it or the session is gone). Dropping the
+    /// selector does the same in the background.
+    pub async fn close(&self) {
+        self.shared.close.cancel();
+        if let Some(task) = self.task.lock().await.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for LeaderSelector {
+    fn drop(&mut self) {
+        self.shared.close.cancel();
+    }
+}
+
+fn lock<T>(m: &StdMutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What the selector and its task share.
+struct Shared {
+    state: Transitions<SelectorState>,
+    /// The running term's cancellation, for [`LeaderSelector::interrupt_leadership`].
+    term: StdMutex<Option<CancellationToken>>,
+    requeue: Notify,
+    requeue_asked: AtomicBool,
+    close: CancellationToken,
+}
+
+/// The background task: queue, lead, repeat.
+struct Selection<F> {
+    mutex: Mutex,
+    leader: F,
+    shared: Arc<Shared>,
+    client: Client,
+    path: String,
+    id: String,
+    auto_requeue: bool,
+    cancel_on: CancelOn,
+}
+
+/// How a term ended.
+enum TermEnd {
+    Returned,
+    Panicked,
+    Cancelled(LockState),
+    Interrupted,
+    Closed,
+}
+
+impl<F, Fut> Selection<F>
+where
+    F: FnMut(LeaderContext) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    async fn run(mut self) {
+        let mut terms = 0u64;
+        let end = loop {
+            self.shared.state.set(SelectorState::Queued);
+            // A close while queued returns once our waiting node is deleted.
+            let acquired = self.mutex.acquire_until(self.shared.close.clone()).await;
+            let guard = match acquired {
+                Ok(Some(guard)) => guard,
+                Ok(None) => break SelectorState::Closed,
+                Err(e) if e.is_session_terminal() => {
+                    warn!(path = %self.path, id = %self.id, error = %e, "leader selection ends with the session");
+                    break SelectorState::Ended(loss_of(&e));
+                }
+                Err(e) => {
+                    warn!(path = %self.path, id = %self.id, error = %e, "could not queue for leadership; trying again");
+                    if pause(&self.shared).await {
+                        continue;
+                    }
+                    break SelectorState::Closed;
+                }
+            };
+            terms += 1;
+            if let TermEnd::Closed = self.lead(guard, terms).await {
+                break SelectorState::Closed;
+            }
+            if !self.auto_requeue {
+                self.shared.state.set(SelectorState::Idle);
+                if !until_requeued(&self.shared).await {
+                    break SelectorState::Closed;
+                }
+            }
+        };
+        self.shared.state.set(end);
+    }
+
+    /// One term: runs the work until it returns or is cancelled, then lets go of the lock.
+    async fn lead(&mut self, guard: LockGuard, term: u64) -> TermEnd {
+        let node = guard.held();
+        // Made before the work starts, so a suspension from the grant on counts.
+        let mut signal: Pin<Box<dyn Future<Output = LockState> + Send>> = match self.cancel_on {
+            CancelOn::Suspended => Box::pin(node.suspended()),
+            CancelOn::Lost => {
+                let lost = node.lost();
+                Box::pin(async move { LockState::Lost(lost.await) })
+            }
+        };
+        let interrupt = CancellationToken::new();
+        *lock(&self.shared.term) = Some(interrupt.clone());
+        let token = node.fencing_token();
+        self.shared.state.set(SelectorState::Leading);
+        info!(path = %self.path, id = %self.id, %token, term, "leading");
+        let context = LeaderContext {
+            node,
+            client: self.client.clone(),
+            id: self.id.clone(),
+            term,
+        };
+        let mut work = tokio::spawn((self.leader)(context));
+        let end = tokio::select! {
+            biased;
+            _ = self.shared.close.cancelled() => TermEnd::Closed,
+            state = &mut signal => TermEnd::Cancelled(state),
+            _ = interrupt.cancelled() => TermEnd::Interrupted,
+            done = &mut work => match done {
+                Ok(()) => TermEnd::Returned,
+                Err(_) => TermEnd::Panicked,
+            },
+        };
+        if !matches!(end, TermEnd::Returned | TermEnd::Panicked) {
+            // The work has stopped once its task is joined: only then may anyone else lead.
+            work.abort();
+            let _ = work.await;
+        }
+        *lock(&self.shared.term) = None;
+        match end {
+            TermEnd::Returned => {
+                info!(path = %self.path, id = %self.id, %token, term, "leadership given up: the work returned")
+            }
+            TermEnd::Panicked => {
+                error!(path = %self.path, id = %self.id, %token, term, "leadership given up: the work panicked")
+            }
+            TermEnd::Cancelled(state) => {
+                warn!(path = %self.path, id = %self.id, %token, term, %state, "leadership cancelled")
+            }
+            TermEnd::Interrupted => {
+                info!(path = %self.path, id = %self.id, %token, term, "leadership interrupted")
+            }
+            TermEnd::Closed => {
+                info!(path = %self.path, id = %self.id, %token, term, "leadership given up: closed")
+            }
+        }
+        // While closing, wait for the deletion (bounded by the session); otherwise not beyond
+        // a close: the deletion goes on in the background.
+        if let TermEnd::Closed = end {
+            let _ = guard.release().await;
+        } else {
+            tokio::select! {
+                _ = guard.release() => {}
+                _ = self.shared.close.cancelled() => {}
+            }
+        }
+        end
+    }
+}
+
+/// Waits for [`LeaderSelector::requeue`]; false when closed first.
+async fn until_requeued(shared: &Shared) -> bool {
+    loop {
+        if shared.requeue_asked.swap(false, Ordering::SeqCst) {
+            return true;
+        }
+        tokio::select! {
+            _ = shared.requeue.notified() => {}
+            _ = shared.close.cancelled() => return false,
+        }
+    }
+}
+
+/// Backoff, not synchronisation: a failed acquisition is tried again after a while. False
+/// when closed first.
+async fn pause(shared: &Shared) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(RETRY_AFTER) => true,
+        _ = shared.close.cancelled() => false,
+    }
+}
+
+/// Why the session behind a failed acquisition is over.
+fn loss_of(e: &Error) -> LossReason {
+    match e {
+        Error::Client(e) if *e == ErrorKind::SessionExpired => LossReason::SessionExpired,
+        Error::Disconnected => LossReason::LeaseExpired,
+        _ => LossReason::SessionClosed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_read_as_words() {
+        assert_eq!(SelectorState::Leading.to_string(), "leading");
+        assert_eq!(
+            SelectorState::Ended(LossReason::SessionExpired).to_string(),
+            "ended: the session expired"
+        );
+        assert!(SelectorState::Closed.is_final() && !SelectorState::Idle.is_final());
+    }
+}

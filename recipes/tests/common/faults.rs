@@ -1,0 +1,69 @@
+//! Faults the long-lived recipes are tested through: a session expired by the server, the
+//! member serving a session killed.
+
+use zookeeper_testkit::{Ensemble, Proxy};
+use zookeeper_tokio::{Client, SessionState};
+
+use super::bounded;
+
+/// Ends `victim`'s session from the server side: cut off behind its proxy, its session is
+/// resumed and closed by another connection to `connect` (the same server, directly), so that
+/// its next reconnect is told the session expired.
+pub async fn expire(proxy: &Proxy, connect: &str, victim: &Client) {
+    let mut states = victim.state_changes();
+    proxy.refuse(true);
+    proxy.drop_all();
+    bounded(
+        "disconnected",
+        states.wait_for(|s| s == SessionState::Disconnected),
+    )
+    .await
+    .unwrap();
+    let twin = bounded(
+        "resume",
+        Client::builder(connect)
+            .session(victim.session_id(), &victim.session_password())
+            .connect(),
+    )
+    .await
+    .unwrap();
+    twin.close().await;
+    proxy.refuse(false);
+    bounded("expired", states.wait_for(|s| s.is_terminal()))
+        .await
+        .unwrap();
+}
+
+/// The index of the member whose `cons` lists `session`.
+pub async fn member_serving(ensemble: &Ensemble, session: i64) -> Option<usize> {
+    let needle = format!("sid=0x{:x}", session as u64);
+    for (i, addr) in ensemble.addrs().iter().enumerate() {
+        if let Ok(cons) = zookeeper_testkit::four_letter(*addr, "cons").await {
+            if cons.contains(&needle) {
+                return Some(i);
+            }
+        }
+    }
+    None
+}
+
+/// Kills the member serving `client`'s session and waits until the session is served by
+/// another; returns the member killed (`None` if no member listed the session).
+pub async fn move_session(ensemble: &Ensemble, client: &Client) -> Option<usize> {
+    let member = member_serving(ensemble, client.session_id().0).await?;
+    let mut states = client.state_changes();
+    ensemble.kill(member).unwrap();
+    bounded(
+        "disconnected",
+        states.wait_for(|s| s == SessionState::Disconnected),
+    )
+    .await
+    .unwrap();
+    bounded(
+        "moved to another member",
+        states.wait_for(|s| s == SessionState::Connected),
+    )
+    .await
+    .unwrap();
+    Some(member)
+}
