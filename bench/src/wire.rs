@@ -255,7 +255,8 @@ mod tests {
         let mut create = header_reply(5, 9, 0);
         create.extend_from_slice(&2i32.to_be_bytes());
         create.extend_from_slice(b"/a");
-        create[..4].copy_from_slice(&(create.len() as i32 - 4).to_be_bytes());
+        let len = create.len() as i32 - 4;
+        create[..4].copy_from_slice(&len.to_be_bytes());
         assert_eq!(created_path(&create), Some("/a"));
         assert_eq!(reply_xid(&create), Some(5));
         let mut event = header_reply(XID_NOTIFICATION, -1, 0);
@@ -263,7 +264,8 @@ mod tests {
             event.extend_from_slice(&v.to_be_bytes());
         }
         event.extend_from_slice(b"/bc");
-        event[..4].copy_from_slice(&(event.len() as i32 - 4).to_be_bytes());
+        let len = event.len() as i32 - 4;
+        event[..4].copy_from_slice(&len.to_be_bytes());
         assert_eq!(notification_path(&event), Some("/bc"));
         assert_eq!(created_path(&event[..10]), None);
     }

@@ -1,5 +1,6 @@
 //! Workload 2: latency of sequential getData, raw socket and our client on both runtime
-//! shapes, against the real server and against the instant server; the difference is the
+//! shapes (and, on the multi-thread one, called from outside its workers as `#[tokio::main]`'s
+//! body does), against the real server and against the instant server; the difference is the
 //! client's overhead. One session each, open side by side, taking turns.
 
 use std::net::SocketAddr;
@@ -39,15 +40,50 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
     .await
 }
 
-/// `n` sequential getData of our client, each timed, run where the client lives.
+/// Where our client's calls are made from.
+#[derive(Clone, Copy, Debug)]
+enum Caller {
+    /// A task of the runtime shape the client lives on.
+    On(Shape),
+    /// A thread outside the multi-thread runtime's workers blocking on the calls, the client
+    /// living on that runtime: the body of `#[tokio::main]`, which runs on the main thread.
+    OutsideWorkers,
+}
+
+impl Caller {
+    const ALL: [Caller; 3] = [
+        Caller::On(Shape::CurrentThread),
+        Caller::On(Shape::MultiThread),
+        Caller::OutsideWorkers,
+    ];
+
+    /// The runtime the client (its session task) lives on.
+    fn shape(self) -> Shape {
+        match self {
+            Caller::On(shape) => shape,
+            Caller::OutsideWorkers => Shape::MultiThread,
+        }
+    }
+
+    /// Names in figures: the contestant, and its overhead.
+    fn names(self) -> (&'static str, &'static str) {
+        match self {
+            Caller::On(Shape::CurrentThread) => ("ours", "overhead"),
+            Caller::On(Shape::MultiThread) => ("ours_mt", "overhead_mt"),
+            Caller::OutsideWorkers => ("ours_mt_main", "overhead_mt_main"),
+        }
+    }
+}
+
+/// `n` sequential getData of our client, each timed, made from where `caller` says.
 async fn timed_turn(
     client: &Client,
-    shape: Shape,
+    caller: Caller,
     mt: &tokio::runtime::Handle,
     n: usize,
 ) -> Result<Vec<u64>, BenchError> {
     let client = client.clone();
-    on_shape(shape, mt, async move {
+    let turn = async move {
         let mut ns = Vec::with_capacity(n);
         for _ in 0..n {
             let start = Instant::now();
@@ -55,8 +91,18 @@ async fn timed_turn(
             ns.push(start.elapsed().as_nanos() as u64);
         }
         Ok(ns)
-    })
-    .await
+    };
+    match caller {
+        Caller::On(shape) => on_shape(shape, mt, turn).await,
+        Caller::OutsideWorkers => {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let mt = mt.clone();
+            std::thread::spawn(move || {
+                let _ = tx.send(mt.block_on(turn));
+            });
+            rx.await?
+        }
+    }
 }
 
 /// Samples per turn: the contestants take turns this often within a round, so that both see
@@ -82,11 +128,17 @@ async fn measure_against(
     let mut raw_session = RawSession::connect(addr).await?;
     let frame = wire::get_data_request(1, NODE);
     let mut clients = Vec::new();
-    for shape in Shape::BOTH {
-        match on_shape(shape, &ctx.mt, async move { ours::connect(addr).await }).await {
-            Ok(c) => clients.push((shape, c)),
+    for caller in Caller::ALL {
+        match on_shape(
+            caller.shape(),
+            &ctx.mt,
+            async move { ours::connect(addr).await },
+        )
+        .await
+        {
+            Ok(c) => clients.push((caller, c)),
             Err(e) => {
-                let who = shape.name();
+                let (who, _) = caller.names();
                 report.not_measured(&format!("{name}.{who}.p50"), "µs", &e.to_string());
             }
         }
@@ -104,8 +156,8 @@ async fn measure_against(
                 raw_session.round_trip(&frame).await?;
                 raw_ns.push(start.elapsed().as_nanos() as u64);
             }
-            for ((shape, client), ns) in clients.iter().zip(&mut ours_ns) {
-                ns.extend(timed_turn(client, *shape, &ctx.mt, turn).await?);
+            for ((caller, client), ns) in clients.iter().zip(&mut ours_ns) {
+                ns.extend(timed_turn(client, *caller, &ctx.mt, turn).await?);
             }
         }
         if round > 0 {
@@ -122,15 +174,17 @@ async fn measure_against(
     };
     report.figure(&format!("{name}.raw.p50"), med(&raw, |p| p.p50_ns), "µs");
     report.figure(&format!("{name}.raw.p99"), med(&raw, |p| p.p99_ns), "µs");
-    for ((shape, client), ours) in clients.into_iter().zip(&ours) {
-        on_shape(shape, &ctx.mt, async move {
+    for ((caller, client), ours) in clients.into_iter().zip(&ours) {
+        on_shape(caller.shape(), &ctx.mt, async move {
             ours::close(client).await;
             Ok(())
         })
         .await?;
-        let (who, overhead_name, target) = match shape {
-            Shape::CurrentThread => ("ours", "overhead", p50_overhead_targets[0]),
-            Shape::MultiThread => ("ours_mt", "overhead_mt", p50_overhead_targets[1]),
+        let (who, overhead_name) = caller.names();
+        let target = match caller {
+            Caller::On(Shape::CurrentThread) => p50_overhead_targets[0],
+            Caller::On(Shape::MultiThread) => p50_overhead_targets[1],
+            Caller::OutsideWorkers => None,
         };
         report.figure(&format!("{name}.{who}.p50"), med(ours, |p| p.p50_ns), "µs");
         report.figure(&format!("{name}.{who}.p99"), med(ours, |p| p.p99_ns), "µs");
