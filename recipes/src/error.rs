@@ -58,12 +58,36 @@ pub enum Error {
     /// The leader latch was closed (or lost its node) before it became leader.
     #[error("the leader latch is closed")]
     LatchClosed,
+    /// The recipe was closed (or every handle to it dropped).
+    #[error("the recipe was closed")]
+    Closed,
+    /// A node holds data the recipe cannot read (a counter of the wrong size, say).
+    #[error("unexpected data in {path}: {reason}")]
+    BadValue {
+        /// The node.
+        path: String,
+        /// What was expected.
+        reason: &'static str,
+    },
+    /// A write was sent but its reply was lost with the connection, and what the node holds
+    /// now cannot tell whether it was applied (someone else may have written the same). Read
+    /// the value again before deciding.
+    #[error("the write to {path} may or may not have been applied (its reply was lost)")]
+    Indeterminate {
+        /// The node written.
+        path: String,
+    },
 }
 
 /// Result of a recipe operation.
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
+    /// True when trying again may succeed: the connection was lost or a request timed out.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Error::Client(e) if e.is_retryable())
+    }
+
     /// True when the session behind the recipe is finished (expired, closed, failed
     /// authentication): a new client is needed.
     pub fn is_session_terminal(&self) -> bool {

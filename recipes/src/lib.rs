@@ -1,5 +1,10 @@
 //! Herd-free, fenced ZooKeeper recipes that share their paths with Apache Curator and kazoo:
-//! a [`Mutex`], a [`ReadWriteLock`], a [`LeaderLatch`] and a [`Semaphore`].
+//! a [`Mutex`], a [`ReadWriteLock`], a [`LeaderLatch`] and a [`Semaphore`]; and, in Curator's
+//! layouts, caches ([`NodeCache`], [`TreeCache`]) whose view is always a state the server held,
+//! counters ([`SharedCount`], [`DistributedAtomicLong`]), barriers ([`DistributedBarrier`],
+//! [`DistributedDoubleBarrier`]) and group membership ([`PersistentNode`], [`GroupMember`]).
+//! Long-lived recipes carry on in a new session after expiry when given renewing
+//! [`Sessions`].
 //!
 //! Every recipe queues ephemeral-sequential nodes under its path, and every waiter watches
 //! exactly one node, so a release wakes one waiter whatever the queue length. Every grant
@@ -22,6 +27,11 @@
 //! contenders exactly as its peer does, and refuses to grant once the path's sequence numbers
 //! wrapped past 2^31 ([`Error::SequenceWrapped`]), where the peers' order breaks. The two
 //! layouts do not see each other: pick the one your peers use.
+//!
+//! A [`Semaphore`] may take its number of leases from a [`SharedCount`]
+//! ([`Semaphore::with_shared_count`], Curator's `InterProcessSemaphoreV2` with a
+//! `SharedCountReader`): a raised count admits waiters at once, a lowered one takes no lease
+//! back but holds new ones until enough are returned.
 //!
 //! Leadership beyond a latch: a [`LeaderSelector`] (Curator's `LeaderSelector`) runs a future
 //! for each term it leads, cancelled when leadership is suspended or lost ([`CancelOn`]), and
@@ -79,13 +89,20 @@
 //!
 //! `recipe` is `mutex`, `read_lock`, `write_lock`, `semaphore` (a lease, a [`SemaphoreMutex`]'s
 //! included), `semaphore_gate` (the mutex a [`Semaphore`] takes around its leases, apart from
-//! the application's), or `leader_selector` (the mutex a [`LeaderSelector`] queues on: its wait
-//! is the time to lead, its hold a term). A selector closed while queued is no timeout.
+//! the application's), `leader_selector` (the mutex a [`LeaderSelector`] queues on: its wait
+//! is the time to lead, its hold a term; a selector closed while queued is no timeout), or
+//! `atomic_long_lock` (the lock a [`DistributedAtomicLong`] takes when its optimistic tries
+//! lose).
 #![warn(missing_docs)]
 
+mod barrier;
+pub mod cache;
 mod contend;
+mod counter;
+mod double_barrier;
 mod ensure_path;
 mod error;
+mod group;
 mod guard;
 mod leader;
 mod lease;
@@ -96,18 +113,32 @@ pub mod metrics;
 mod metrics;
 mod mutex;
 mod naming;
+mod persistent_node;
 mod protection;
 mod release;
+mod retry;
 mod rwlock;
 mod selector;
 mod semaphore;
 mod semaphore_mutex;
 mod session;
 mod session_follower;
+mod sessions;
 mod standalone;
 mod transitions;
 
+pub use barrier::DistributedBarrier;
+pub use cache::{
+    CacheEvent, CacheEvents, CachedNode, NodeCache, NodeCacheBuilder, Snapshot, TreeCache,
+    TreeCacheBuilder,
+};
+pub use counter::{
+    AtomicStats, AtomicValue, CountChanges, DistributedAtomicLong, PromotedToLock, SharedCount,
+    VersionedCount,
+};
+pub use double_barrier::DistributedDoubleBarrier;
 pub use error::{Error, Result};
+pub use group::GroupMember;
 pub use guard::{FencingToken, LockGuard};
 pub use leader::{
     participants as leader_participants, LeaderLatch, Leadership, LeadershipChanges, Participant,
@@ -115,12 +146,15 @@ pub use leader::{
 pub use lost::{LockState, LockStateChanges, LossReason};
 pub use mutex::Mutex;
 pub use naming::Layout;
+pub use persistent_node::{PersistentNode, PersistentNodeState};
+pub use retry::RetryPolicy;
 pub use rwlock::ReadWriteLock;
 pub use selector::{
     CancelOn, LeaderContext, LeaderSelector, LeaderSelectorBuilder, SelectorChanges, SelectorState,
 };
 pub use semaphore::{Lease, Semaphore};
 pub use semaphore_mutex::SemaphoreMutex;
+pub use sessions::Sessions;
 /// The client types a recipe user needs, so that a lock takes one dependency.
 pub use zookeeper_tokio::{
     Client, ClientBuilder, CreateOptions, Error as ClientError, ErrorKind, MultiOp, SessionId,

@@ -78,6 +78,9 @@ pub(crate) enum Recipe {
     /// The mutex a `LeaderSelector` queues on: its wait is the time to leadership, its hold a
     /// term.
     LeaderSelector,
+    /// The lock a `DistributedAtomicLong` takes when its optimistic tries lose (the promoted
+    /// lock), apart from the application's mutexes.
+    AtomicLongLock,
 }
 
 #[cfg(feature = "metrics")]
@@ -90,6 +93,7 @@ impl Recipe {
             Recipe::Semaphore => "semaphore",
             Recipe::SemaphoreGate => "semaphore_gate",
             Recipe::LeaderSelector => "leader_selector",
+            Recipe::AtomicLongLock => "atomic_long_lock",
         }
     }
 }

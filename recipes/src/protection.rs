@@ -21,7 +21,7 @@ use crate::ensure_path::ensure_path;
 use crate::error::{Error, Result};
 use crate::naming::join;
 use crate::release::delete_until_gone;
-use crate::session::wait_connected;
+use crate::session::{retried, wait_connected};
 
 type CreateFuture = Pin<Box<dyn Future<Output = zookeeper_tokio::Result<(String, Stat)>> + Send>>;
 
@@ -212,12 +212,9 @@ async fn delete_by_prefix(client: &Client, dir: &str, prefix: &str) -> Result<()
 
 /// The children of `dir`, retried across reconnects; `None` if `dir` does not exist.
 pub(crate) async fn list_children(client: &Client, dir: &str) -> Result<Option<Vec<String>>> {
-    loop {
-        match client.get_children(dir).await {
-            Ok((children, _)) => return Ok(Some(children)),
-            Err(e) if e == ErrorKind::NoNode => return Ok(None),
-            Err(e) if e.is_retryable() => wait_connected(client).await?,
-            Err(e) => return Err(Error::Client(e)),
-        }
+    match retried(client, || client.get_children(dir)).await {
+        Ok((children, _)) => Ok(Some(children)),
+        Err(Error::Client(e)) if e == ErrorKind::NoNode => Ok(None),
+        Err(e) => Err(e),
     }
 }

@@ -3,15 +3,19 @@
 //! Layout: `<path>/locks` is a mutex (Curator layout) that serialises lease takers;
 //! `<path>/leases` holds one `_c_<uuid>-lease-<seq>` node per lease. A taker holds the mutex,
 //! creates its lease, and waits until the leases number at most N; only the mutex holder
-//! watches the lease list, so each returned lease wakes one waiter.
+//! watches the lease list, so each returned lease wakes one waiter. N is fixed, or read from a
+//! [`SharedCount`] and followed as it changes.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
+use tokio::sync::watch;
 use zookeeper_tokio::Client;
 
 use crate::contend::{bounded, deadline_after, enter, Line, Patience, Rule, Verdict, WholeRule};
+use crate::counter::{SharedCount, VersionedCount};
 use crate::ensure_path::validate;
 use crate::error::{Error, Result};
 use crate::guard::{first_guard, HeldNode, LockGuard};
@@ -23,7 +27,8 @@ use crate::protection::list_children;
 /// A lease on a [`Semaphore`]: a guard like a lock's, with a fencing token and a lost signal.
 pub type Lease = LockGuard;
 
-/// A distributed counting semaphore with a fixed number of leases.
+/// A distributed counting semaphore: a fixed number of leases ([`Semaphore::new`]), or as many
+/// as a [`SharedCount`] says, changing when it changes ([`Semaphore::with_shared_count`]).
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -52,9 +57,16 @@ pub type Lease = LockGuard;
 pub struct Semaphore {
     client: Client,
     leases_path: String,
-    max_leases: usize,
+    max_leases: MaxLeases,
     data: Vec<u8>,
     locks_path: String,
+}
+
+/// Where a semaphore's number of leases comes from.
+#[derive(Debug)]
+enum MaxLeases {
+    Fixed(usize),
+    Shared(SharedCount),
 }
 
 impl Semaphore {
@@ -67,13 +79,74 @@ impl Semaphore {
                 "a semaphore needs at least one lease",
             ));
         }
-        Ok(Semaphore {
+        Ok(Semaphore::make(client, path, MaxLeases::Fixed(max_leases)))
+    }
+
+    /// A semaphore on `path` granting as many leases at once as `count` holds (Curator's
+    /// `InterProcessSemaphoreV2(client, path, SharedCountReader)`): every participant reads
+    /// the same count node (each through a [`SharedCount`] of its own), so a change made by
+    /// anyone, Curator peers included, changes the number of leases for all.
+    ///
+    /// A raised count wakes the acquisition waiting for a lease, which judges the leases
+    /// again against the new count. A lowered count takes no lease back: leases held stay
+    /// held, and new ones are granted only once enough have been returned to fit under it. A
+    /// count of zero or less admits nobody new. The count used is the one `count` last read
+    /// (while its connection is down, the last before), as with Curator; the semaphore keeps
+    /// `count` following its node for as long as the semaphore lives.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use zookeeper_recipes::{Semaphore, SharedCount};
+    ///
+    /// let servers = "127.0.0.1:2181";
+    /// # let servers = &zookeeper_testkit::shared_server()
+    /// #     .connect_string_with_chroot(&zookeeper_testkit::chroot_for("doc_shared_semaphore"));
+    /// let client = zookeeper_tokio::Client::connect(servers).await?;
+    /// // As many database connections as /config/db-connections says, across every process.
+    /// let connections = SharedCount::start(&client, "/config/db-connections", 1).await?;
+    /// let pool = Semaphore::with_shared_count(&client, "/semaphores/db", &connections)?;
+    /// let first = pool.acquire().await?;
+    /// assert!(pool.try_acquire().await?.is_none(), "the one lease is out");
+    ///
+    /// connections.set_count(2).await?; // anyone may raise it, Curator's SharedCount too
+    /// let second = pool.acquire().await?;
+    /// assert_eq!(pool.max_leases(), 2);
+    /// first.release().await?;
+    /// second.release().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_shared_count(
+        client: &Client,
+        path: &str,
+        count: &SharedCount,
+    ) -> Result<Semaphore> {
+        validate(path)?;
+        Ok(Semaphore::make(
+            client,
+            path,
+            MaxLeases::Shared(count.clone()),
+        ))
+    }
+
+    fn make(client: &Client, path: &str, max_leases: MaxLeases) -> Semaphore {
+        Semaphore {
             client: client.clone(),
             leases_path: join(path, "leases"),
             max_leases,
             data: Vec::new(),
             locks_path: join(path, "locks"),
-        })
+        }
+    }
+
+    /// The number of leases granted at most now: the fixed number, or the shared count as last
+    /// read (0 when it is zero or less).
+    pub fn max_leases(&self) -> usize {
+        match &self.max_leases {
+            MaxLeases::Fixed(max) => *max,
+            MaxLeases::Shared(count) => usize::try_from(count.count()).unwrap_or(0),
+        }
     }
 
     /// The data written into our lease nodes.
@@ -146,7 +219,10 @@ impl Semaphore {
             layout: Layout::Curator,
             markers: &[CURATOR_LEASE],
         };
-        let mut room = LeaseRoom::fixed(self.max_leases);
+        let mut room = match &self.max_leases {
+            MaxLeases::Fixed(max) => LeaseRoom::fixed(*max),
+            MaxLeases::Shared(count) => LeaseRoom::shared(count.subscribe()),
+        };
         let won = enter(line, prefix, &self.data, patience, Rule::Whole(&mut room)).await?;
         Ok(won.map(|w| {
             let node = HeldNode::new(&self.client, Recipe::Semaphore, w.path, w.stat, w.wakeups);
@@ -164,22 +240,56 @@ impl Semaphore {
 
 /// Curator's rule for a lease (`InterProcessSemaphoreV2`): ours while the leases number at most
 /// the maximum, counting every child of the leases path. Taken with the gate held, ours is the
-/// newest lease, so only a change of the listing (a lease returned) can grant it: the listing
-/// is watched. The count covers the leases behind us too, so no deletion alone is the grant.
+/// newest lease, so only a change of the listing (a lease returned) or of the maximum can grant
+/// it: the listing is watched, and a shared count's changes wake the waiter. The count covers
+/// the leases behind us, and the maximum is not the queue's: no deletion alone is the grant.
 pub(crate) struct LeaseRoom {
-    max: usize,
+    max: Max,
+    /// The zxid of the shared count's value last judged by, so that a change made after the
+    /// judgement and before [`WholeRule::changed`] is waited on is not missed.
+    judged: AtomicI64,
+}
+
+enum Max {
+    Fixed(usize),
+    /// A shared count's value as its follower last read it.
+    Shared(watch::Receiver<VersionedCount>),
 }
 
 impl LeaseRoom {
     /// Room for `max` leases.
     pub(crate) fn fixed(max: usize) -> LeaseRoom {
-        LeaseRoom { max }
+        LeaseRoom {
+            max: Max::Fixed(max),
+            judged: AtomicI64::new(i64::MIN),
+        }
+    }
+
+    /// Room for as many leases as the count says (none when it is zero or less), followed as
+    /// it changes.
+    pub(crate) fn shared(count: watch::Receiver<VersionedCount>) -> LeaseRoom {
+        LeaseRoom {
+            max: Max::Shared(count),
+            judged: AtomicI64::new(i64::MIN),
+        }
+    }
+
+    /// The maximum to judge by now.
+    fn max(&self) -> usize {
+        match &self.max {
+            Max::Fixed(max) => *max,
+            Max::Shared(count) => {
+                let now = *count.borrow();
+                self.judged.store(now.mzxid, Ordering::SeqCst);
+                usize::try_from(now.count).unwrap_or(0)
+            }
+        }
     }
 }
 
 impl WholeRule for LeaseRoom {
     fn judge(&self, queue: &[Contender], _ours: usize) -> Verdict {
-        if queue.len() <= self.max {
+        if queue.len() <= self.max() {
             Verdict::Granted
         } else {
             Verdict::WaitForChange
@@ -191,6 +301,20 @@ impl WholeRule for LeaseRoom {
     }
 
     fn changed(&mut self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
-        Box::pin(std::future::pending())
+        let judged = self.judged.load(Ordering::SeqCst);
+        match &mut self.max {
+            Max::Fixed(_) => Box::pin(std::future::pending()),
+            Max::Shared(count) => Box::pin(async move {
+                loop {
+                    if count.borrow().mzxid != judged {
+                        return;
+                    }
+                    if count.changed().await.is_err() {
+                        // The count is closed: its last value stays.
+                        std::future::pending::<()>().await;
+                    }
+                }
+            }),
+        }
     }
 }

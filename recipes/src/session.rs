@@ -1,7 +1,10 @@
-//! Waiting on the session: reconnection with a bound.
+//! Waiting on the session: reconnection with a bound, calls repeated across reconnects, and
+//! waits bounded by a deadline.
 
+use std::future::Future;
 use std::time::Duration;
 
+use tokio::time::Instant;
 use zookeeper_tokio::{Client, ErrorKind, SessionState};
 
 use crate::error::{Error, Result};
@@ -46,4 +49,32 @@ pub(crate) fn terminal_error(state: SessionState) -> Error {
         }
         .into(),
     )
+}
+
+/// Makes a call again after a lost connection, once connected again. Only for calls that
+/// may safely be repeated: reads, and writes whose repetition the caller recognizes.
+pub(crate) async fn retried<T, F, Fut>(client: &Client, call: F) -> Result<T>
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = zookeeper_tokio::Result<T>>,
+{
+    loop {
+        match call().await {
+            Ok(v) => return Ok(v),
+            Err(e) if e.is_retryable() => wait_connected(client).await?,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Runs `f` to its end, or until `deadline` (`None`: no deadline); `None` when the deadline
+/// came first, whatever `f` was waiting for.
+pub(crate) async fn by_deadline<T>(
+    deadline: Option<Instant>,
+    f: impl Future<Output = T>,
+) -> Option<T> {
+    match deadline {
+        None => Some(f.await),
+        Some(deadline) => tokio::time::timeout_at(deadline, f).await.ok(),
+    }
 }

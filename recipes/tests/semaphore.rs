@@ -4,43 +4,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::{bounded, children, chroot_connect, client, clients};
+use common::{bounded, children, chroot_connect, client, clients, until_watching_the_leases};
 use zookeeper_recipes::Semaphore;
-use zookeeper_testkit::{FrameEvent, Proxy};
-
-/// The opcode of every child listing the client sends (getChildren2), with or without a watch.
-const GET_CHILDREN2: i32 = 12;
-
-/// Waits until the client behind `proxy` has the reply to a lease listing that set a watch:
-/// from then on the server holds the watch, and any release wakes the waiter.
-///
-/// The frame log does not show a request's watch flag, but the waiter's order of requests
-/// does: the listing sent with our lease's create finds too many leases, and the watching
-/// listing goes out next, with the next xid. The gate's listing is followed by the lease's
-/// create instead, so two child listings with consecutive xids only occur here.
-async fn until_watching_the_leases(proxy: &Proxy) {
-    bounded(
-        "the waiter watching the leases",
-        proxy.wait_for_frames(|log| {
-            let listings: Vec<(u64, i32)> = log
-                .iter()
-                .filter_map(|e| match *e {
-                    FrameEvent::ClientToServer {
-                        conn,
-                        xid,
-                        opcode: GET_CHILDREN2,
-                    } => Some((conn, xid)),
-                    _ => None,
-                })
-                .collect();
-            listings.iter().any(|&(conn, xid)| {
-                listings.contains(&(conn, xid - 1))
-                    && log.contains(&FrameEvent::ServerToClient { conn, xid })
-            })
-        }),
-    )
-    .await;
-}
+use zookeeper_testkit::Proxy;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grants_at_most_n_leases_and_hands_one_over_per_release() {

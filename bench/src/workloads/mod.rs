@@ -1,5 +1,6 @@
 //! The workloads, one file each.
 
+mod cache;
 mod client_bound;
 mod codec;
 mod latency;
@@ -28,6 +29,7 @@ pub async fn run(name: &str, ctx: &Ctx, report: &mut Report) -> Result<(), Bench
         "locks" => locks::run(ctx, report).await,
         "codec" => codec::run(ctx, report).await,
         "scale" => scale::run(ctx, report).await,
+        "cache" => cache::run(ctx, report).await,
         other => {
             report.not_measured(other, "", "not implemented yet");
             Ok(())

@@ -16,7 +16,9 @@
 //!   over the class's names (`Lock`, `ReadLock`: `__lock__`; `WriteLock`: both), those whose
 //!   captured sequence text is below ours, sorted by that text; the last one is watched.
 //! * Curator's semaphore (`InterProcessSemaphoreV2`): a lease is granted while the leases
-//!   number at most the maximum; otherwise the listing is watched.
+//!   number at most the maximum (a fixed one, or a `SharedCount`'s value, which may be zero or
+//!   less); otherwise the listing is watched, and a change of the shared count wakes the
+//!   waiter to judge again by the new value (`a_count_change_wakes_the_lease_rule`).
 //!
 //! Where we deliberately differ the model says so: a reader watches the *nearest* writer ahead
 //! (Curator's watches the lowest, waking readers queued behind later writers), and a listing
@@ -27,7 +29,8 @@
 
 use regex::Regex;
 
-use crate::contend::{assess, Assessment, Rule, Watch};
+use crate::contend::{assess, Assessment, Rule, Watch, WholeRule};
+use crate::counter::VersionedCount;
 use crate::naming::{Layout, CURATOR_LATCH, CURATOR_LEASE};
 use crate::semaphore::LeaseRoom;
 
@@ -87,9 +90,11 @@ enum Recipe {
     CuratorLatch,
     /// A semaphore's leases, with this many.
     Leases(usize),
+    /// A semaphore's leases, as many as a shared count holding this.
+    SharedLeases(i32),
 }
 
-const RECIPES: [Recipe; 8] = [
+const RECIPES: [Recipe; 9] = [
     Recipe::CuratorMutex,
     Recipe::KazooMutex,
     Recipe::CuratorReader,
@@ -98,6 +103,7 @@ const RECIPES: [Recipe; 8] = [
     Recipe::KazooWriter,
     Recipe::CuratorLatch,
     Recipe::Leases(0),
+    Recipe::SharedLeases(0),
 ];
 
 impl Recipe {
@@ -117,7 +123,7 @@ impl Recipe {
             Recipe::CuratorWriter => "__WRIT__",
             Recipe::KazooReader => "__rlock__",
             Recipe::CuratorLatch => "latch-",
-            Recipe::Leases(_) => "lease-",
+            Recipe::Leases(_) | Recipe::SharedLeases(_) => "lease-",
         }
     }
 
@@ -129,7 +135,7 @@ impl Recipe {
             Recipe::CuratorReader | Recipe::CuratorWriter => &["__READ__", "__WRIT__"],
             Recipe::KazooReader | Recipe::KazooWriter => &["__rlock__", "__lock__"],
             Recipe::CuratorLatch => &["latch-"],
-            Recipe::Leases(_) => &["lease-"],
+            Recipe::Leases(_) | Recipe::SharedLeases(_) => &["lease-"],
         }
     }
 
@@ -167,6 +173,17 @@ impl Recipe {
             ),
             Recipe::Leases(max) => {
                 let mut room = LeaseRoom::fixed(max);
+                assess(
+                    layout,
+                    &[CURATOR_LEASE],
+                    children,
+                    ours,
+                    &Rule::Whole(&mut room),
+                )
+            }
+            Recipe::SharedLeases(count) => {
+                let (_count, read) = tokio::sync::watch::channel(count_of(count, 1));
+                let mut room = LeaseRoom::shared(read);
                 assess(
                     layout,
                     &[CURATOR_LEASE],
@@ -244,12 +261,17 @@ fn curator_sorted(recipe: Recipe, children: &[String]) -> Vec<String> {
 
 /// The peer's verdict for our node `ours` in `children`.
 fn peer_verdict(recipe: Recipe, children: &[String], ours: &str) -> Peer {
-    if let Recipe::Leases(max) = recipe {
-        // `InterProcessSemaphoreV2.internalAcquire1Lease`.
+    let max = match recipe {
+        Recipe::Leases(max) => Some(max as i64),
+        Recipe::SharedLeases(count) => Some(count.into()),
+        _ => None,
+    };
+    if let Some(max) = max {
+        // `InterProcessSemaphoreV2.internalAcquire1Lease`: `children.size() <= maxLeases`.
         if !children.iter().any(|c| c == ours) {
             return Peer::Gone;
         }
-        return if children.len() <= max {
+        return if (children.len() as i64) <= max {
             Peer::Granted
         } else {
             Peer::Blocked(None)
@@ -457,6 +479,7 @@ fn every_rule_answers_as_the_peers_model_over_random_queues() {
         for recipe in RECIPES {
             let recipe = match recipe {
                 Recipe::Leases(_) => Recipe::Leases(1 + rng.below(4)),
+                Recipe::SharedLeases(_) => Recipe::SharedLeases(rng.below(7) as i32 - 2),
                 r => r,
             };
             let listing = listing(&mut rng, recipe);
@@ -555,4 +578,86 @@ fn the_model_knows_the_peers_cases() {
             handoff: false
         }
     );
+}
+
+/// A shared count's value, written at `zxid`.
+fn count_of(count: i32, zxid: i64) -> VersionedCount {
+    VersionedCount {
+        count,
+        version: 0,
+        mzxid: zxid,
+    }
+}
+
+/// True if `f` is ready on its first poll.
+fn ready_now<F: std::future::Future>(f: F) -> bool {
+    struct Nobody;
+    impl std::task::Wake for Nobody {
+        fn wake(self: std::sync::Arc<Self>) {}
+    }
+    let waker = std::task::Waker::from(std::sync::Arc::new(Nobody));
+    let f = std::pin::pin!(f);
+    f.poll(&mut std::task::Context::from_waker(&waker))
+        .is_ready()
+}
+
+/// A semaphore whose count is shared, over random listings and random count changes: a
+/// waiting lease is woken by every change of the count (made before or after the waiter
+/// started waiting, as long as after its judgement), by nothing else, and is then judged by
+/// the new count as the peer would; a lowered count holds back what a higher one granted,
+/// since only the listing decides and no deletion is ever taken as the grant.
+#[test]
+fn a_count_change_wakes_the_lease_rule() {
+    const SEED: u64 = 0x5eed_2026_5e4a;
+    let mut rng = Rng(SEED);
+    let mut woken = 0;
+    for case in 0..400 {
+        let first = rng.below(7) as i32 - 2;
+        let listing = listing(&mut rng, Recipe::SharedLeases(first));
+        let Some(ours) = ours_in(Recipe::SharedLeases(first), &listing.children)
+            .into_iter()
+            .next()
+        else {
+            continue;
+        };
+        let (count, read) = tokio::sync::watch::channel(count_of(first, 1));
+        let mut room = LeaseRoom::shared(read);
+        let mut zxid = 1;
+        let mut now = first;
+        for step in 0..6 {
+            let judged = assess(
+                Layout::Curator,
+                &[CURATOR_LEASE],
+                &listing.children,
+                &ours,
+                &Rule::Whole(&mut room),
+            );
+            let peer = peer_verdict(Recipe::SharedLeases(now), &listing.children, &ours);
+            let what =
+                format!("case {case} step {step} (seed {SEED:#x}): count {now}, {listing:?}");
+            match peer {
+                Peer::Granted => assert_eq!(judged, Assessment::Granted, "{what}"),
+                Peer::Blocked(None) => assert_eq!(
+                    judged,
+                    Assessment::Wait {
+                        watch: Watch::Listing,
+                        handoff: false
+                    },
+                    "{what}"
+                ),
+                other => panic!("{what}: the peer says {other:?}"),
+            }
+            assert!(!ready_now(room.changed()), "{what}: woken with no change");
+            // The next count, made now or once the waiter waits: either way it wakes it.
+            now = rng.below(7) as i32 - 2;
+            zxid += 1;
+            count.send_replace(count_of(now, zxid));
+            assert!(
+                ready_now(room.changed()),
+                "{what}: the change to {now} was missed"
+            );
+            woken += 1;
+        }
+    }
+    assert!(woken > 1000, "only {woken} wakeups checked");
 }

@@ -19,6 +19,18 @@ pub async fn bounded<F: Future>(what: &str, f: F) -> F::Output {
     }
 }
 
+/// Prints `tracing` output when `ZK_RECIPES_LOG` is set (for example `ZK_RECIPES_LOG=trace`),
+/// to see what a failing test did.
+pub fn init_tracing() {
+    if let Ok(level) = std::env::var("ZK_RECIPES_LOG") {
+        let level = level.parse().unwrap_or(tracing::Level::DEBUG);
+        let _ = tracing_subscriber::fmt()
+            .with_max_level(level)
+            .with_test_writer()
+            .try_init();
+    }
+}
+
 /// A connect string to a fresh chroot on the shared server.
 pub fn chroot_connect(test: &str) -> String {
     let chroot = chroot_for(test);
@@ -27,6 +39,7 @@ pub fn chroot_connect(test: &str) -> String {
 
 /// A client on `connect` with a short session timeout.
 pub async fn client(connect: &str) -> Client {
+    init_tracing();
     bounded(
         "connect",
         Client::builder(connect)
@@ -73,6 +86,65 @@ pub async fn wait_empty(client: &Client, path: &str) -> Vec<String> {
         }
     }
 }
+
+/// The opcode of every child listing the client sends (getChildren2), with or without a watch.
+pub const GET_CHILDREN2: i32 = 12;
+
+/// Waits until the client behind `proxy` has the reply to a lease listing that set a watch:
+/// from then on the server holds the watch, and any release wakes the waiter.
+///
+/// The frame log does not show a request's watch flag, but the waiter's order of requests
+/// does: the listing sent with our lease's create finds too many leases, and the watching
+/// listing goes out next, with the next xid. The gate's listing is followed by the lease's
+/// create instead, so two child listings with consecutive xids only occur here. Take the log
+/// (`Proxy::take_frame_log`) before a step to see the waiter watch again after it.
+pub async fn until_watching_the_leases(proxy: &zookeeper_testkit::Proxy) {
+    bounded(
+        "the waiter watching the leases",
+        proxy.wait_for_frames(|log| {
+            let listings: Vec<(u64, i32)> = log
+                .iter()
+                .filter_map(|e| match *e {
+                    zookeeper_testkit::FrameEvent::ClientToServer {
+                        conn,
+                        xid,
+                        opcode: GET_CHILDREN2,
+                    } => Some((conn, xid)),
+                    _ => None,
+                })
+                .collect();
+            listings.iter().any(|&(conn, xid)| {
+                listings.contains(&(conn, xid - 1))
+                    && log.contains(&zookeeper_testkit::FrameEvent::ServerToClient { conn, xid })
+            })
+        }),
+    )
+    .await;
+}
+
+/// Waits, bounded, until `path` has exactly `n` children; returns them.
+pub async fn until_children(client: &Client, path: &str, n: usize) -> Vec<String> {
+    bounded(&format!("{n} children of {path}"), async {
+        loop {
+            match client.get_children_and_watch(path).await {
+                Ok((c, _, _)) if c.len() == n => return c,
+                Ok((_, _, w)) => {
+                    w.await;
+                }
+                // Not there yet: look again once it is.
+                Err(e) if e == ErrorKind::NoNode => {
+                    let (stat, w) = client.exists_and_watch(path).await.unwrap();
+                    if stat.is_none() {
+                        w.await;
+                    }
+                }
+                Err(e) => panic!("listing {path}: {e}"),
+            }
+        }
+    })
+    .await
+}
+
 /// Drops the client's connection at the proxy and waits, bounded, until the client has seen
 /// the disconnect and is connected again (the same session, since it comes back at once).
 pub async fn bounce_connection(client: &Client, proxy: &zookeeper_testkit::Proxy) {

@@ -127,8 +127,18 @@ impl Peer {
 
     /// A Curator 5.4 peer connected to `connect`.
     pub async fn curator(connect: &str) -> Peer {
+        Peer::curator_class("CuratorPeer", connect).await
+    }
+
+    /// The Curator 5.4 peer of the counters, barriers and group membership
+    /// (`CuratorRecipesPeer.java`) connected to `connect`.
+    pub async fn curator_recipes(connect: &str) -> Peer {
+        Peer::curator_class("CuratorRecipesPeer", connect).await
+    }
+
+    async fn curator_class(class: &str, connect: &str) -> Peer {
         let mut cmd = Command::new("java");
-        cmd.args(["-cp", &curator_classpath(), "CuratorPeer", connect]);
+        cmd.args(["-cp", &curator_classpath(), class, connect]);
         Peer::spawn("curator", cmd).await
     }
 
@@ -142,14 +152,7 @@ impl Peer {
     /// The Curator 5.4 peer of the leader selector and the shared-count semaphore
     /// (`CuratorContentionPeer.java`) connected to `connect`.
     pub async fn curator_contention(connect: &str) -> Peer {
-        let mut cmd = Command::new("java");
-        cmd.args([
-            "-cp",
-            &curator_classpath(),
-            "CuratorContentionPeer",
-            connect,
-        ]);
-        Peer::spawn("curator", cmd).await
+        Peer::curator_class("CuratorContentionPeer", connect).await
     }
 
     /// Sends one command line.

@@ -1,0 +1,130 @@
+//! A barrier: a node whose presence holds everyone back, compatible with Curator's
+//! `DistributedBarrier`.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+use zookeeper_tokio::{CreateOptions, ErrorKind, EventType};
+
+use crate::ensure_path::{ensure_path, validate};
+use crate::error::{Error, Result};
+use crate::session::{by_deadline, terminal_error};
+use crate::sessions::Sessions;
+
+/// Holds waiters back while its node exists (Curator's `DistributedBarrier`: `<path>`,
+/// persistent, its parents as containers). Whoever sets it removes it, and everyone waiting
+/// goes on.
+///
+/// A wait survives reconnects and, with renewing [`Sessions`], session expiry (the node is
+/// persistent, so the wait goes on in the new session). A timed wait returns by its deadline
+/// whatever the connection does.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use zookeeper_recipes::DistributedBarrier;
+///
+/// let servers = "127.0.0.1:2181";
+/// # let servers = &zookeeper_testkit::shared_server()
+/// #     .connect_string_with_chroot(&zookeeper_testkit::chroot_for("doc_barrier"));
+/// let client = zookeeper_tokio::Client::connect(servers).await?;
+/// let barrier = DistributedBarrier::new(&client, "/deploy/hold")?;
+/// barrier.set_barrier().await?;
+/// assert!(!barrier.wait_on_barrier_timeout(Duration::from_millis(100)).await?);
+///
+/// let waiter = DistributedBarrier::new(&client, "/deploy/hold")?;
+/// let waiting = tokio::spawn(async move { waiter.wait_on_barrier().await });
+/// barrier.remove_barrier().await?;
+/// waiting.await??; // released
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct DistributedBarrier {
+    sessions: Sessions,
+    path: String,
+}
+
+impl DistributedBarrier {
+    /// The barrier at `path`.
+    pub fn new(sessions: impl Into<Sessions>, path: &str) -> Result<DistributedBarrier> {
+        validate(path)?;
+        Ok(DistributedBarrier {
+            sessions: sessions.into(),
+            path: path.to_owned(),
+        })
+    }
+
+    /// The barrier's path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Sets the barrier (creates the node; already set is fine).
+    pub async fn set_barrier(&self) -> Result<()> {
+        let client = self.sessions.live().await?;
+        if let Some(parent) = crate::cache::parent(&self.path).filter(|p| *p != "/") {
+            ensure_path(&client, parent).await?;
+        }
+        match client
+            .create(&self.path, &[], &CreateOptions::persistent())
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if e == ErrorKind::NodeExists => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Removes the barrier (already removed is fine): every waiter goes on.
+    pub async fn remove_barrier(&self) -> Result<()> {
+        let client = self.sessions.live().await?;
+        match client.delete(&self.path, None).await {
+            Ok(()) => Ok(()),
+            Err(e) if e == ErrorKind::NoNode => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Waits until the barrier is removed (at once if it is not set).
+    pub async fn wait_on_barrier(&self) -> Result<()> {
+        self.wait_until(None).await.map(drop)
+    }
+
+    /// Waits at most `timeout` for the barrier to be removed: `false` if it is still set. It
+    /// returns by the deadline, connected or not.
+    pub async fn wait_on_barrier_timeout(&self, timeout: Duration) -> Result<bool> {
+        self.wait_until(Some(Instant::now() + timeout)).await
+    }
+
+    async fn wait_until(&self, deadline: Option<Instant>) -> Result<bool> {
+        let wait = async {
+            let mut client = self.sessions.live().await?;
+            loop {
+                // Each wakeup is only a reason to look again: the answer is the node.
+                let step = async {
+                    let (stat, watcher) = client.exists_and_watch(&self.path).await?;
+                    if stat.is_none() {
+                        return Ok(true);
+                    }
+                    let event = watcher.await;
+                    if event.event_type == EventType::None {
+                        return Err(terminal_error(event.state));
+                    }
+                    Ok::<bool, Error>(false)
+                };
+                match step.await {
+                    Ok(true) => return Ok(true),
+                    Ok(false) => {}
+                    Err(e) if e.is_session_terminal() && self.sessions.renews() => {
+                        client = self.sessions.replace(&client).await?;
+                    }
+                    Err(e) if e.is_retryable() => crate::session::wait_connected(&client).await?,
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        by_deadline(deadline, wait).await.unwrap_or(Ok(false))
+    }
+}

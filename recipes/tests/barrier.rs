@@ -1,0 +1,331 @@
+//! DistributedBarrier and DistributedDoubleBarrier against real servers: waiters held until
+//! the barrier goes, members entering and leaving together, timeouts that are bounds and leave
+//! nothing behind, wakeups (a reconnect) that let nobody through, and both barriers through a
+//! session expiry and a member kill.
+
+mod common;
+
+use std::time::Duration;
+
+use common::faults::{expire, move_session};
+use common::{bounce_connection, bounded, children, chroot_connect, client, wait_empty};
+use tokio::task::JoinHandle;
+use zookeeper_recipes::{DistributedBarrier, DistributedDoubleBarrier, Sessions};
+use zookeeper_testkit::{chroot_for, shared_server, Ensemble, Proxy};
+use zookeeper_tokio::Client;
+
+/// Long enough for a wrongly released waiter to show, short enough to keep the suite quick.
+/// Used only to check that something has *not* happened yet.
+const GLIMPSE: Duration = Duration::from_millis(300);
+
+async fn not_finished<T>(what: &str, task: &JoinHandle<T>) {
+    tokio::time::sleep(GLIMPSE).await;
+    assert!(!task.is_finished(), "{what} went through too early");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_barrier_holds_its_waiters_until_it_is_removed() {
+    let connect = chroot_connect("barrier_basics");
+    let c = client(&connect).await;
+    let barrier = DistributedBarrier::new(&c, "/b/hold").unwrap();
+    // Not set: nobody waits.
+    assert!(barrier
+        .wait_on_barrier_timeout(Duration::from_secs(5))
+        .await
+        .unwrap());
+    barrier.set_barrier().await.unwrap();
+    barrier.set_barrier().await.unwrap();
+    assert!(!barrier
+        .wait_on_barrier_timeout(Duration::from_millis(50))
+        .await
+        .unwrap());
+    let mut waiters = Vec::new();
+    for _ in 0..3 {
+        let w = DistributedBarrier::new(&client(&connect).await, "/b/hold").unwrap();
+        waiters.push(tokio::spawn(async move { w.wait_on_barrier().await }));
+    }
+    not_finished("a waiter", &waiters[0]).await;
+    barrier.remove_barrier().await.unwrap();
+    barrier.remove_barrier().await.unwrap();
+    for w in waiters {
+        bounded("waiter released", w).await.unwrap().unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timed_barrier_waits_return_by_their_deadline_while_cut_off() {
+    let chroot = chroot_for("barrier_cut_off");
+    let server = shared_server();
+    let proxy = Proxy::start(server.addr()).await.unwrap();
+    let c = client(&format!("{}{}", proxy.connect_string(), chroot)).await;
+    let barrier = DistributedBarrier::new(&c, "/hold").unwrap();
+    barrier.set_barrier().await.unwrap();
+    let members = DistributedDoubleBarrier::new(&c, "/double", 2).unwrap();
+    // Silent, not closed: requests hang until the session times out.
+    proxy.black_hole(true);
+    let started = tokio::time::Instant::now();
+    let passed = bounded(
+        "timed wait",
+        barrier.wait_on_barrier_timeout(Duration::from_millis(500)),
+    )
+    .await
+    .unwrap();
+    assert!(!passed);
+    let entered = bounded(
+        "timed enter",
+        members.enter_timeout(Duration::from_millis(500)),
+    )
+    .await
+    .unwrap();
+    assert!(!entered);
+    // Both gave up at their deadlines, well before the session timeout (4 s) let anything
+    // fail on its own.
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    proxy.black_hole(false);
+    // The member that gave up left nothing behind.
+    assert!(wait_empty(&c, "/double").await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn double_barrier_members_enter_and_leave_together() {
+    let connect = chroot_connect("double_barrier_together");
+    let mut members = Vec::new();
+    for _ in 0..4 {
+        let c = client(&connect).await;
+        members.push(std::sync::Arc::new(
+            DistributedDoubleBarrier::new(&c, "/jobs/run", 4).unwrap(),
+        ));
+    }
+    let observer = client(&connect).await;
+    let mut entering: Vec<_> = members[..3]
+        .iter()
+        .map(|m| {
+            let m = m.clone();
+            tokio::spawn(async move { m.enter().await })
+        })
+        .collect();
+    bounded("three members in", async {
+        while children(&observer, "/jobs/run").await.len() < 3 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    not_finished("an entering member", &entering[0]).await;
+    let last = members[3].clone();
+    entering.push(tokio::spawn(async move { last.enter().await }));
+    for e in entering {
+        bounded("entered", e).await.unwrap().unwrap();
+    }
+    let mut inside = children(&observer, "/jobs/run").await;
+    inside.sort();
+    assert_eq!(inside.len(), 5, "{inside:?}");
+    assert!(inside.contains(&"ready".to_string()));
+    assert!(inside
+        .iter()
+        .filter(|n| *n != "ready")
+        .all(|n| n.len() == 36 && n.matches('-').count() == 4));
+
+    // Leaving: nobody goes while one member is still inside.
+    let mut leaving: Vec<_> = members[..3]
+        .iter()
+        .map(|m| {
+            let m = m.clone();
+            tokio::spawn(async move { m.leave().await })
+        })
+        .collect();
+    not_finished("a leaving member", &leaving[0]).await;
+    let last = members[3].clone();
+    leaving.push(tokio::spawn(async move { last.leave().await }));
+    for l in leaving {
+        bounded("left", l).await.unwrap().unwrap();
+    }
+    assert!(children(&observer, "/jobs/run").await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn double_barrier_timeouts_leave_no_member_behind() {
+    let connect = chroot_connect("double_barrier_timeouts");
+    let observer = client(&connect).await;
+    let lonely = DistributedDoubleBarrier::new(&client(&connect).await, "/b", 3).unwrap();
+    assert!(
+        !bounded("enter", lonely.enter_timeout(Duration::from_millis(200)))
+            .await
+            .unwrap()
+    );
+    assert!(wait_empty(&observer, "/b").await.is_empty());
+
+    // Two enter; one of them never leaves.
+    let a = DistributedDoubleBarrier::new(&client(&connect).await, "/b", 2).unwrap();
+    let b = DistributedDoubleBarrier::new(&client(&connect).await, "/b", 2).unwrap();
+    let (ra, rb) = tokio::join!(a.enter(), b.enter());
+    ra.unwrap();
+    rb.unwrap();
+    assert!(
+        !bounded("leave", a.leave_timeout(Duration::from_millis(200)))
+            .await
+            .unwrap()
+    );
+    // a is gone from the barrier whether it was the lowest or not; b is still in.
+    let left = wait_until_count(&observer, "/b", 2).await;
+    assert!(left.contains(&"ready".to_string()), "{left:?}");
+    assert!(!left.iter().any(|n| a.member_path().ends_with(n.as_str())));
+    bounded("b leaves alone", b.leave()).await.unwrap();
+    assert!(children(&observer, "/b").await.is_empty());
+}
+
+/// Waits until `path` has `n` children; returns them.
+async fn wait_until_count(c: &Client, path: &str, n: usize) -> Vec<String> {
+    bounded("children count", async {
+        loop {
+            match c.get_children_and_watch(path).await {
+                Ok((names, _, watcher)) => {
+                    if names.len() == n {
+                        return names;
+                    }
+                    watcher.await;
+                }
+                // Not created yet: wait for it.
+                Err(e) if e == zookeeper_tokio::ErrorKind::NoNode => {
+                    let (stat, watcher) = c.exists_and_watch(path).await.unwrap();
+                    if stat.is_none() {
+                        watcher.await;
+                    }
+                }
+                Err(e) => panic!("listing {path}: {e}"),
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconnect_lets_no_member_through() {
+    let chroot = chroot_for("double_barrier_wakeups");
+    let server = shared_server();
+    let proxy = Proxy::start(server.addr()).await.unwrap();
+    let c = client(&format!("{}{}", proxy.connect_string(), chroot)).await;
+    let first = std::sync::Arc::new(DistributedDoubleBarrier::new(&c, "/b", 2).unwrap());
+    let entering = {
+        let first = first.clone();
+        tokio::spawn(async move { first.enter().await })
+    };
+    let observer = client(&server.connect_string_with_chroot(&chroot)).await;
+    wait_until_count(&observer, "/b", 1).await;
+    // Curator 5.4 took any wakeup of its watch as the go, a reconnect included; here a wakeup
+    // is only a reason to look again.
+    bounce_connection(&c, &proxy).await;
+    bounce_connection(&c, &proxy).await;
+    not_finished("the first member", &entering).await;
+    let second = DistributedDoubleBarrier::new(&observer, "/b", 2).unwrap();
+    bounded("second enters", second.enter()).await.unwrap();
+    bounded("first enters", entering).await.unwrap().unwrap();
+    let (a, b) = tokio::join!(first.leave(), second.leave());
+    a.unwrap();
+    b.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn barriers_through_a_session_expiry() {
+    let chroot = chroot_for("barriers_expiry");
+    let server = shared_server();
+    let proxy = Proxy::start(server.addr()).await.unwrap();
+    let direct = server.connect_string_with_chroot(&chroot);
+    let builder = Client::builder(&format!("{}{}", proxy.connect_string(), chroot))
+        .session_timeout(Duration::from_secs(4));
+    let sessions = bounded("connect", Sessions::connect(builder))
+        .await
+        .unwrap();
+    let other = client(&direct).await;
+
+    // A barrier wait goes on in the new session.
+    let setter = DistributedBarrier::new(&other, "/hold").unwrap();
+    setter.set_barrier().await.unwrap();
+    let waiter = DistributedBarrier::new(&sessions, "/hold").unwrap();
+    let waiting = tokio::spawn(async move { waiter.wait_on_barrier().await });
+    // A member entering when its session expires fails, and its node goes with the session.
+    let member =
+        std::sync::Arc::new(DistributedDoubleBarrier::new(&sessions, "/double", 2).unwrap());
+    let entering = {
+        let member = member.clone();
+        tokio::spawn(async move { member.enter().await })
+    };
+    wait_until_count(&other, "/double", 1).await;
+    expire(&proxy, &direct, &sessions.client()).await;
+    let failed = bounded("enter fails", entering).await.unwrap();
+    assert!(failed.unwrap_err().is_session_terminal());
+    assert!(wait_empty(&other, "/double").await.is_empty());
+    not_finished("the barrier waiter", &waiting).await;
+    setter.remove_barrier().await.unwrap();
+    bounded("waiter released", waiting).await.unwrap().unwrap();
+    // Entering again takes the new session.
+    let partner = DistributedDoubleBarrier::new(&other, "/double", 2).unwrap();
+    let (a, b) = tokio::join!(member.enter(), partner.enter());
+    a.unwrap();
+    b.unwrap();
+    let (a, b) = tokio::join!(member.leave(), partner.leave());
+    a.unwrap();
+    b.unwrap();
+    assert!(children(&other, "/double").await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn barriers_through_a_member_kill() {
+    let ensemble = Ensemble::start(3).await.unwrap();
+    bounded("ensemble serving", ensemble.wait_serving())
+        .await
+        .unwrap();
+    let connect = ensemble.connect_string();
+    let mut clients = Vec::new();
+    for _ in 0..3 {
+        clients.push(
+            bounded(
+                "connect",
+                Client::builder(&connect)
+                    .session_timeout(Duration::from_secs(8))
+                    .connect(),
+            )
+            .await
+            .unwrap(),
+        );
+    }
+    let members: Vec<_> = clients
+        .iter()
+        .map(|c| std::sync::Arc::new(DistributedDoubleBarrier::new(c, "/b", 3).unwrap()))
+        .collect();
+    let entering: Vec<_> = members[..2]
+        .iter()
+        .map(|m| {
+            let m = m.clone();
+            tokio::spawn(async move { m.enter().await })
+        })
+        .collect();
+    wait_until_count(&clients[2], "/b", 2).await;
+    // A barrier waiter on the session that moves.
+    let hold = DistributedBarrier::new(&clients[2], "/hold").unwrap();
+    hold.set_barrier().await.unwrap();
+    let waiter = DistributedBarrier::new(&clients[0], "/hold").unwrap();
+    let waiting = tokio::spawn(async move { waiter.wait_on_barrier().await });
+    move_session(&ensemble, &clients[0]).await;
+    not_finished("the barrier waiter", &waiting).await;
+    hold.remove_barrier().await.unwrap();
+    bounded("waiter released", waiting).await.unwrap().unwrap();
+    bounded("third enters", members[2].enter()).await.unwrap();
+    for e in entering {
+        bounded("entered", e).await.unwrap().unwrap();
+    }
+    let leaving: Vec<_> = members
+        .iter()
+        .map(|m| {
+            let m = m.clone();
+            tokio::spawn(async move { m.leave().await })
+        })
+        .collect();
+    for l in leaving {
+        bounded("left", l).await.unwrap().unwrap();
+    }
+    assert!(children(&clients[2], "/b").await.is_empty());
+}
