@@ -355,6 +355,19 @@ impl LockGuard {
         }
     }
 
+    /// [`release`](Self::release), returning only once the node is gone (or our session
+    /// ended): for a recipe whose caller is promised that the next contender can be granted
+    /// when it returns, as a leader selector's `close` is.
+    pub(crate) async fn release_until_gone(mut self) -> Result<()> {
+        let Some(node) = self.let_go() else {
+            return Ok(());
+        };
+        match spawn_delete(node.client.clone(), node.path.clone()) {
+            Some(task) => task.await.unwrap_or(Ok(())),
+            None => delete_until_gone(&node.client, &node.path).await,
+        }
+    }
+
     /// Drops one hold; returns the node when it was the last one.
     fn let_go(&mut self) -> Option<Arc<HeldNode>> {
         self.done = true;
