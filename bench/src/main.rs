@@ -14,6 +14,7 @@ mod machine;
 mod measure;
 mod options;
 mod ours;
+mod raw_lock;
 mod raw_socket;
 #[cfg(feature = "metrics")]
 mod recorder;
@@ -38,6 +39,8 @@ pub struct Ctx {
     pub opts: Options,
     /// The real ZooKeeper server.
     pub zk: SocketAddr,
+    /// The multi-thread runtime our client's second shape runs on.
+    pub mt: tokio::runtime::Handle,
 }
 
 fn main() {
@@ -48,27 +51,30 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let runtime = match opts.threads {
-        None => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build(),
-        Some(n) => tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(n)
-            .enable_all()
-            .build(),
-    }
-    .expect("tokio runtime");
+    // The bench itself, the raw socket and the current-thread shape of our client run on a
+    // current-thread runtime; the multi-thread shape on a runtime of its own.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let mt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(opts.threads)
+        .enable_all()
+        .build()
+        .expect("tokio multi-thread runtime");
     #[cfg(feature = "metrics")]
     let recorder = recorder::install();
     let mut report = Report::default();
-    runtime.block_on(run(opts, &mut report));
+    runtime.block_on(run(opts, mt.handle().clone(), &mut report));
+    drop(runtime);
+    mt.shutdown_background();
     #[cfg(feature = "metrics")]
     println!("# metrics: {}", recorder::summary(recorder.as_ref()));
     println!();
     println!("{}", report.markdown());
 }
 
-async fn run(opts: Options, report: &mut Report) {
+async fn run(opts: Options, mt: tokio::runtime::Handle, report: &mut Report) {
     // Kept alive for the whole run; dropping it stops the server.
     let mut _started = None;
     let zk = match opts.server {
@@ -86,12 +92,9 @@ async fn run(opts: Options, report: &mut Report) {
         },
     };
     println!(
-        "# zookeeper-bench: server {zk}, {} rounds, runtime {}",
-        opts.rounds,
-        match opts.threads {
-            None => "current-thread".to_string(),
-            Some(n) => format!("multi-thread x{n}"),
-        }
+        "# zookeeper-bench: server {zk}, {} rounds, our client on a current-thread runtime \
+         (`ours`) and on a {}-worker multi-thread runtime (`ours_mt`)",
+        opts.rounds, opts.threads
     );
     println!("# machine: {}", machine::describe());
     println!(
@@ -102,7 +105,7 @@ async fn run(opts: Options, report: &mut Report) {
             "off (the client and recipes built without their `metrics` feature)"
         }
     );
-    let ctx = Ctx { opts, zk };
+    let ctx = Ctx { opts, zk, mt };
     for workload in options::WORKLOADS {
         if !ctx.opts.runs(workload) {
             continue;

@@ -35,7 +35,7 @@ where
 }
 
 /// Per-round samples of two contestants measured alternately in the same run.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Pair {
     pub limit: Vec<Sample>,
     pub ours: Vec<Sample>,

@@ -25,7 +25,8 @@ usage: zookeeper-bench [--quick] [--only W[,W..]] [--server HOST:PORT] [--rounds
                    the -tls workloads always start their own, with a secure client port
   --rounds N       rounds per workload (default 5, at most 3 for the pipeline workloads;
                    medians are over rounds)
-  --threads N      client runtime: N worker threads (default: a single-threaded runtime)
+  --threads N      workers of the multi-thread runtime our client also runs on (default 2);
+                   every client workload runs on a current-thread runtime and on that one
 ";
 
 #[derive(Clone, Debug)]
@@ -34,7 +35,7 @@ pub struct Options {
     pub only: Vec<String>,
     pub server: Option<SocketAddr>,
     pub rounds: usize,
-    pub threads: Option<usize>,
+    pub threads: usize,
 }
 
 impl Options {
@@ -44,7 +45,7 @@ impl Options {
             only: Vec::new(),
             server: None,
             rounds: 0,
-            threads: None,
+            threads: 2,
         };
         let mut args = args.peekable();
         while let Some(arg) = args.next() {
@@ -72,7 +73,10 @@ impl Options {
                 }
                 "--threads" => {
                     let v = value("--threads")?;
-                    opts.threads = Some(v.parse().map_err(|e| format!("--threads {v}: {e}"))?);
+                    opts.threads = v.parse().map_err(|e| format!("--threads {v}: {e}"))?;
+                    if opts.threads == 0 {
+                        return Err(format!("--threads must be at least 1\n{USAGE}"));
+                    }
                 }
                 "--help" | "-h" => return Err(USAGE.to_string()),
                 // `cargo bench` style harness flags are ignored.

@@ -105,6 +105,21 @@ impl RawSession {
         Ok(())
     }
 
+    /// Writes pre-encoded frames.
+    pub async fn send(&mut self, frames: &[u8]) -> io::Result<()> {
+        self.stream.write_all(frames).await
+    }
+
+    /// The next complete frame from the server (prefix included).
+    pub async fn next_frame(&mut self) -> io::Result<BytesMut> {
+        loop {
+            if let Some(len) = wire::complete_frame_len(&self.inbuf) {
+                return Ok(self.inbuf.split_to(len));
+            }
+            self.fill().await?;
+        }
+    }
+
     /// One getData round trip with a pre-encoded frame.
     pub async fn round_trip(&mut self, frame: &[u8]) -> io::Result<()> {
         self.stream.write_all(frame).await?;
@@ -132,6 +147,14 @@ impl RawSession {
                 "create {path} failed: error {err}"
             ))),
         }
+    }
+
+    /// Creates every missing persistent node along `path` (setup only).
+    pub async fn ensure_path(&mut self, path: &str) -> io::Result<()> {
+        for (i, _) in path.match_indices('/').skip(1) {
+            self.ensure_node(&path[..i], b"").await?;
+        }
+        self.ensure_node(path, b"").await
     }
 
     /// Ends the session so that the server frees it at once.

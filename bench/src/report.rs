@@ -60,9 +60,15 @@ impl Report {
         self.push(name, value, unit, None);
     }
 
-    /// Records and prints a figure that has a target.
-    pub fn figure_with_target(&mut self, name: &str, value: f64, unit: &str, target: Target) {
-        self.push(name, value, unit, Some(target));
+    /// Records and prints a figure, with its target if it has one.
+    pub fn figure_with_target(
+        &mut self,
+        name: &str,
+        value: f64,
+        unit: &str,
+        target: Option<Target>,
+    ) {
+        self.push(name, value, unit, target);
     }
 
     fn push(&mut self, name: &str, value: f64, unit: &str, target: Option<Target>) {
@@ -135,8 +141,8 @@ mod tests {
     #[test]
     fn table_marks_missed_targets() {
         let mut r = Report::default();
-        r.figure_with_target("a", 0.5, "x", Target::AtLeast(0.95));
-        r.figure_with_target("b", 1.2, "x", Target::AtMost(1.5));
+        r.figure_with_target("a", 0.5, "x", Some(Target::AtLeast(0.95)));
+        r.figure_with_target("b", 1.2, "x", Some(Target::AtMost(1.5)));
         r.not_measured("c", "x", "no server");
         let t = r.markdown();
         assert!(t.contains("| `a` | 0.500 | x | ≥ 0.950 | **missed** |"));

@@ -6,8 +6,22 @@ use bytes::{BufMut, BytesMut};
 
 /// create opcode.
 pub const OP_CREATE: i32 = 1;
+/// ZNONODE error code.
+pub const ERR_NO_NODE: i32 = -101;
 /// ZNODEEXISTS error code.
 pub const ERR_NODE_EXISTS: i32 = -110;
+/// delete opcode.
+pub const OP_DELETE: i32 = 2;
+/// exists opcode.
+pub const OP_EXISTS: i32 = 3;
+/// Create flags: an ephemeral node.
+pub const EPHEMERAL: i32 = 1;
+/// Create flags: an ephemeral sequential node.
+pub const EPHEMERAL_SEQUENTIAL: i32 = 3;
+/// Create flags: a persistent node.
+pub const PERSISTENT: i32 = 0;
+/// xid of a watch notification.
+pub const XID_NOTIFICATION: i32 = -1;
 /// getData opcode.
 pub const OP_GET_DATA: i32 = 4;
 /// getChildren2 opcode.
@@ -116,6 +130,11 @@ pub fn header_reply(xid: i32, zxid: i64, err: i32) -> Vec<u8> {
 
 /// create request frame: persistent node, open ACL (world:anyone, all permissions).
 pub fn create_request(xid: i32, path: &str, data: &[u8]) -> Vec<u8> {
+    create_request_with(xid, path, data, PERSISTENT)
+}
+
+/// create request frame with `flags` ([`EPHEMERAL`], ...), open ACL, no data.
+pub fn create_request_with(xid: i32, path: &str, data: &[u8], flags: i32) -> Vec<u8> {
     frame(|b| {
         b.put_i32(xid);
         b.put_i32(OP_CREATE);
@@ -129,8 +148,54 @@ pub fn create_request(xid: i32, path: &str, data: &[u8]) -> Vec<u8> {
             b.put_i32(s.len() as i32);
             b.put_slice(s.as_bytes());
         }
-        b.put_i32(0); // flags: persistent
+        b.put_i32(flags);
     })
+}
+
+/// delete request frame, any version.
+pub fn delete_request(xid: i32, path: &str) -> Vec<u8> {
+    frame(|b| {
+        b.put_i32(xid);
+        b.put_i32(OP_DELETE);
+        b.put_i32(path.len() as i32);
+        b.put_slice(path.as_bytes());
+        b.put_i32(-1);
+    })
+}
+
+/// exists request frame, leaving a watch when `watch`.
+pub fn exists_request(xid: i32, path: &str, watch: bool) -> Vec<u8> {
+    frame(|b| {
+        b.put_i32(xid);
+        b.put_i32(OP_EXISTS);
+        b.put_i32(path.len() as i32);
+        b.put_slice(path.as_bytes());
+        b.put_u8(u8::from(watch));
+    })
+}
+
+/// `xid` of a reply frame (prefix included).
+pub fn reply_xid(frame: &[u8]) -> Option<i32> {
+    let x = frame.get(LEN_PREFIX..LEN_PREFIX + 4)?;
+    Some(i32::from_be_bytes([x[0], x[1], x[2], x[3]]))
+}
+
+/// A string at `at` in a frame: the path of a create reply (right after the header) or of a
+/// notification (after the event type and state).
+fn string_at(frame: &[u8], at: usize) -> Option<&str> {
+    let l = frame.get(at..at + 4)?;
+    let len = usize::try_from(i32::from_be_bytes([l[0], l[1], l[2], l[3]])).ok()?;
+    std::str::from_utf8(frame.get(at + 4..at + 4 + len)?).ok()
+}
+
+/// The path a successful create reply frame names.
+pub fn created_path(frame: &[u8]) -> Option<&str> {
+    string_at(frame, LEN_PREFIX + 16)
+}
+
+/// The path of a watch notification frame.
+pub fn notification_path(frame: &[u8]) -> Option<&str> {
+    string_at(frame, LEN_PREFIX + 16 + 8)
 }
 
 /// `err` of a reply frame (prefix included).
@@ -183,6 +248,26 @@ mod tests {
         // header 16 + data length 4 + data + Stat 68
         assert_eq!(get_data_reply(1, 1, &[0; 100]).len(), 4 + 16 + 4 + 100 + 68);
         assert_eq!(header_reply(-2, 0, 0).len(), 4 + 16);
+    }
+
+    #[test]
+    fn paths_of_create_replies_and_notifications() {
+        let mut create = header_reply(5, 9, 0);
+        create.extend_from_slice(&2i32.to_be_bytes());
+        create.extend_from_slice(b"/a");
+        let len = create.len() as i32 - 4;
+        create[..4].copy_from_slice(&len.to_be_bytes());
+        assert_eq!(created_path(&create), Some("/a"));
+        assert_eq!(reply_xid(&create), Some(5));
+        let mut event = header_reply(XID_NOTIFICATION, -1, 0);
+        for v in [2i32, 3, 3] {
+            event.extend_from_slice(&v.to_be_bytes());
+        }
+        event.extend_from_slice(b"/bc");
+        let len = event.len() as i32 - 4;
+        event[..4].copy_from_slice(&len.to_be_bytes());
+        assert_eq!(notification_path(&event), Some("/bc"));
+        assert_eq!(created_path(&event[..10]), None);
     }
 
     #[test]

@@ -335,10 +335,30 @@ impl LockGuard {
         self.node.clone()
     }
 
-    /// Releases this hold. When it is the last hold on the node, deletes the node and returns
-    /// once it is gone. On connection loss the delete is retried in a background task until
-    /// the node or the session is gone; dropping this future leaves that task running.
+    /// Releases this hold. When it is the last hold on the node, deletes the node.
+    ///
+    /// Returns once the delete is queued on the session, without waiting for its reply: the
+    /// client sends requests in call order, so every later request of this client (acquiring
+    /// this lock again included) reaches the server after the delete, and other contenders
+    /// learn of the release from the server, never before the node is gone. The delete is
+    /// followed in a background task, retried across reconnects until the node or the session
+    /// is gone; a failure retrying cannot mend (the parent's ACL forbidding the delete) is
+    /// logged, and the node then goes with the session. Outside a tokio runtime the delete is
+    /// awaited here instead, and its failure returned.
     pub async fn release(mut self) -> Result<()> {
+        let Some(node) = self.let_go() else {
+            return Ok(());
+        };
+        match spawn_delete(node.client.clone(), node.path.clone()) {
+            Some(_following) => Ok(()),
+            None => delete_until_gone(&node.client, &node.path).await,
+        }
+    }
+
+    /// [`release`](Self::release), returning only once the node is gone (or our session
+    /// ended): for a recipe whose caller is promised that the next contender can be granted
+    /// when it returns, as a leader selector's `close` is.
+    pub(crate) async fn release_until_gone(mut self) -> Result<()> {
         let Some(node) = self.let_go() else {
             return Ok(());
         };

@@ -1,6 +1,13 @@
 //! Guaranteed deletion of our node: retried across reconnects until the node or the session
 //! is gone, in a task of its own so that neither a dropped guard nor a cancelled `release`
 //! leaves the node behind.
+//!
+//! The first delete is queued on the session when the release happens, not when the task
+//! first runs: the client puts requests on the wire in call order, so whatever this process
+//! asks of the session afterwards (a new acquisition's create included) reaches the server
+//! after the delete. That is what lets a release return without waiting for the reply.
+
+use std::future::Future;
 
 use tokio::task::JoinHandle;
 use tracing::{debug, warn};
@@ -12,13 +19,26 @@ use crate::session::wait_connected;
 /// Deletes `path`, retrying on connection loss. Succeeds once the node is gone: deleted by us,
 /// already absent, or removed with our ended session (it is ephemeral).
 pub(crate) async fn delete_until_gone(client: &Client, path: &str) -> Result<()> {
+    follow_delete(client, path, client.delete(path, None)).await
+}
+
+/// [`delete_until_gone`] after a first attempt that is already queued.
+async fn follow_delete(
+    client: &Client,
+    path: &str,
+    first: impl Future<Output = zookeeper_tokio::Result<()>>,
+) -> Result<()> {
+    let mut outcome = first.await;
     loop {
-        match client.delete(path, None).await {
+        match outcome {
             Ok(()) => {}
             Err(e) if e == ErrorKind::NoNode => {}
             Err(e) if e.is_session_terminal() => return Ok(()),
             Err(e) if e.is_retryable() => match wait_connected(client).await {
-                Ok(()) => continue,
+                Ok(()) => {
+                    outcome = client.delete(path, None).await;
+                    continue;
+                }
                 Err(e) if e.is_session_terminal() => return Ok(()),
                 Err(e) => return Err(e),
             },
@@ -29,17 +49,21 @@ pub(crate) async fn delete_until_gone(client: &Client, path: &str) -> Result<()>
     }
 }
 
-/// Starts [`delete_until_gone`] in the background. Outside a tokio runtime nothing can run it:
-/// the node then lives until the session ends, and a warning says so.
+/// Queues the delete of `path` now and follows it to the end ([`delete_until_gone`]) in a
+/// background task. Outside a tokio runtime nothing can follow it (and a request nobody
+/// awaits is not sent): the node then lives until the session ends, and a warning says so.
 pub(crate) fn spawn_delete(client: Client, path: String) -> Option<JoinHandle<Result<()>>> {
     match tokio::runtime::Handle::try_current() {
-        Ok(rt) => Some(rt.spawn(async move {
-            let r = delete_until_gone(&client, &path).await;
-            if let Err(e) = &r {
-                warn!(path, error = %e, "could not delete lock node");
-            }
-            r
-        })),
+        Ok(rt) => {
+            let first = client.delete(&path, None);
+            Some(rt.spawn(async move {
+                let r = follow_delete(&client, &path, first).await;
+                if let Err(e) = &r {
+                    warn!(path, error = %e, "could not delete lock node");
+                }
+                r
+            }))
+        }
         Err(_) => {
             warn!(
                 path,

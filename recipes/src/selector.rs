@@ -525,10 +525,10 @@ where
         // While closing, wait for the deletion (bounded by the session); otherwise not beyond
         // a close: the deletion goes on in the background.
         if let TermEnd::Closed = end {
-            let _ = guard.release().await;
+            let _ = guard.release_until_gone().await;
         } else {
             tokio::select! {
-                _ = guard.release() => {}
+                _ = guard.release_until_gone() => {}
                 _ = self.shared.close.cancelled() => {}
             }
         }

@@ -482,3 +482,30 @@ async fn debug_output_of_recipes_shows_no_secret() {
     guard.release().await.unwrap();
     latch.resign().await.unwrap();
 }
+
+/// A release returns without waiting for its delete's reply, so whatever the same session asks
+/// right after it must reach the server behind that delete: a read finds the node gone, and
+/// acquiring again finds nobody ahead. On a current-thread runtime nothing else runs between
+/// the release and the next call, so a delete started only by a background task (rather than
+/// queued by the release itself) would reach the server after that call.
+#[tokio::test(flavor = "current_thread")]
+async fn acquiring_again_right_after_a_release_is_ordered_behind_its_delete() {
+    let c = client(&chroot_connect("mutex_release_order")).await;
+    let m = Mutex::new(&c, "/lock").unwrap();
+    for _ in 0..20 {
+        let g = bounded("acquire", m.acquire()).await.unwrap();
+        let old = g.path().to_owned();
+        bounded("release", g.release()).await.unwrap();
+        // Queued when called, before anything else on this thread ran.
+        let after = c.exists(&old).await.unwrap();
+        assert!(
+            after.is_none(),
+            "a request made after the release overtook its delete"
+        );
+        let again = bounded("acquire again", m.acquire()).await.unwrap();
+        assert_eq!(again.wakeups(), 0, "waited behind its own released node");
+        let name = again.path().rsplit('/').next().unwrap().to_owned();
+        assert_eq!(children(&c, "/lock").await, vec![name]);
+        bounded("release", again.release()).await.unwrap();
+    }
+}

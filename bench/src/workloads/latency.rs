@@ -1,32 +1,108 @@
-//! Workload 2: latency of sequential getData, raw socket and our client, against the real
-//! server and against the instant server; the difference is the client's overhead.
-//! One session each, open side by side, taking turns.
+//! Workload 2: latency of sequential getData, raw socket and our client on both runtime
+//! shapes (and, on the multi-thread one, called from outside its workers as `#[tokio::main]`'s
+//! body does), against the real server and against the instant server; the difference is the
+//! client's overhead. One session each, open side by side, taking turns.
 
 use std::net::SocketAddr;
 use std::time::Instant;
 
 use super::{ensure_node, NODE, NODE_DATA_LEN};
+use crate::contestant::{on_shape, Shape};
 use crate::instant_server::InstantServer;
 use crate::raw_socket::RawSession;
 use crate::report::{Report, Target};
 use crate::stats::{median, Percentiles};
 use crate::{ours, wire};
 use crate::{BenchError, Ctx};
+use zookeeper_tokio::Client;
 
 pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
     ensure_node(ctx).await?;
     let n = ctx.opts.count(20_000) as usize;
-    measure_against("latency.zk", ctx.zk, n, ctx.opts.rounds, None, report).await?;
+    measure_against(
+        "latency.zk",
+        ctx,
+        ctx.zk,
+        n,
+        [None, Some(Target::AtMost(5.0))],
+        report,
+    )
+    .await?;
     let server = InstantServer::start(NODE_DATA_LEN)?;
     measure_against(
         "latency.instant",
+        ctx,
         server.addr(),
         n,
-        ctx.opts.rounds,
-        Some(Target::AtMost(3.0)),
+        [Some(Target::AtMost(3.0)), None],
         report,
     )
     .await
+}
+
+/// Where our client's calls are made from.
+#[derive(Clone, Copy, Debug)]
+enum Caller {
+    /// A task of the runtime shape the client lives on.
+    On(Shape),
+    /// A thread outside the multi-thread runtime's workers blocking on the calls, the client
+    /// living on that runtime: the body of `#[tokio::main]`, which runs on the main thread.
+    OutsideWorkers,
+}
+
+impl Caller {
+    const ALL: [Caller; 3] = [
+        Caller::On(Shape::CurrentThread),
+        Caller::On(Shape::MultiThread),
+        Caller::OutsideWorkers,
+    ];
+
+    /// The runtime the client (its session task) lives on.
+    fn shape(self) -> Shape {
+        match self {
+            Caller::On(shape) => shape,
+            Caller::OutsideWorkers => Shape::MultiThread,
+        }
+    }
+
+    /// Names in figures: the contestant, and its overhead.
+    fn names(self) -> (&'static str, &'static str) {
+        match self {
+            Caller::On(Shape::CurrentThread) => ("ours", "overhead"),
+            Caller::On(Shape::MultiThread) => ("ours_mt", "overhead_mt"),
+            Caller::OutsideWorkers => ("ours_mt_main", "overhead_mt_main"),
+        }
+    }
+}
+
+/// `n` sequential getData of our client, each timed, made from where `caller` says.
+async fn timed_turn(
+    client: &Client,
+    caller: Caller,
+    mt: &tokio::runtime::Handle,
+    n: usize,
+) -> Result<Vec<u64>, BenchError> {
+    let client = client.clone();
+    let turn = async move {
+        let mut ns = Vec::with_capacity(n);
+        for _ in 0..n {
+            let start = Instant::now();
+            ours::get_data(&client, NODE).await?;
+            ns.push(start.elapsed().as_nanos() as u64);
+        }
+        Ok(ns)
+    };
+    match caller {
+        Caller::On(shape) => on_shape(shape, mt, turn).await,
+        Caller::OutsideWorkers => {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let mt = mt.clone();
+            std::thread::spawn(move || {
+                let _ = tx.send(mt.block_on(turn));
+            });
+            rx.await?
+        }
+    }
 }
 
 /// Samples per turn: the contestants take turns this often within a round, so that both see
@@ -37,44 +113,58 @@ const TURN: usize = 500;
 /// `TURN` sequential getData until each has `n` samples. Each round gives a p50/p99 per
 /// contestant; the figures are medians over rounds, the overhead the median of per-round
 /// differences.
+///
+/// Figures of the current-thread shape keep the names of earlier runs (`ours`, `overhead`);
+/// the multi-thread shape's are `ours_mt` and `overhead_mt`. `p50_overhead_targets` are per
+/// shape, current-thread first.
 async fn measure_against(
     name: &str,
+    ctx: &Ctx,
     addr: SocketAddr,
     n: usize,
-    rounds: usize,
-    p50_overhead_target: Option<Target>,
+    p50_overhead_targets: [Option<Target>; 2],
     report: &mut Report,
 ) -> Result<(), BenchError> {
     let mut raw_session = RawSession::connect(addr).await?;
     let frame = wire::get_data_request(1, NODE);
-    let client = match ours::connect(addr).await {
-        Ok(c) => Some(c),
-        Err(e) => {
-            report.not_measured(&format!("{name}.ours.p50"), "µs", &e.to_string());
-            None
+    let mut clients = Vec::new();
+    for caller in Caller::ALL {
+        match on_shape(
+            caller.shape(),
+            &ctx.mt,
+            async move { ours::connect(addr).await },
+        )
+        .await
+        {
+            Ok(c) => clients.push((caller, c)),
+            Err(e) => {
+                let (who, _) = caller.names();
+                report.not_measured(&format!("{name}.{who}.p50"), "µs", &e.to_string());
+            }
         }
-    };
-    let (mut raw, mut ours) = (Vec::new(), Vec::new());
+    }
+    let mut raw = Vec::new();
+    let mut ours: Vec<Vec<Percentiles>> = clients.iter().map(|_| Vec::new()).collect();
     // Round 0 is the warm-up.
-    for round in 0..=rounds {
-        let (mut raw_ns, mut ours_ns) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for round in 0..=ctx.opts.rounds {
+        let mut raw_ns = Vec::with_capacity(n);
+        let mut ours_ns: Vec<Vec<u64>> = clients.iter().map(|_| Vec::with_capacity(n)).collect();
         while raw_ns.len() < n {
-            for _ in 0..TURN.min(n - raw_ns.len()) {
+            let turn = TURN.min(n - raw_ns.len());
+            for _ in 0..turn {
                 let start = Instant::now();
                 raw_session.round_trip(&frame).await?;
                 raw_ns.push(start.elapsed().as_nanos() as u64);
             }
-            if let Some(client) = &client {
-                for _ in 0..TURN.min(n - ours_ns.len()) {
-                    let start = Instant::now();
-                    ours::get_data(client, NODE).await?;
-                    ours_ns.push(start.elapsed().as_nanos() as u64);
-                }
+            for ((caller, client), ns) in clients.iter().zip(&mut ours_ns) {
+                ns.extend(timed_turn(client, *caller, &ctx.mt, turn).await?);
             }
         }
         if round > 0 {
             raw.push(Percentiles::of(&mut raw_ns));
-            ours.push(Percentiles::of(&mut ours_ns));
+            for (ps, ns) in ours.iter_mut().zip(&mut ours_ns) {
+                ps.push(Percentiles::of(ns));
+            }
         }
     }
     raw_session.close().await?;
@@ -84,29 +174,39 @@ async fn measure_against(
     };
     report.figure(&format!("{name}.raw.p50"), med(&raw, |p| p.p50_ns), "µs");
     report.figure(&format!("{name}.raw.p99"), med(&raw, |p| p.p99_ns), "µs");
-    let Some(client) = client else {
-        return Ok(());
-    };
-    ours::close(client).await;
-    report.figure(&format!("{name}.ours.p50"), med(&ours, |p| p.p50_ns), "µs");
-    report.figure(&format!("{name}.ours.p99"), med(&ours, |p| p.p99_ns), "µs");
-    let overhead = |f: fn(&Percentiles) -> u64| {
-        median(
-            &raw.iter()
-                .zip(&ours)
-                .map(|(r, o)| us(f(o)) - us(f(r)))
-                .collect::<Vec<_>>(),
-        )
-    };
-    let p50_name = format!("{name}.overhead.p50");
-    match p50_overhead_target {
-        Some(t) => report.figure_with_target(&p50_name, overhead(|p| p.p50_ns), "µs", t),
-        None => report.figure(&p50_name, overhead(|p| p.p50_ns), "µs"),
+    for ((caller, client), ours) in clients.into_iter().zip(&ours) {
+        on_shape(caller.shape(), &ctx.mt, async move {
+            ours::close(client).await;
+            Ok(())
+        })
+        .await?;
+        let (who, overhead_name) = caller.names();
+        let target = match caller {
+            Caller::On(Shape::CurrentThread) => p50_overhead_targets[0],
+            Caller::On(Shape::MultiThread) => p50_overhead_targets[1],
+            Caller::OutsideWorkers => None,
+        };
+        report.figure(&format!("{name}.{who}.p50"), med(ours, |p| p.p50_ns), "µs");
+        report.figure(&format!("{name}.{who}.p99"), med(ours, |p| p.p99_ns), "µs");
+        let overhead = |f: fn(&Percentiles) -> u64| {
+            median(
+                &raw.iter()
+                    .zip(ours)
+                    .map(|(r, o)| us(f(o)) - us(f(r)))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        report.figure_with_target(
+            &format!("{name}.{overhead_name}.p50"),
+            overhead(|p| p.p50_ns),
+            "µs",
+            target,
+        );
+        report.figure(
+            &format!("{name}.{overhead_name}.p99"),
+            overhead(|p| p.p99_ns),
+            "µs",
+        );
     }
-    report.figure(
-        &format!("{name}.overhead.p99"),
-        overhead(|p| p.p99_ns),
-        "µs",
-    );
     Ok(())
 }

@@ -1,10 +1,11 @@
-//! Workload 5: locks. Our recipes and Curator's `InterProcessMutex` /
-//! `InterProcessReadWriteLock` on the same server, alternating round by round: uncontended
-//! acquire+release, 8 sessions contending (with release-to-next-holder handoff latency), one
-//! holder and 100 waiters (notifications the server sends per release), and a read-write lock
-//! with 8 readers and 2 writers.
+//! Workload 5: locks. Our recipes (on both runtime shapes), Curator's `InterProcessMutex` /
+//! `InterProcessReadWriteLock` and the raw-protocol limits (`raw_lock`) on the same server,
+//! alternating round by round: uncontended acquire+release, 8 sessions contending (with
+//! release-to-next-holder handoff latency), one holder and 100 waiters (notifications the
+//! server sends per release), and a read-write lock with 8 readers and 2 writers.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,7 +14,9 @@ use futures_util::future::try_join_all;
 use zookeeper_recipes::{Mutex, ReadWriteLock};
 use zookeeper_tokio::Client;
 
+use crate::contestant::{on_shape, Shape};
 use crate::curator::Curator;
+use crate::raw_lock;
 use crate::report::{Report, Target};
 use crate::server_metrics::{notifications_sent, packets_received};
 use crate::stats::{median, Percentiles};
@@ -28,6 +31,7 @@ const WRITERS: usize = 2;
 /// One round's figures, by name, for one contestant.
 type Figures = HashMap<&'static str, f64>;
 
+#[derive(Clone, Copy)]
 struct Counts {
     uncontended: u64,
     contended: u64,
@@ -55,21 +59,27 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
         rw_millis: 200,
     };
     round(ctx, &mut curator, "warm", &warm).await?;
-    let mut ours: Vec<Figures> = Vec::new();
-    let mut theirs: Vec<Figures> = Vec::new();
+    let mut rounds: Vec<Round> = Vec::new();
     for r in 0..ctx.opts.rounds {
-        let (o, t) = round(ctx, &mut curator, &format!("r{r}"), &counts).await?;
-        if let Some(t) = &t {
-            println!(
-                "# locks round {r}: uncontended ours {:.0}/s curator {:.0}/s, contended ours {:.0}/s curator {:.0}/s",
-                o["uncontended.ops_per_s"],
-                t["uncontended.ops_per_s"],
-                o["contended8.acq_per_s"],
-                t["contended8.acq_per_s"]
-            );
-        }
-        ours.push(o);
-        theirs.extend(t);
+        let f = round(ctx, &mut curator, &format!("r{r}"), &counts).await?;
+        let show = |who: &str, key: &str| {
+            f.get(who)
+                .and_then(|f| f.get(key))
+                .map_or("-".to_string(), |v| format!("{v:.0}/s"))
+        };
+        println!(
+            "# locks round {r}: uncontended raw {} ours {} ours_mt {} curator {}; contended raw {} raw_loop {} ours {} ours_mt {} curator {}",
+            show(RAW, "uncontended.ops_per_s"),
+            show("ours", "uncontended.ops_per_s"),
+            show("ours_mt", "uncontended.ops_per_s"),
+            show(CURATOR, "uncontended.ops_per_s"),
+            show(RAW, "contended8.acq_per_s"),
+            show(RAW_LOOP, "contended8.acq_per_s"),
+            show("ours", "contended8.acq_per_s"),
+            show("ours_mt", "contended8.acq_per_s"),
+            show(CURATOR, "contended8.acq_per_s"),
+        );
+        rounds.push(f);
     }
     if let Some(c) = curator {
         c.quit().await;
@@ -85,41 +95,71 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
         ("rw.read_per_s", "acq/s"),
         ("rw.write_per_s", "acq/s"),
     ];
-    let med =
-        |rounds: &[Figures], key: &str| median(&rounds.iter().map(|f| f[key]).collect::<Vec<_>>());
+    let values = |who: &str, key: &str| -> Vec<f64> {
+        rounds
+            .iter()
+            .filter_map(|r| r.get(who).and_then(|f| f.get(key)).copied())
+            .collect()
+    };
+    let ratios = |who: &str, of: &str, key: &str| -> Vec<f64> {
+        rounds
+            .iter()
+            .filter_map(|r| Some(r.get(who)?.get(key)? / r.get(of)?.get(key)?))
+            .collect()
+    };
     for (key, unit) in units {
-        report.figure(&format!("locks.{key}.ours"), med(&ours, key), unit);
-        if !theirs.is_empty() {
-            report.figure(&format!("locks.{key}.curator"), med(&theirs, key), unit);
+        for who in [RAW, RAW_LOOP, "ours", "ours_mt", CURATOR] {
+            let v = values(who, key);
+            if !v.is_empty() {
+                report.figure(&format!("locks.{key}.{who}"), median(&v), unit);
+            }
         }
     }
-    if !theirs.is_empty() {
-        for key in ["uncontended.ops_per_s", "contended8.acq_per_s"] {
-            let ratios: Vec<f64> = ours
-                .iter()
-                .zip(&theirs)
-                .map(|(o, t)| o[key] / t[key])
-                .collect();
+    // Every lock figure beside its limit; the recipes beside Curator.
+    for (who, of, key, target) in [
+        ("ours", RAW, "uncontended.ops_per_s", Some(0.9)),
+        ("ours_mt", RAW, "uncontended.ops_per_s", Some(0.9)),
+        ("ours", RAW, "contended8.acq_per_s", Some(0.9)),
+        ("ours_mt", RAW, "contended8.acq_per_s", Some(0.9)),
+        ("ours", RAW_LOOP, "contended8.acq_per_s", None),
+        ("ours_mt", RAW_LOOP, "contended8.acq_per_s", None),
+        ("ours", CURATOR, "uncontended.ops_per_s", Some(2.0)),
+        ("ours_mt", CURATOR, "uncontended.ops_per_s", Some(2.0)),
+        ("ours", CURATOR, "contended8.acq_per_s", None),
+        ("ours_mt", CURATOR, "contended8.acq_per_s", None),
+    ] {
+        let r = ratios(who, of, key);
+        if !r.is_empty() {
             report.figure_with_target(
-                &format!("locks.{key}.ours_vs_curator"),
-                median(&ratios),
+                &format!("locks.{key}.{who}_vs_{of}"),
+                median(&r),
                 "x",
-                Target::AtLeast(2.0),
+                target.map(Target::AtLeast),
             );
         }
     }
     Ok(())
 }
 
+/// The raw-protocol limits in figure names: the uncontended cycle and the handoff chain
+/// (`raw`), and the chain whose owners queue again (`raw_loop`), the like-for-like limit of
+/// 8 contenders looping.
+const RAW: &str = "raw";
+const RAW_LOOP: &str = "raw_loop";
+const CURATOR: &str = "curator";
+
+/// One round's figures, by contestant.
+type Round = HashMap<&'static str, Figures>;
+
 /// Requests the server received per acquire+release since `before` (minus the mntr call that
 /// reads it).
-async fn requests_per_cycle(ctx: &Ctx, before: i64, cycles: u64) -> Result<f64, BenchError> {
-    let after = packets_received(ctx.zk).await?;
+async fn requests_per_cycle(zk: SocketAddr, before: i64, cycles: u64) -> Result<f64, BenchError> {
+    let after = packets_received(zk).await?;
     Ok((after - before - 1) as f64 / cycles as f64)
 }
 
-async fn sessions(ctx: &Ctx, n: usize) -> Result<Vec<Client>, BenchError> {
-    let connect = ctx.zk.to_string();
+async fn sessions(zk: SocketAddr, n: usize) -> Result<Vec<Client>, BenchError> {
+    let connect = zk.to_string();
     Ok(try_join_all((0..n).map(|_| Client::connect(&connect))).await?)
 }
 
@@ -146,18 +186,21 @@ const PARTS: [Part; 4] = [
     Part::ReadWrite,
 ];
 
+/// One part of a round for our recipes, on the runtime it is called on.
 async fn ours_part(
-    ctx: &Ctx,
+    zk: SocketAddr,
     part: Part,
-    base: &str,
-    counts: &Counts,
-    f: &mut Figures,
-) -> Result<(), BenchError> {
+    base: String,
+    counts: Counts,
+) -> Result<Figures, BenchError> {
+    let mut f = Figures::new();
+    let base = base.as_str();
+    let counts = &counts;
     match part {
         Part::Uncontended => {
-            let clients = sessions(ctx, 1).await?;
+            let clients = sessions(zk, 1).await?;
             let mutex = Mutex::new(&clients[0], &format!("{base}/uncontended"))?;
-            let packets = packets_received(ctx.zk).await?;
+            let packets = packets_received(zk).await?;
             let start = Instant::now();
             for _ in 0..counts.uncontended {
                 mutex.acquire().await?.release().await?;
@@ -168,39 +211,39 @@ async fn ours_part(
             );
             f.insert(
                 "uncontended.requests_per_cycle",
-                requests_per_cycle(ctx, packets, counts.uncontended).await?,
+                requests_per_cycle(zk, packets, counts.uncontended).await?,
             );
             close_all(clients).await;
         }
         Part::Contended => {
             let (acq_per_s, handoff) =
-                ours_contended(ctx, &format!("{base}/contended"), counts).await?;
+                ours_contended(zk, &format!("{base}/contended"), counts).await?;
             f.insert("contended8.acq_per_s", acq_per_s);
             f.insert("handoff.p50", handoff.p50_ns as f64 / 1000.0);
             f.insert("handoff.p99", handoff.p99_ns as f64 / 1000.0);
         }
         Part::Waiters => {
-            let (per_release, serve) = ours_waiters(ctx, &format!("{base}/waiters")).await?;
+            let (per_release, serve) = ours_waiters(zk, &format!("{base}/waiters")).await?;
             f.insert("waiters100.notifications_per_release", per_release);
             f.insert("waiters100.serve_ms", serve.as_secs_f64() * 1000.0);
         }
         Part::ReadWrite => {
-            let (reads, writes) = ours_rw(ctx, &format!("{base}/rw"), counts.rw_millis).await?;
+            let (reads, writes) = ours_rw(zk, &format!("{base}/rw"), counts.rw_millis).await?;
             f.insert("rw.read_per_s", reads);
             f.insert("rw.write_per_s", writes);
         }
     }
-    Ok(())
+    Ok(f)
 }
 
 /// 8 sessions, one task each, acquire+release until `counts.contended` acquisitions in all.
 /// Handoff: from the holder calling release to the next holder's acquire returning.
 async fn ours_contended(
-    ctx: &Ctx,
+    zk: SocketAddr,
     path: &str,
     counts: &Counts,
 ) -> Result<(f64, Percentiles), BenchError> {
-    let clients = sessions(ctx, CONTENDERS).await?;
+    let clients = sessions(zk, CONTENDERS).await?;
     let epoch = Instant::now();
     let released_at = Arc::new(AtomicU64::new(0));
     let remaining = Arc::new(AtomicUsize::new(counts.contended as usize));
@@ -244,8 +287,8 @@ async fn ours_contended(
 /// A holder and 100 waiters over 10 sessions; once all are queued the holder releases and each
 /// waiter takes and releases the lock in turn. Returns notifications the server sent per
 /// release that had a waiter behind it, and the time to serve every waiter.
-async fn ours_waiters(ctx: &Ctx, path: &str) -> Result<(f64, Duration), BenchError> {
-    let clients = sessions(ctx, WAITER_SESSIONS).await?;
+async fn ours_waiters(zk: SocketAddr, path: &str) -> Result<(f64, Duration), BenchError> {
+    let clients = sessions(zk, WAITER_SESSIONS).await?;
     let holder = Mutex::new(&clients[0], path)?.acquire().await?;
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..WAITERS {
@@ -253,14 +296,14 @@ async fn ours_waiters(ctx: &Ctx, path: &str) -> Result<(f64, Duration), BenchErr
         tasks.spawn(async move { mutex.acquire().await?.release().await });
     }
     wait_queued(&clients[0], path, WAITERS + 1).await?;
-    let before = notifications_sent(ctx.zk).await?;
+    let before = notifications_sent(zk).await?;
     let start = Instant::now();
     holder.release().await?;
     while let Some(done) = tasks.join_next().await {
         done??;
     }
     let serve = start.elapsed();
-    let after = notifications_sent(ctx.zk).await?;
+    let after = notifications_sent(zk).await?;
     close_all(clients).await;
     Ok(((after - before) as f64 / WAITERS as f64, serve))
 }
@@ -283,8 +326,8 @@ pub async fn wait_queued(client: &Client, path: &str, n: usize) -> Result<(), Be
 }
 
 /// 8 readers and 2 writers, one session each, looping acquire+release for `millis`.
-async fn ours_rw(ctx: &Ctx, path: &str, millis: u64) -> Result<(f64, f64), BenchError> {
-    let clients = sessions(ctx, READERS + WRITERS).await?;
+async fn ours_rw(zk: SocketAddr, path: &str, millis: u64) -> Result<(f64, f64), BenchError> {
+    let clients = sessions(zk, READERS + WRITERS).await?;
     let deadline = Instant::now() + Duration::from_millis(millis);
     let start = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
@@ -339,7 +382,7 @@ async fn curator_part(
             // cycles.
             f.insert(
                 "uncontended.requests_per_cycle",
-                requests_per_cycle(ctx, packets, counts.uncontended).await?,
+                requests_per_cycle(ctx.zk, packets, counts.uncontended).await?,
             );
         }
         Part::Contended => {
@@ -380,25 +423,63 @@ async fn curator_part(
     Ok(())
 }
 
-/// One round: every part, ours then Curator's.
+/// One round: every part, by the raw-protocol limit (where it has one), our recipes on both
+/// runtime shapes, then Curator.
 async fn round(
     ctx: &Ctx,
     curator: &mut Option<Curator>,
     tag: &str,
     counts: &Counts,
-) -> Result<(Figures, Option<Figures>), BenchError> {
-    let mut ours = Figures::new();
-    let mut theirs = curator.as_ref().map(|_| Figures::new());
+) -> Result<Round, BenchError> {
+    let mut figures = Round::new();
     for part in PARTS {
-        ours_part(
-            ctx,
-            part,
-            &format!("/zookeeper-bench/locks/ours-{tag}"),
-            counts,
-            &mut ours,
-        )
-        .await?;
-        if let (Some(c), Some(f)) = (curator.as_mut(), theirs.as_mut()) {
+        let raw = figures.entry(RAW).or_default();
+        let raw_base = format!("/zookeeper-bench/locks/raw-{tag}");
+        match part {
+            Part::Uncontended => {
+                let per_s = raw_lock::uncontended(
+                    ctx.zk,
+                    &format!("{raw_base}/uncontended"),
+                    counts.uncontended,
+                )
+                .await
+                .map_err(|e| format!("raw uncontended cycle: {e}"))?;
+                raw.insert("uncontended.ops_per_s", per_s);
+            }
+            Part::Contended => {
+                let (per_s, handoff) = raw_lock::handoff_chain(
+                    ctx.zk,
+                    &format!("{raw_base}/chain"),
+                    counts.contended as usize,
+                    false,
+                )
+                .await
+                .map_err(|e| format!("raw handoff chain: {e}"))?;
+                raw.insert("contended8.acq_per_s", per_s);
+                raw.insert("handoff.p50", handoff.p50_ns as f64 / 1000.0);
+                raw.insert("handoff.p99", handoff.p99_ns as f64 / 1000.0);
+                let (per_s, handoff) = raw_lock::handoff_chain(
+                    ctx.zk,
+                    &format!("{raw_base}/loop"),
+                    counts.contended as usize,
+                    true,
+                )
+                .await
+                .map_err(|e| format!("raw contention loop: {e}"))?;
+                let raw_loop = figures.entry(RAW_LOOP).or_default();
+                raw_loop.insert("contended8.acq_per_s", per_s);
+                raw_loop.insert("handoff.p50", handoff.p50_ns as f64 / 1000.0);
+                raw_loop.insert("handoff.p99", handoff.p99_ns as f64 / 1000.0);
+            }
+            Part::Waiters | Part::ReadWrite => {}
+        }
+        for shape in Shape::BOTH {
+            let base = format!("/zookeeper-bench/locks/{}-{tag}", shape.name());
+            let f = on_shape(shape, &ctx.mt, ours_part(ctx.zk, part, base, *counts)).await?;
+            figures.entry(shape.name()).or_default().extend(f);
+        }
+        if let Some(c) = curator.as_mut() {
+            let f = figures.entry(CURATOR).or_default();
             curator_part(
                 ctx,
                 c,
@@ -410,5 +491,5 @@ async fn round(
             .await?;
         }
     }
-    Ok((ours, theirs))
+    Ok(figures)
 }

@@ -1,10 +1,17 @@
 //! Workload 1: pipelined getData throughput against the real server, 1,000 in flight on one
-//! session, our client against the raw socket.
+//! session, our client on both runtime shapes against the raw socket.
 
-use super::throughput::{compare, Setup};
+use super::throughput::{compare, Setup, Targets};
 use super::{ensure_node, NODE};
 use crate::report::{Report, Target};
 use crate::{BenchError, Ctx};
+
+/// The same on both runtime shapes.
+const TARGETS: Targets = Targets {
+    throughput_ratio: Some(Target::AtLeast(0.95)),
+    cpu_ratio: Some(Target::AtMost(1.5)),
+    ours_ops: None,
+};
 
 pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
     ensure_node(ctx).await?;
@@ -18,9 +25,9 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
             sessions: 1,
             rounds: ctx.opts.heavy_rounds(),
             excluded: &[],
-            throughput_ratio: Some(Target::AtLeast(0.95)),
-            cpu_ratio: Some(Target::AtMost(1.5)),
-            ours_ops: None,
+            current_thread: TARGETS,
+            multi_thread: TARGETS,
+            mt: &ctx.mt,
         },
         report,
     )

@@ -1,13 +1,26 @@
-//! Shared by the pipelined workloads: the limit and our client measured alternately, round by
-//! round, on the same server in the same run.
+//! Shared by the pipelined workloads: the limit and our client on both runtime shapes,
+//! measured in turn, round by round, on the same server in the same run.
 
 use std::net::SocketAddr;
 
-use crate::contestant::{pipelined, Contestant};
+use tokio::runtime::Handle;
+
+use crate::contestant::{pipelined, Contestant, Run, Shape};
 use crate::measure::Pair;
 use crate::report::{Report, Target};
 use crate::rusage::ThreadClock;
 use crate::BenchError;
+
+/// Targets for one runtime shape.
+#[derive(Clone, Copy, Default)]
+pub struct Targets {
+    /// ours/limit throughput.
+    pub throughput_ratio: Option<Target>,
+    /// ours/limit CPU per operation.
+    pub cpu_ratio: Option<Target>,
+    /// ours' ops/s.
+    pub ours_ops: Option<Target>,
+}
 
 pub struct Setup<'a> {
     /// Figure name prefix.
@@ -20,73 +33,101 @@ pub struct Setup<'a> {
     pub rounds: usize,
     /// Threads whose CPU is not ours (the in-process server).
     pub excluded: &'a [ThreadClock],
-    /// Targets for ours/limit throughput and CPU per operation ratios, and ours' ops/s.
-    pub throughput_ratio: Option<Target>,
-    pub cpu_ratio: Option<Target>,
-    pub ours_ops: Option<Target>,
+    /// Targets on the current-thread and on the multi-thread runtime.
+    pub current_thread: Targets,
+    pub multi_thread: Targets,
+    /// The multi-thread runtime.
+    pub mt: &'a Handle,
 }
 
 pub async fn compare(s: Setup<'_>, report: &mut Report) -> Result<(), BenchError> {
     let run = |who: Contestant, total: u64| {
-        pipelined(who, s.addr, s.path, total, s.window, s.sessions, s.excluded)
+        let run = Run {
+            addr: s.addr,
+            path: s.path.to_string(),
+            total,
+            window: s.window,
+            sessions: s.sessions,
+            excluded: s.excluded.to_vec(),
+        };
+        pipelined(who, run, s.mt)
     };
     // Warm-up (JIT of the server, connection pools, page faults), not recorded.
     run(Contestant::Limit, s.total / 10).await?;
-    let mut ours_error = run(Contestant::Ours, s.total / 10).await.err();
-    let mut pair = Pair::default();
+    let mut errors = [None, None];
+    for (i, shape) in Shape::BOTH.into_iter().enumerate() {
+        errors[i] = run(Contestant::Ours(shape), s.total / 10).await.err();
+    }
+    let mut limit = Vec::new();
+    let mut ours = [Vec::new(), Vec::new()];
     for _ in 0..s.rounds {
-        pair.limit.push(run(Contestant::Limit, s.total).await?);
-        if ours_error.is_none() {
-            match run(Contestant::Ours, s.total).await {
-                Ok(sample) => pair.ours.push(sample),
-                Err(e) => ours_error = Some(e),
+        limit.push(run(Contestant::Limit, s.total).await?);
+        for (i, shape) in Shape::BOTH.into_iter().enumerate() {
+            if errors[i].is_none() {
+                match run(Contestant::Ours(shape), s.total).await {
+                    Ok(sample) => ours[i].push(sample),
+                    Err(e) => errors[i] = Some(e),
+                }
             }
         }
     }
     let name = s.name;
     report.figure(
         &format!("{name}.raw.ops_per_s"),
-        Pair::median_ops(&pair.limit),
+        Pair::median_ops(&limit),
         "ops/s",
     );
     report.figure(
         &format!("{name}.raw.cpu_per_op"),
-        Pair::median_cpu(&pair.limit),
+        Pair::median_cpu(&limit),
         "ns",
     );
-    if let Some(e) = ours_error {
-        let why = format!("our client failed: {e}");
-        report.not_measured(&format!("{name}.ours.ops_per_s"), "ops/s", &why);
-        return Ok(());
-    }
-    if !s.excluded.is_empty() {
-        report.figure(
-            &format!("{name}.ours.server_load"),
-            Pair::median_server_load(&pair.ours),
-            "cores",
-        );
-    }
-    let ours_ops = Pair::median_ops(&pair.ours);
-    match s.ours_ops {
-        Some(t) => {
-            report.figure_with_target(&format!("{name}.ours.ops_per_s"), ours_ops, "ops/s", t)
+    let [ours_ct, ours_mt] = ours;
+    let [error_ct, error_mt] = errors;
+    for (shape, samples, error, targets) in [
+        (Shape::CurrentThread, ours_ct, error_ct, s.current_thread),
+        (Shape::MultiThread, ours_mt, error_mt, s.multi_thread),
+    ] {
+        let who = shape.name();
+        if let Some(e) = error {
+            let why = format!("our client failed: {e}");
+            report.not_measured(&format!("{name}.{who}.ops_per_s"), "ops/s", &why);
+            continue;
         }
-        None => report.figure(&format!("{name}.ours.ops_per_s"), ours_ops, "ops/s"),
-    }
-    report.figure(
-        &format!("{name}.ours.cpu_per_op"),
-        Pair::median_cpu(&pair.ours),
-        "ns",
-    );
-    let ratio_name = format!("{name}.ours_vs_raw.throughput");
-    match s.throughput_ratio {
-        Some(t) => report.figure_with_target(&ratio_name, pair.throughput_ratio(), "x", t),
-        None => report.figure(&ratio_name, pair.throughput_ratio(), "x"),
-    }
-    let cpu_name = format!("{name}.ours_vs_raw.cpu_per_op");
-    match s.cpu_ratio {
-        Some(t) => report.figure_with_target(&cpu_name, pair.cpu_ratio(), "x", t),
-        None => report.figure(&cpu_name, pair.cpu_ratio(), "x"),
+        let pair = Pair {
+            limit: limit.clone(),
+            ours: samples,
+        };
+        if !s.excluded.is_empty() {
+            report.figure(
+                &format!("{name}.{who}.server_load"),
+                Pair::median_server_load(&pair.ours),
+                "cores",
+            );
+        }
+        report.figure_with_target(
+            &format!("{name}.{who}.ops_per_s"),
+            Pair::median_ops(&pair.ours),
+            "ops/s",
+            targets.ours_ops,
+        );
+        report.figure(
+            &format!("{name}.{who}.cpu_per_op"),
+            Pair::median_cpu(&pair.ours),
+            "ns",
+        );
+        report.figure_with_target(
+            &format!("{name}.{who}_vs_raw.throughput"),
+            pair.throughput_ratio(),
+            "x",
+            targets.throughput_ratio,
+        );
+        report.figure_with_target(
+            &format!("{name}.{who}_vs_raw.cpu_per_op"),
+            pair.cpu_ratio(),
+            "x",
+            targets.cpu_ratio,
+        );
     }
     Ok(())
 }

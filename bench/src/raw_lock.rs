@@ -1,0 +1,226 @@
+//! The lock limits: what ZooKeeper itself requires for a lock, on raw sockets, with nothing a
+//! recipe could skip. Every lock figure of our recipes has one of these beside it.
+//!
+//! * **Uncontended cycle**: an ephemeral sequential create and the listing of the lock's
+//!   children that tells the creator it is first (the read every recipe on sequential nodes
+//!   needs), then the delete. Everything legal is pipelined: the listing goes out with the
+//!   create (the session's order makes it see the create), and a release's delete goes out
+//!   with the next cycle's create and listing, so a cycle is one round trip of three requests.
+//! * **Handoff chain**: nodes queued in advance over 8 sessions, each watching its
+//!   predecessor with `exists`. The first is deleted; each notification of a deletion is the
+//!   next owner's grant, and its owner deletes its own node at once. A handoff is the delete,
+//!   the notification, and nothing else: no listing, no re-queueing.
+//! * **Contention loop**: the same chain where each owner, with its delete, queues again at
+//!   the tail (create, and `exists` on its predecessor): 8 contenders looping acquire and
+//!   release with nothing but the requests a queue lock cannot do without.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Instant;
+
+use futures_util::future::try_join_all;
+
+use crate::raw_socket::RawSession;
+use crate::stats::Percentiles;
+use crate::{wire, BenchError};
+
+/// Sessions of the handoff chain, as many as our recipe's contended workload uses.
+pub const CHAIN_SESSIONS: usize = 8;
+
+/// `cycles` uncontended acquire+release cycles on a lock under `dir`; returns cycles per
+/// second.
+pub async fn uncontended(
+    addr: std::net::SocketAddr,
+    dir: &str,
+    cycles: u64,
+) -> Result<f64, BenchError> {
+    let mut raw = RawSession::connect(addr).await?;
+    raw.ensure_path(dir).await?;
+    let prefix = format!("{dir}/lock-");
+    let acquire: Vec<u8> = [
+        wire::create_request_with(1, &prefix, b"", wire::EPHEMERAL_SEQUENTIAL),
+        wire::get_children2_request(2, dir),
+    ]
+    .concat();
+    let start = Instant::now();
+    raw.send(&acquire).await?;
+    let mut held: Option<String> = None;
+    for cycle in 0..cycles {
+        // The previous cycle's delete (sent with this acquisition) answers first.
+        if cycle > 0 {
+            expect_ok(&raw.next_frame().await?, "delete")?;
+        }
+        let created = raw.next_frame().await?;
+        expect_ok(&created, "create")?;
+        let node = wire::created_path(&created)
+            .ok_or("create reply without a path")?
+            .to_string();
+        expect_ok(&raw.next_frame().await?, "getChildren2")?;
+        // Held: nobody else uses this lock. Release, and acquire again in the same write.
+        let mut frames = wire::delete_request(3, &node);
+        if cycle + 1 < cycles {
+            frames.extend_from_slice(&acquire);
+        }
+        raw.send(&frames).await?;
+        held = Some(node);
+    }
+    if held.is_some() {
+        expect_ok(&raw.next_frame().await?, "delete")?;
+    }
+    let per_s = cycles as f64 / start.elapsed().as_secs_f64();
+    raw.close().await?;
+    Ok(per_s)
+}
+
+/// A handoff chain of `handoffs` handoffs over [`CHAIN_SESSIONS`] sessions under `dir`;
+/// returns handoffs per second and the latency of each (the delete written to the
+/// notification read by the next owner).
+///
+/// Without `requeue` every node is queued before the clock starts, and a grant is followed by
+/// the delete alone. With `requeue` each session has one node in the queue at a time, as in
+/// our contended workload: a grant is followed by the delete, the create of a new node at the
+/// tail and the watch on its predecessor, in one write; the 8 sessions contend for ever as
+/// 8 contenders looping acquire and release do.
+pub async fn handoff_chain(
+    addr: std::net::SocketAddr,
+    dir: &str,
+    handoffs: usize,
+    requeue: bool,
+) -> Result<(f64, Percentiles), BenchError> {
+    let nodes = handoffs + 1;
+    let name = |k: usize| format!("{dir}/n{k:07}");
+    let mut sessions = try_join_all((0..CHAIN_SESSIONS).map(|_| RawSession::connect(addr))).await?;
+    sessions[0].ensure_path(dir).await?;
+    let queued_first = if requeue {
+        CHAIN_SESSIONS.min(nodes)
+    } else {
+        nodes
+    };
+    // Setup, not timed: the first nodes, then every watch on a predecessor.
+    for (s, raw) in sessions.iter_mut().enumerate() {
+        let mine: Vec<usize> = (s..queued_first).step_by(CHAIN_SESSIONS).collect();
+        let creates: Vec<u8> = mine
+            .iter()
+            .flat_map(|&k| wire::create_request_with(1, &name(k), b"", wire::EPHEMERAL))
+            .collect();
+        raw.send(&creates).await?;
+        for _ in &mine {
+            expect_ok(&raw.next_frame().await?, "create")?;
+        }
+    }
+    for (s, raw) in sessions.iter_mut().enumerate() {
+        let mine: Vec<usize> = (s..queued_first)
+            .step_by(CHAIN_SESSIONS)
+            .filter(|&k| k > 0)
+            .collect();
+        let watches: Vec<u8> = mine
+            .iter()
+            .flat_map(|&k| wire::exists_request(1, &name(k - 1), true))
+            .collect();
+        raw.send(&watches).await?;
+        for _ in &mine {
+            expect_ok(&raw.next_frame().await?, "exists")?;
+        }
+    }
+    let deleted_at: Vec<AtomicU64> = (0..nodes).map(|_| AtomicU64::new(0)).collect();
+    let next_node = AtomicUsize::new(queued_first);
+    let epoch = Instant::now();
+    sessions[0]
+        .send(&wire::delete_request(XID_DELETE, &name(0)))
+        .await?;
+    let chain = try_join_all(sessions.iter_mut().enumerate().map(|(s, raw)| {
+        let (deleted_at, next_node, name) = (&deleted_at, &next_node, &name);
+        async move {
+            // Nodes of this session in the queue, and replies it still waits for.
+            // Session 0's first node is being deleted already: the clock started with it.
+            let mut queued =
+                (s..queued_first).step_by(CHAIN_SESSIONS).count() - usize::from(s == 0);
+            let mut replies = usize::from(s == 0);
+            let mut latencies = Vec::new();
+            // Tails this session queued whose `exists` has not answered yet.
+            let mut watching = std::collections::VecDeque::new();
+            while queued > 0 || replies > 0 {
+                let frame = raw.next_frame().await?;
+                // The node this session now holds, once it is granted.
+                let granted = match wire::reply_xid(&frame) {
+                    Some(wire::XID_NOTIFICATION) => {
+                        let path =
+                            wire::notification_path(&frame).ok_or("notification without a path")?;
+                        let k = path
+                            .rsplit_once("/n")
+                            .and_then(|(_, n)| n.parse::<usize>().ok())
+                            .ok_or("notification of an unknown node")?;
+                        k + 1
+                    }
+                    Some(XID_EXISTS) => {
+                        replies -= 1;
+                        let tail: usize = watching.pop_front().ok_or("unexpected exists reply")?;
+                        match wire::reply_err(&frame) {
+                            Some(0) => continue,
+                            // The predecessor went before the watch was set: granted, as a
+                            // lock recipe takes it.
+                            Some(wire::ERR_NO_NODE) => tail,
+                            _ => return Err("raw exists on the predecessor failed".into()),
+                        }
+                    }
+                    Some(XID_CREATE) => {
+                        expect_ok(&frame, "create at the tail")?;
+                        replies -= 1;
+                        continue;
+                    }
+                    _ => {
+                        expect_ok(&frame, "delete")?;
+                        replies -= 1;
+                        continue;
+                    }
+                };
+                latencies.push(
+                    epoch.elapsed().as_nanos() as u64
+                        - deleted_at[granted - 1].load(Ordering::Acquire),
+                );
+                // Granted: release at once, and queue again at the tail if asked to.
+                let mut frames = wire::delete_request(XID_DELETE, &name(granted));
+                queued -= 1;
+                replies += 1;
+                if requeue {
+                    let tail = next_node.fetch_add(1, Ordering::AcqRel);
+                    if tail < nodes {
+                        frames.extend(wire::create_request_with(
+                            XID_CREATE,
+                            &name(tail),
+                            b"",
+                            wire::EPHEMERAL,
+                        ));
+                        frames.extend(wire::exists_request(XID_EXISTS, &name(tail - 1), true));
+                        watching.push_back(tail);
+                        queued += 1;
+                        replies += 2;
+                    }
+                }
+                deleted_at[granted].store(epoch.elapsed().as_nanos() as u64, Ordering::Release);
+                raw.send(&frames).await?;
+            }
+            Ok::<_, BenchError>(latencies)
+        }
+    }));
+    let latencies = tokio::time::timeout(std::time::Duration::from_secs(120), chain)
+        .await
+        .map_err(|_| "the raw handoff chain stalled")??;
+    let per_s = handoffs as f64 / epoch.elapsed().as_secs_f64();
+    for raw in sessions {
+        raw.close().await?;
+    }
+    let mut all: Vec<u64> = latencies.into_iter().flatten().collect();
+    Ok((per_s, Percentiles::of(&mut all)))
+}
+
+const XID_DELETE: i32 = 2;
+const XID_CREATE: i32 = 3;
+const XID_EXISTS: i32 = 4;
+
+fn expect_ok(frame: &[u8], what: &str) -> Result<(), BenchError> {
+    match wire::reply_err(frame) {
+        Some(0) => Ok(()),
+        Some(err) => Err(format!("raw {what} failed: error {err}").into()),
+        None => Err(format!("raw {what}: short reply").into()),
+    }
+}
