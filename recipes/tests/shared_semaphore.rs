@@ -178,16 +178,9 @@ async fn a_change_made_while_the_waiters_member_is_down_is_obeyed() {
         .await
         .unwrap();
     let leader = bounded("a leader", ensemble.leader()).await.unwrap();
-    let followers: Vec<String> = ensemble
-        .addrs()
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| *i != leader)
-        .map(|(_, a)| a.to_string())
-        .collect();
     let w = bounded(
         "connect",
-        Client::builder(&followers.join(","))
+        Client::builder(&members_but(&ensemble, leader))
             .session_timeout(Duration::from_secs(8))
             .connect(),
     )
@@ -197,14 +190,7 @@ async fn a_change_made_while_the_waiters_member_is_down_is_obeyed() {
         .await
         .expect("a member serves the session");
     // The holder and the setter on the other members: they stay connected throughout.
-    let others: Vec<String> = ensemble
-        .addrs()
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| *i != member)
-        .map(|(_, a)| a.to_string())
-        .collect();
-    let other = client(&others.join(",")).await;
+    let other = client(&members_but(&ensemble, member)).await;
 
     let setter = SharedCount::start(&other, "/count", 1).await.unwrap();
     let holder = Semaphore::with_shared_count(&other, "/sem", &setter).unwrap();
@@ -233,4 +219,16 @@ async fn a_change_made_while_the_waiters_member_is_down_is_obeyed() {
         "a third lease of two"
     );
     release_all(vec![held, lease]).await;
+}
+
+/// A connect string of every member of `ensemble` but the one at `skip`.
+fn members_but(ensemble: &Ensemble, skip: usize) -> String {
+    let addrs: Vec<String> = ensemble
+        .addrs()
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != skip)
+        .map(|(_, a)| a.to_string())
+        .collect();
+    addrs.join(",")
 }
