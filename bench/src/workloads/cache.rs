@@ -9,14 +9,13 @@ use std::time::{Duration, Instant};
 use futures_util::future::try_join_all;
 use zookeeper_recipes::{CacheEvent, TreeCache};
 use zookeeper_testkit::Proxy;
-use zookeeper_tokio::{Client, CreateOptions, ErrorKind, SessionState};
+use zookeeper_tokio::{Client, SessionState};
 
 use crate::heap::live_bytes;
 use crate::report::Report;
+use crate::workloads::wide_tree::{WideTree, SETUP_WINDOW};
 use crate::{BenchError, Ctx};
 
-/// Requests kept in flight while building and removing the subtree.
-const SETUP_WINDOW: usize = 1_000;
 /// Bound on every wait of this workload.
 const BOUND: Duration = Duration::from_secs(120);
 const DATA_LEN: usize = 32;
@@ -57,33 +56,14 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
 }
 
 async fn measure(ctx: &Ctx, dirs: usize, leaves: usize) -> Result<Figures, BenchError> {
-    let root = format!("/zookeeper-bench/cache-{}", std::process::id());
-    let setup = Client::connect(&ctx.zk.to_string()).await?;
-    for path in ["/zookeeper-bench", root.as_str()] {
-        match setup.create(path, b"", &CreateOptions::persistent()).await {
-            Ok(_) => {}
-            Err(e) if e == ErrorKind::NodeExists => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    let dir_paths: Vec<String> = (0..dirs).map(|d| format!("{root}/d{d}")).collect();
-    let leaf_paths: Vec<String> = dir_paths
-        .iter()
-        .flat_map(|d| (0..leaves).map(move |l| format!("{d}/l{l}")))
-        .collect();
-    let data = [b'x'; DATA_LEN];
-    for batch in dir_paths
-        .chunks(SETUP_WINDOW)
-        .chain(leaf_paths.chunks(SETUP_WINDOW))
-    {
-        try_join_all(
-            batch
-                .iter()
-                .map(|p| setup.create(p, &data, &CreateOptions::persistent())),
-        )
-        .await?;
-    }
-    let nodes = (1 + dir_paths.len() + leaf_paths.len()) as f64;
+    let tree = WideTree::create(ctx, "cache", dirs, leaves, &[b'x'; DATA_LEN]).await?;
+    let WideTree {
+        setup,
+        root,
+        leaves: leaf_paths,
+        ..
+    } = &tree;
+    let nodes = tree.nodes() as f64;
 
     // Memory: the whole cost of a cache (its client's record of the subtree included), with
     // data, then stats only.
@@ -91,7 +71,7 @@ async fn measure(ctx: &Ctx, dirs: usize, leaves: usize) -> Result<Figures, Bench
     for stats_only in [false, true] {
         let client = Client::connect(&ctx.zk.to_string()).await?;
         let before = live_bytes();
-        let cache = TreeCache::builder(&client, &root)
+        let cache = TreeCache::builder(&client, root)
             .stats_only(stats_only)
             .start()
             .await?;
@@ -106,7 +86,7 @@ async fn measure(ctx: &Ctx, dirs: usize, leaves: usize) -> Result<Figures, Bench
     let proxy = Proxy::start(ctx.zk).await?;
     let client = Client::connect(&proxy.connect_string()).await?;
     let start = Instant::now();
-    let cache = TreeCache::start(&client, &root).await?;
+    let cache = TreeCache::start(&client, root).await?;
     let start = start.elapsed();
 
     // 10,000 changes pipelined by another session: until the view shows the last one.
@@ -160,14 +140,7 @@ async fn measure(ctx: &Ctx, dirs: usize, leaves: usize) -> Result<Figures, Bench
     drop(cache);
     client.close().await;
 
-    for batch in leaf_paths
-        .chunks(SETUP_WINDOW)
-        .chain(dir_paths.chunks(SETUP_WINDOW))
-    {
-        try_join_all(batch.iter().map(|p| setup.delete(p, None))).await?;
-    }
-    setup.delete(&root, None).await?;
-    setup.close().await;
+    tree.remove().await?;
     Ok(Figures {
         start,
         bytes_per_node: per_node[0],

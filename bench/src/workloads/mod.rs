@@ -10,6 +10,7 @@ mod scale;
 mod subtree;
 mod throughput;
 mod tls;
+mod wide_tree;
 
 use crate::report::Report;
 use crate::{BenchError, Ctx};

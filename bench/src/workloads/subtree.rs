@@ -8,15 +8,14 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::try_join_all;
 use zookeeper_testkit::Proxy;
-use zookeeper_tokio::{AddWatchMode, Client, CreateOptions, ErrorKind, EventType, SessionState};
+use zookeeper_tokio::{AddWatchMode, Client, EventType, SessionState};
 
 use crate::heap::live_bytes;
 use crate::raw_socket::RawSession;
 use crate::report::Report;
+use crate::workloads::wide_tree::WideTree;
 use crate::{wire, BenchError, Ctx};
 
-/// Requests kept in flight while building and removing the subtree.
-const SETUP_WINDOW: usize = 1_000;
 /// Bound on every wait of this workload.
 const BOUND: Duration = Duration::from_secs(120);
 
@@ -56,34 +55,16 @@ pub async fn report(ctx: &Ctx, report: &mut Report) {
 }
 
 async fn measure(ctx: &Ctx, dirs: usize, leaves: usize) -> Result<SubtreeFigures, BenchError> {
-    let root = format!("/zookeeper-bench/subtree-{}", std::process::id());
-    let setup = Client::connect(&ctx.zk.to_string()).await?;
-    for path in ["/zookeeper-bench", root.as_str()] {
-        match setup.create(path, b"", &CreateOptions::persistent()).await {
-            Ok(_) => {}
-            Err(e) if e == ErrorKind::NodeExists => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    let dir_paths: Vec<String> = (0..dirs).map(|d| format!("{root}/d{d}")).collect();
-    let leaf_paths: Vec<String> = dir_paths
-        .iter()
-        .flat_map(|d| (0..leaves).map(move |l| format!("{d}/l{l}")))
-        .collect();
-    for batch in dir_paths
-        .chunks(SETUP_WINDOW)
-        .chain(leaf_paths.chunks(SETUP_WINDOW))
-    {
-        try_join_all(
-            batch
-                .iter()
-                .map(|p| setup.create(p, b"", &CreateOptions::persistent())),
-        )
-        .await?;
-    }
-    let all: Vec<&String> = std::iter::once(&root)
-        .chain(&dir_paths)
-        .chain(&leaf_paths)
+    let tree = WideTree::create(ctx, "subtree", dirs, leaves, b"").await?;
+    let WideTree {
+        setup,
+        root,
+        dirs: dir_paths,
+        leaves: leaf_paths,
+    } = &tree;
+    let all: Vec<&String> = std::iter::once(root)
+        .chain(dir_paths)
+        .chain(leaf_paths)
         .collect();
 
     let mut raw = RawSession::connect(ctx.zk).await?;
@@ -102,7 +83,7 @@ async fn measure(ctx: &Ctx, dirs: usize, leaves: usize) -> Result<SubtreeFigures
     let heap_before = live_bytes();
     let start = Instant::now();
     let mut watch = client
-        .add_watch(&root, AddWatchMode::PersistentRecursive)
+        .add_watch(root, AddWatchMode::PersistentRecursive)
         .await?;
     let learn = start.elapsed();
     let bytes_per_node = live_bytes().saturating_sub(heap_before) as f64 / all.len() as f64;
@@ -134,14 +115,7 @@ async fn measure(ctx: &Ctx, dirs: usize, leaves: usize) -> Result<SubtreeFigures
     drop(watch);
     client.close().await;
 
-    for batch in leaf_paths
-        .chunks(SETUP_WINDOW)
-        .chain(dir_paths.chunks(SETUP_WINDOW))
-    {
-        try_join_all(batch.iter().map(|p| setup.delete(p, None))).await?;
-    }
-    setup.delete(&root, None).await?;
-    setup.close().await;
+    tree.remove().await?;
     Ok(SubtreeFigures {
         learn,
         raw_listing,
