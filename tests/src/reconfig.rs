@@ -409,46 +409,32 @@ impl ReconfigEnsemble {
         let timeout = inner.options.start_timeout;
         let candidates = self.serving_addrs();
         blocking(move || {
-            let start = Instant::now();
             let auth = format!("{SUPER_USER}:{SUPER_PASSWORD}");
             let change = Change {
                 joining: joining.as_deref(),
                 leaving: leaving.as_deref(),
                 new_members: new_members.as_deref(),
             };
-            loop {
-                let mut last = Err(Error::NotReady {
-                    what: "reconfig".into(),
-                    waited: start.elapsed(),
-                    last: "no member answered".into(),
-                    log_tail: String::new(),
-                });
-                for addr in &candidates {
-                    match raw_reconfig::reconfig(*addr, &auth, &change) {
-                        Ok((0, config)) => return Ok(config),
-                        Ok((code, _))
-                            if code == NEW_CONFIG_NO_QUORUM || code == RECONFIG_IN_PROGRESS =>
-                        {
-                            last = Err(Error::ServerError {
-                                what: format!("reconfig {change:?}"),
-                                code,
-                            });
-                            break;
+            each_member_until(
+                &candidates,
+                timeout,
+                "reconfig",
+                |addr| match raw_reconfig::reconfig(addr, &auth, &change) {
+                    Ok((0, config)) => Attempt::Done(config),
+                    Ok((code, _)) => {
+                        let refused = Error::ServerError {
+                            what: format!("reconfig {change:?}"),
+                            code,
+                        };
+                        if code == NEW_CONFIG_NO_QUORUM || code == RECONFIG_IN_PROGRESS {
+                            Attempt::Later(refused)
+                        } else {
+                            Attempt::Fail(refused)
                         }
-                        Ok((code, _)) => {
-                            return Err(Error::ServerError {
-                                what: format!("reconfig {change:?}"),
-                                code,
-                            })
-                        }
-                        Err(e) => last = Err(e),
                     }
-                }
-                if start.elapsed() > timeout {
-                    return last;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
+                    Err(e) => Attempt::Next(e),
+                },
+            )
         })
         .await
     }
@@ -461,33 +447,17 @@ impl ReconfigEnsemble {
     }
 
     /// `/zookeeper/config` as a running member has it: `server.N=...` lines and
-    /// `version=<hex>`. Retried, up to the start timeout, while no member answers: members
-    /// close their client connections while they re-synchronise with a leader, which a
-    /// reconfig or a loaded machine can cause.
+    /// `version=<hex>`. Retried, up to the start timeout, while no member answers.
     pub async fn config(&self) -> Result<String> {
         let candidates = self.serving_addrs();
         let timeout = self.inner.options.start_timeout;
         blocking(move || {
-            let start = Instant::now();
-            loop {
-                let mut last = None;
-                for addr in &candidates {
-                    match raw_reconfig::get_config(*addr) {
-                        Ok(config) => return Ok(config),
-                        Err(e) => last = Some(e),
-                    }
+            each_member_until(&candidates, timeout, "reading /zookeeper/config", |addr| {
+                match raw_reconfig::get_config(addr) {
+                    Ok(config) => Attempt::Done(config),
+                    Err(e) => Attempt::Next(e),
                 }
-                let last = last.unwrap_or(Error::NotReady {
-                    what: "reading /zookeeper/config".into(),
-                    waited: start.elapsed(),
-                    last: "no member running".into(),
-                    log_tail: String::new(),
-                });
-                if candidates.is_empty() || start.elapsed() > timeout {
-                    return Err(last);
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
+            })
         })
         .await
     }
@@ -574,6 +544,53 @@ pub fn config_ids(config: &str) -> Vec<u32> {
         .collect();
     ids.sort_unstable();
     ids
+}
+
+/// What one attempt on one member came to.
+enum Attempt<T> {
+    Done(T),
+    /// This member could not answer: try the next.
+    Next(Error),
+    /// The ensemble is busy (no synced quorum yet, another reconfig): wait for the next round.
+    Later(Error),
+    /// Refused for good.
+    Fail(Error),
+}
+
+/// Runs `attempt` on each of `candidates` in turn, round after round (100 ms apart), until one
+/// is done or refused for good; after `timeout`, the last error. Members close their client
+/// connections while they re-synchronise with a leader, which a reconfig or a loaded machine
+/// can cause, so a round in which none answers is no verdict.
+fn each_member_until<T>(
+    candidates: &[SocketAddr],
+    timeout: Duration,
+    what: &str,
+    mut attempt: impl FnMut(SocketAddr) -> Attempt<T>,
+) -> Result<T> {
+    let start = Instant::now();
+    loop {
+        let mut last = Error::NotReady {
+            what: what.into(),
+            waited: start.elapsed(),
+            last: "no member running".into(),
+            log_tail: String::new(),
+        };
+        for addr in candidates {
+            match attempt(*addr) {
+                Attempt::Done(found) => return Ok(found),
+                Attempt::Fail(e) => return Err(e),
+                Attempt::Next(e) => last = e,
+                Attempt::Later(e) => {
+                    last = e;
+                    break;
+                }
+            }
+        }
+        if candidates.is_empty() || start.elapsed() > timeout {
+            return Err(last);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 #[cfg(test)]
