@@ -7,11 +7,16 @@
 //!    one round trip.
 //! 2. Order the listing exactly as the layout's peer does (`naming`), refuse it if a sequence
 //!    wrapped, and ask the rule: granted, or what to watch.
-//! 3. Watch one contender with `getData` (not `exists`, which would leave a creation watch
-//!    behind when the node is already gone), so that each release wakes one waiter however
-//!    long the queue is; or, for a rule that counts, the listing.
-//! 4. On the watch firing, list again, or take the deletion as the grant when the rule's kind
-//!    makes that sound (see `rule`).
+//! 3. Watch the contender in our way with `getData` (not `exists`, which would leave a
+//!    creation watch behind when the node is already gone), and the one the rule would wait
+//!    for after it, both asked for in one round trip; or, for a rule that counts, the listing.
+//!    However long the queue is, a release notifies at most two waiters: the next, and the one
+//!    after it.
+//! 4. On a watch firing, list again, or take the deletion as the grant when the rule's kind
+//!    makes that sound (see `rule`). The second watch moves that listing off the handoff path:
+//!    its contender goes first, while the one ahead of us still holds, so the listing (or,
+//!    when the rule allows, no listing at all) happens then, and the deletion of the one ahead
+//!    is the grant.
 
 #[cfg(test)]
 mod model;
@@ -23,7 +28,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
-use zookeeper_tokio::{Client, ErrorKind, EventType, Stat};
+use zookeeper_tokio::{Client, ErrorKind, EventType, OneshotWatcher, Stat, WatchedEvent};
 
 use crate::error::{Error, Result};
 use crate::naming::{child_name, join, Layout};
@@ -31,7 +36,7 @@ use crate::protection::{list_children, PendingNode};
 use crate::session::{terminal_error, wait_connected};
 
 pub(crate) use rule::{
-    assess, predecessor, AheadRule, Assessment, Rule, Verdict, Watch, WholeRule,
+    assess, predecessor, AheadRule, Assessment, Far, Rule, Verdict, Watch, WholeRule,
 };
 
 /// How long an acquisition may wait.
@@ -128,7 +133,8 @@ pub(crate) async fn enter(
 /// each time a watch is set and we wait.
 ///
 /// The listing and the queue live in one round only: a waiter keeps nothing of them while it
-/// waits, so the memory of N waiters grows with N, not with N squared.
+/// waits (at most the two watchers it set), so the memory of N waiters grows with N, not with
+/// N squared.
 pub(crate) async fn wait_turn(
     line: Line<'_>,
     ours: &str,
@@ -145,12 +151,15 @@ pub(crate) async fn wait_turn(
     } = line;
     let path = join(dir, ours);
     let mut wakeups = 0u32;
+    // Watchers on nodes not heard of since they were set: still set on the server, so a later
+    // round that watches the same node waits on them instead of asking again.
+    let mut armed: Vec<(String, OneshotWatcher)> = Vec::new();
     loop {
         let children = match listing.take() {
             Some(children) => children,
             None => list_children(client, dir).await?.unwrap_or_default(),
         };
-        let (watch, handoff) = match assess(layout, markers, &children, ours, &rule) {
+        let (watch, mut handoff, far) = match assess(layout, markers, &children, ours, &rule) {
             Assessment::Granted => return Ok(Some(wakeups)),
             Assessment::Gone => return Err(Error::NodeDeleted { path }),
             Assessment::Wrapped(child) => {
@@ -166,62 +175,184 @@ pub(crate) async fn wait_turn(
                     child,
                 });
             }
-            Assessment::Wait { watch, handoff } => (watch, handoff),
+            Assessment::Wait {
+                watch,
+                handoff,
+                far,
+            } => (watch, handoff, far),
         };
         drop(children);
         if let Patience::NoWait = &patience {
             return Ok(None);
         }
-        let set = match &watch {
-            Watch::Node(blocker) => client
-                .get_data_and_watch(&join(dir, blocker))
-                .await
-                .map(|(_, _, watcher)| watcher),
-            Watch::Listing => match client.get_children_and_watch(dir).await {
-                Ok((children, _, watcher)) => {
-                    // The watching listing may already say more than "wait".
-                    if !matches!(
-                        assess(layout, markers, &children, ours, &rule),
-                        Assessment::Wait { .. }
-                    ) {
-                        listing = Some(children);
+        let (watcher, mut far) = match &watch {
+            Watch::Node(blocker) => {
+                let kept = take_armed(&mut armed, blocker);
+                let kept_far = far.as_ref().and_then(|f| take_armed(&mut armed, &f.name));
+                armed.clear();
+                // Both watches are asked for before either reply is awaited: one round trip.
+                let set_blocker = kept
+                    .is_none()
+                    .then(|| client.get_data_and_watch(&join(dir, blocker)));
+                let set_far = match (&far, &kept_far) {
+                    (Some(far), None) => Some(client.get_data_and_watch(&join(dir, &far.name))),
+                    _ => None,
+                };
+                let (blocker_set, far_set) = tokio::join!(
+                    async {
+                        match set_blocker {
+                            Some(set) => set.await.map(|(_, _, watcher)| watcher),
+                            None => Ok(kept.expect("kept when not asked for")),
+                        }
+                    },
+                    async {
+                        match set_far {
+                            Some(set) => Some(set.await.map(|(_, _, watcher)| watcher)),
+                            None => kept_far.map(Ok),
+                        }
+                    }
+                );
+                let far = far.zip(far_set);
+                match (blocker_set, far) {
+                    (Ok(watcher), None) => (watcher, None),
+                    (Ok(watcher), Some((far, Ok(far_watcher)))) => {
+                        (watcher, Some((far, far_watcher)))
+                    }
+                    (Ok(watcher), Some((_, Err(e)))) => {
+                        armed.push((blocker.clone(), watcher));
+                        again_after(client, e).await?;
                         continue;
                     }
-                    Ok(watcher)
+                    (Err(e), far) => {
+                        if let Some((far, Ok(far_watcher))) = far {
+                            armed.push((far.name, far_watcher));
+                        }
+                        again_after(client, e).await?;
+                        continue;
+                    }
                 }
-                Err(e) => Err(e),
-            },
-        };
-        let watcher = match set {
-            Ok(watcher) => watcher,
-            // Gone already: look again.
-            Err(e) if e == ErrorKind::NoNode => continue,
-            Err(e) if e.is_retryable() => {
-                wait_connected(client).await?;
-                continue;
             }
-            Err(e) => return Err(Error::Client(e)),
+            Watch::Listing => {
+                armed.clear();
+                match client.get_children_and_watch(dir).await {
+                    Ok((children, _, watcher)) => {
+                        // The watching listing may already say more than "wait".
+                        if !matches!(
+                            assess(layout, markers, &children, ours, &rule),
+                            Assessment::Wait { .. }
+                        ) {
+                            listing = Some(children);
+                            continue;
+                        }
+                        (watcher, None)
+                    }
+                    Err(e) => {
+                        again_after(client, e).await?;
+                        continue;
+                    }
+                }
+            }
         };
-        debug!(path, ?watch, "waiting");
+        debug!(
+            path,
+            ?watch,
+            far = far.as_ref().map(|(far, _)| far.name.as_str()),
+            "waiting"
+        );
         watching(&watch);
-        let event = tokio::select! {
-            event = watcher => Some(event),
-            () = rule.changed() => None,
-            () = patience.run_out() => return Ok(None),
-        };
-        wakeups += 1;
-        let Some(event) = event else {
-            continue;
-        };
-        if event.event_type == EventType::None && event.state.is_terminal() {
-            return Err(terminal_error(event.state));
+        let mut watcher = watcher;
+        loop {
+            // The far contender first: when both went, its deletion may make the other's
+            // the grant, which saves the listing.
+            let fired = tokio::select! {
+                biased;
+                event = far_event(&mut far) => Fired::Far(event),
+                event = &mut watcher => Fired::Watched(event),
+                () = rule.changed() => Fired::Changed,
+                () = patience.run_out() => return Ok(None),
+            };
+            wakeups += 1;
+            let event = match fired {
+                Fired::Changed => break,
+                Fired::Watched(event) | Fired::Far(event)
+                    if event.event_type == EventType::None =>
+                {
+                    if event.state.is_terminal() {
+                        return Err(terminal_error(event.state));
+                    }
+                    break;
+                }
+                Fired::Watched(event) => {
+                    // The rule judged that the watched contender was all that stood in our way
+                    // (at once, or once the far one went), and nobody can queue in front of us:
+                    // its deletion is the grant. No listing needed, which saves the next holder
+                    // a round trip and a listing of the whole queue.
+                    if handoff && event.event_type == EventType::NodeDeleted {
+                        return Ok(Some(wakeups));
+                    }
+                    if let Some((far, far_watcher)) = far.take() {
+                        armed.push((far.name, far_watcher));
+                    }
+                    event
+                }
+                Fired::Far(event) => {
+                    let (far, _) = far.take().expect("fired, so set");
+                    if far.upgrade && event.event_type == EventType::NodeDeleted {
+                        // What is ahead of us now is a part of what the rule was shown without
+                        // the far contender, and that leaves only the watched one in our way.
+                        debug!(
+                            path,
+                            gone = %far.name,
+                            "the watched contender's deletion is now the grant"
+                        );
+                        handoff = true;
+                        continue;
+                    }
+                    if let Watch::Node(blocker) = &watch {
+                        armed.push((blocker.clone(), watcher));
+                    }
+                    event
+                }
+            };
+            debug!(path, %event, "woken: listing again");
+            break;
         }
-        // The rule judged that the watched contender was all that stood in our way, and
-        // nobody can queue in front of us: its deletion is the grant. No listing needed, which
-        // saves the next holder a round trip and a listing of the whole queue.
-        if handoff && event.event_type == EventType::NodeDeleted {
-            return Ok(Some(wakeups));
-        }
+    }
+}
+
+/// What woke a waiter.
+enum Fired {
+    /// The watch of the assessment (a node, or the listing).
+    Watched(WatchedEvent),
+    /// The far contender's watch.
+    Far(WatchedEvent),
+    /// What a whole-queue rule holds besides the queue.
+    Changed,
+}
+
+/// The far contender's event; never when there is none.
+async fn far_event(far: &mut Option<(Far, OneshotWatcher)>) -> WatchedEvent {
+    match far {
+        Some((_, watcher)) => watcher.await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The watcher still set on `name`, taken out of `armed`.
+fn take_armed(armed: &mut Vec<(String, OneshotWatcher)>, name: &str) -> Option<OneshotWatcher> {
+    let at = armed.iter().position(|(armed, _)| armed == name)?;
+    Some(armed.swap_remove(at).1)
+}
+
+/// After a watch could not be set: look again once that makes sense (at once if the node is
+/// gone already, once connected again after a connection loss), or the error.
+async fn again_after(client: &Client, e: zookeeper_tokio::Error) -> Result<()> {
+    if e == ErrorKind::NoNode {
+        Ok(())
+    } else if e.is_retryable() {
+        wait_connected(client).await
+    } else {
+        Err(Error::Client(e))
     }
 }
 

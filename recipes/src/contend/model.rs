@@ -197,12 +197,17 @@ impl Recipe {
             Assessment::Granted => Answer::Granted,
             Assessment::Gone => Answer::Gone,
             Assessment::Wrapped(_) => Answer::Refused,
-            Assessment::Wait { watch, handoff } => Answer::Wait {
+            Assessment::Wait {
+                watch,
+                handoff,
+                far,
+            } => Answer::Wait {
                 watch: match watch {
                     Watch::Node(name) => Some(name),
                     Watch::Listing => None,
                 },
                 handoff,
+                far: far.map(|far| (far.name, far.upgrade)),
             },
         }
     }
@@ -217,10 +222,12 @@ enum Answer {
     Gone,
     Granted,
     /// Blocked: watch this node (`None`: the listing); `handoff` when its deletion alone is
-    /// the grant.
+    /// the grant. Without a handoff, `far` is the node watched as well and whether, once it is
+    /// deleted, the watched node's deletion alone is the grant.
     Wait {
         watch: Option<String>,
         handoff: bool,
+        far: Option<(String, bool)>,
     },
 }
 
@@ -335,7 +342,7 @@ fn node_name(rng: &mut Rng, layout: Layout, name: &str, seq: i32) -> String {
     }
 }
 
-/// The model's answer: the peer's verdict, and the deletion answer by brute force.
+/// The model's answer: the peer's verdict, and the deletion answers by brute force.
 fn model(recipe: Recipe, listing: &Listing, ours: &str, rng: &mut Rng) -> Answer {
     let watched = match peer_verdict(recipe, &listing.children, ours) {
         Peer::Refused => return Answer::Refused,
@@ -345,32 +352,70 @@ fn model(recipe: Recipe, listing: &Listing, ours: &str, rng: &mut Rng) -> Answer
             return Answer::Wait {
                 watch: None,
                 handoff: false,
+                far: None,
             }
         }
         Peer::Blocked(Some(watched)) => watched,
     };
-    let rest: Vec<String> = listing
-        .children
-        .iter()
-        .filter(|c| **c != watched)
-        .cloned()
-        .collect();
+    let rest = without(&listing.children, &watched);
+    if always_granted(recipe, listing, &rest, ours, rng) {
+        return Answer::Wait {
+            watch: Some(watched),
+            handoff: true,
+            far: None,
+        };
+    }
+    // The node the peer would watch once the watched one is gone.
+    let far = match peer_verdict(recipe, &rest, ours) {
+        Peer::Blocked(Some(far)) => {
+            let upgrade = always_granted(recipe, listing, &without(&rest, &far), ours, rng);
+            Some((far, upgrade))
+        }
+        _ => None,
+    };
+    Answer::Wait {
+        watch: Some(watched),
+        handoff: false,
+        far,
+    }
+}
+
+/// `children` without `name`.
+fn without(children: &[String], name: &str) -> Vec<String> {
+    children.iter().filter(|c| *c != name).cloned().collect()
+}
+
+/// Whether the peer grants us in `rest` (a listing with some contenders deleted) and in
+/// whatever it may become while we wait: any other contenders deleted too (sampled), or one
+/// joined that can still join (a later sequence, from the next one up to 2^30 creations after
+/// ours, past which the counter may wrap).
+fn always_granted(
+    recipe: Recipe,
+    listing: &Listing,
+    rest: &[String],
+    ours: &str,
+    rng: &mut Rng,
+) -> bool {
     let our_sequence: i32 = fix_for_sorting(ours, recipe.our_name()).parse().unwrap();
-    let mut futures = vec![rest.clone()];
+    let mut futures = vec![rest.to_vec()];
     for name in recipe.lock_names() {
         for seq in [listing.next, our_sequence.wrapping_add(1 << 30)] {
-            let mut joined = rest.clone();
+            let mut joined = rest.to_vec();
             joined.push(node_name(rng, recipe.layout(), name, seq));
             futures.push(joined);
         }
     }
-    let handoff = futures
-        .iter()
-        .all(|future| peer_verdict(recipe, future, ours) == Peer::Granted);
-    Answer::Wait {
-        watch: Some(watched),
-        handoff,
+    for _ in 0..4 {
+        let part: Vec<String> = rest
+            .iter()
+            .filter(|c| *c == ours || rng.chance(50))
+            .cloned()
+            .collect();
+        futures.push(part);
     }
+    futures
+        .iter()
+        .all(|future| peer_verdict(recipe, future, ours) == Peer::Granted)
 }
 
 /// A listing of a queue's parent, and the sequence the next create would get.
@@ -502,6 +547,14 @@ fn every_rule_answers_as_the_peers_model_over_random_queues() {
                     Answer::Granted => "granted",
                     Answer::Wait { watch: None, .. } => "wait for the listing",
                     Answer::Wait { handoff: true, .. } => "wait, the deletion grants",
+                    Answer::Wait {
+                        far: Some((_, true)),
+                        ..
+                    } => "wait, the far deletion makes the next one the grant",
+                    Answer::Wait {
+                        far: Some((_, false)),
+                        ..
+                    } => "wait, the far deletion lists",
                     Answer::Wait { .. } => "wait, then list",
                 };
                 *seen.entry(outcome).or_default() += 1;
@@ -515,6 +568,8 @@ fn every_rule_answers_as_the_peers_model_over_random_queues() {
         "granted",
         "wait for the listing",
         "wait, the deletion grants",
+        "wait, the far deletion makes the next one the grant",
+        "wait, the far deletion lists",
         "wait, then list",
     ] {
         let n = seen.get(outcome).copied().unwrap_or(0);
@@ -558,7 +613,8 @@ fn the_model_knows_the_peers_cases() {
         model(Recipe::CuratorMutex, &l, ours, &mut rng),
         Answer::Wait {
             watch: Some("0000000000".into()),
-            handoff: true
+            handoff: true,
+            far: None,
         }
     );
     // Near the wrap a deletion is not the grant: a later contender may sort first.
@@ -575,7 +631,8 @@ fn the_model_knows_the_peers_cases() {
         model(Recipe::Leases(1), &l, ours, &mut rng),
         Answer::Wait {
             watch: None,
-            handoff: false
+            handoff: false,
+            far: None,
         }
     );
 }
@@ -641,7 +698,8 @@ fn a_count_change_wakes_the_lease_rule() {
                     judged,
                     Assessment::Wait {
                         watch: Watch::Listing,
-                        handoff: false
+                        handoff: false,
+                        far: None,
                     },
                     "{what}"
                 ),

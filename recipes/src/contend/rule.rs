@@ -2,25 +2,38 @@
 //!
 //! Shown a listing in the peer's order, a rule says whether we are blocked and, if so, what to
 //! watch: one contender (whose deletion may change the verdict) or the whole listing. The core
-//! adds the third answer itself: whether the watched contender's deletion *alone* is our grant,
-//! so that a waiter can take the deletion event as the grant without listing the queue again
-//! (the handoff: a round trip and a listing of the whole queue saved per grant).
+//! adds two answers itself:
 //!
-//! That shortcut is sound only for a verdict that nothing but the contenders ahead of us can
-//! change. Nobody can queue ahead of us (a later node carries a higher sequence, so it sorts
-//! after ours until the counter wraps), so such a rule, shown the queue without the watched
-//! contender, judges exactly what the listing after its deletion would show. Which rules may
-//! take it is decided by their kind, not by a promise:
+//! * whether the watched contender's deletion *alone* is our grant, so that a waiter can take
+//!   the deletion event as the grant without listing the queue again (the handoff: a round
+//!   trip and a listing of the whole queue saved per grant);
+//! * otherwise, the contender the rule would wait for once the watched one is gone (for a
+//!   mutex: the second-nearest predecessor), watched as well. Its deletion comes first when
+//!   the queue moves, while the watched one still holds or waits. When the rule, shown the
+//!   queue without both, grants us, that deletion turns the watched one's deletion into our
+//!   grant with no listing (an upgrade); otherwise the waiter lists again then, while the
+//!   contender ahead of it holds, so that its own grant comes as a handoff. Either way the
+//!   listing moves off the handoff path, at the price of a second watch per waiter: each
+//!   release notifies the next waiter and the one after it, never more.
+//!
+//! Both shortcuts are sound only for a verdict that nothing but the contenders ahead of us can
+//! change, and only if it stays a grant when contenders ahead of us go (a rule is blocked by
+//! what is there, never by what is missing). Nobody can queue ahead of us (a later node carries
+//! a higher sequence, so it sorts after ours until the counter wraps), so after the deletions
+//! we heard of, what is ahead of us is a part of what the rule was shown without them, and
+//! such a rule judges it as it judged that. Which rules may take them is decided by their
+//! kind, not by a promise:
 //!
 //! * [`Rule::Ahead`] is shown the contenders ahead of us and nothing else, and is a plain `fn`:
 //!   it can hold no state of its own (a count that changes while we wait) and cannot see who
-//!   queued behind us. The core gives it the handoff, and only while our sequence leaves room
-//!   for 2^30 more creations under the path before the counter wraps.
+//!   queued behind us. The core gives it both shortcuts, and only while our sequence leaves
+//!   room for 2^30 more creations under the path before the counter wraps.
 //! * [`Rule::Whole`] is shown the whole queue and our place in it, and may hold anything (a
-//!   lease count that others change): the core never takes a deletion as its grant, but lists
-//!   again after every wakeup, and also wakes it when what it holds changes.
+//!   lease count that others change): the core never takes a deletion as its grant, watches one
+//!   thing only, and lists again after every wakeup; it also wakes it when what it holds
+//!   changes.
 //!
-//! So a rule that judges by anything but the contenders ahead of it cannot be handed the
+//! So a rule that judges by anything but the contenders ahead of it cannot be handed a
 //! shortcut, whatever it claims. `model` checks every recipe's rule, and this assessment,
 //! against a model written plainly from the peers' semantics.
 
@@ -94,6 +107,17 @@ pub(crate) enum Watch {
     Listing,
 }
 
+/// The contender watched besides the blocker: the one the rule waits for once the blocker is
+/// gone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Far {
+    /// Its child name.
+    pub name: String,
+    /// Its deletion makes the blocker's deletion our grant (no listing needed after either);
+    /// otherwise its deletion is followed by a listing.
+    pub upgrade: bool,
+}
+
 /// One listing judged.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Assessment {
@@ -105,6 +129,8 @@ pub(crate) enum Assessment {
         watch: Watch,
         /// The watched contender's deletion is the grant: no listing needed after it.
         handoff: bool,
+        /// Without a handoff: the contender to watch as well, whose deletion comes first.
+        far: Option<Far>,
     },
     /// Our node is not in the listing.
     Gone,
@@ -151,15 +177,26 @@ pub(crate) fn assess(
                     let name = queue.remove(blocker).name;
                     let room = sequence_of(ours, markers)
                         .is_some_and(|seq| (0..HANDOFF_BELOW).contains(&seq));
+                    let (handoff, far) = match judge(&queue) {
+                        Verdict::Granted => (room, None),
+                        Verdict::WaitFor(far) if far < queue.len() => {
+                            let name = queue.remove(far).name;
+                            let upgrade = room && judge(&queue) == Verdict::Granted;
+                            (false, Some(Far { name, upgrade }))
+                        }
+                        Verdict::WaitFor(_) | Verdict::WaitForChange => (false, None),
+                    };
                     Assessment::Wait {
                         watch: Watch::Node(name),
-                        handoff: room && judge(&queue) == Verdict::Granted,
+                        handoff,
+                        far,
                     }
                 }
                 // Nothing it was shown to watch: the listing, without a shortcut.
                 Verdict::WaitFor(_) | Verdict::WaitForChange => Assessment::Wait {
                     watch: Watch::Listing,
                     handoff: false,
+                    far: None,
                 },
             }
         }
@@ -174,6 +211,7 @@ pub(crate) fn assess(
             Assessment::Wait {
                 watch,
                 handoff: false,
+                far: None,
             }
         }
     }
@@ -223,7 +261,8 @@ mod tests {
             a,
             Assessment::Wait {
                 watch: Watch::Node("_c_a-lock-0000000001".into()),
-                handoff: true
+                handoff: true,
+                far: None,
             }
         );
         let a = assess(
@@ -237,12 +276,13 @@ mod tests {
     }
 
     #[test]
-    fn no_handoff_with_two_ahead_or_near_the_wrap() {
+    fn with_two_ahead_the_far_one_upgrades_and_with_three_it_does_not() {
         let rule = Rule::Ahead(predecessor);
         let children = names(&[
             "a-lock-0000000001",
             "b-lock-0000000002",
             "c-lock-0000000003",
+            "d-lock-0000000004",
         ]);
         let a = assess(
             Layout::Curator,
@@ -251,10 +291,41 @@ mod tests {
             "c-lock-0000000003",
             &rule,
         );
-        assert!(
-            matches!(a, Assessment::Wait { handoff: false, .. }),
-            "{a:?}"
+        assert_eq!(
+            a,
+            Assessment::Wait {
+                watch: Watch::Node("b-lock-0000000002".into()),
+                handoff: false,
+                far: Some(Far {
+                    name: "a-lock-0000000001".into(),
+                    upgrade: true
+                }),
+            }
         );
+        // With three ahead, the far one's deletion still leaves two: a listing follows it.
+        let a = assess(
+            Layout::Curator,
+            &["lock-"],
+            &children,
+            "d-lock-0000000004",
+            &rule,
+        );
+        assert_eq!(
+            a,
+            Assessment::Wait {
+                watch: Watch::Node("c-lock-0000000003".into()),
+                handoff: false,
+                far: Some(Far {
+                    name: "b-lock-0000000002".into(),
+                    upgrade: false
+                }),
+            }
+        );
+    }
+
+    #[test]
+    fn no_shortcut_near_the_wrap() {
+        let rule = Rule::Ahead(predecessor);
         let children = names(&["a-lock-1073741823", "b-lock-1073741824"]);
         let a = assess(
             Layout::Curator,
@@ -263,8 +334,35 @@ mod tests {
             "b-lock-1073741824",
             &rule,
         );
+        assert_eq!(
+            a,
+            Assessment::Wait {
+                watch: Watch::Node("a-lock-1073741823".into()),
+                handoff: false,
+                far: None,
+            }
+        );
+        let children = names(&[
+            "a-lock-1073741822",
+            "b-lock-1073741823",
+            "c-lock-1073741824",
+        ]);
+        let a = assess(
+            Layout::Curator,
+            &["lock-"],
+            &children,
+            "c-lock-1073741824",
+            &rule,
+        );
         assert!(
-            matches!(a, Assessment::Wait { handoff: false, .. }),
+            matches!(
+                &a,
+                Assessment::Wait {
+                    handoff: false,
+                    far: Some(Far { upgrade: false, .. }),
+                    ..
+                }
+            ),
             "{a:?}"
         );
     }
@@ -285,7 +383,8 @@ mod tests {
             a,
             Assessment::Wait {
                 watch: Watch::Node("a-lease-0000000001".into()),
-                handoff: false
+                handoff: false,
+                far: None,
             }
         );
     }
@@ -340,7 +439,8 @@ mod tests {
             a,
             Assessment::Wait {
                 watch: Watch::Listing,
-                handoff: false
+                handoff: false,
+                far: None,
             }
         );
     }
