@@ -248,8 +248,10 @@ impl LockGuard {
     }
 
     /// How many watch notifications the acquisition waited through before it was granted
-    /// (zero when it was uncontended). With every waiter watching only its predecessor this
-    /// is one per contender ahead of us that released or gave up.
+    /// (zero when it was uncontended). A waiter watches the contender in its way and the one
+    /// it would wait for next, so this is at most two per contender in our way that released
+    /// or gave up: a mutex waiter with several ahead is typically woken twice, once when the
+    /// second-nearest goes and once by its grant.
     pub fn wakeups(&self) -> u32 {
         self.node.wakeups
     }

@@ -6,8 +6,9 @@
 //! Long-lived recipes carry on in a new session after expiry when given renewing
 //! [`Sessions`].
 //!
-//! Every recipe queues ephemeral-sequential nodes under its path, and every waiter watches
-//! exactly one node, so a release wakes one waiter whatever the queue length. Every grant
+//! Every recipe queues ephemeral-sequential nodes under its path, and a waiter watches at most
+//! the two contenders nearest ahead of it in its way, so a release wakes at most two waiters
+//! (the next, and the one after it) whatever the queue length. Every grant
 //! carries a [`FencingToken`] (the node's czxid) and a lost signal
 //! ([`LockGuard::lost`]) that fires when the lock can no longer be trusted: the session's
 //! lease ran out ([`zookeeper_tokio::Client::lease_deadline`]: no server answered a request
@@ -41,8 +42,11 @@
 //! Locks, read-write locks, semaphores and latches share one queue algorithm, to which each
 //! hands its rule. A rule that judges by the contenders ahead of it only may take a watched
 //! node's deletion as its grant without listing the queue again (one round trip saved per
-//! handoff); one that judges by more (a semaphore's count) cannot, by construction. Each
-//! rule is checked against a model of the peers over random queues.
+//! handoff); one that judges by more (a semaphore's count) cannot, by construction. Such a
+//! waiter also watches the contender it would wait for next, whose deletion comes first: the
+//! listing it may then need happens while the one ahead of it still holds, off the handoff
+//! path, so however many are queued a grant is, as a rule, a deletion and its notification.
+//! Each rule is checked against a model of the peers over random queues.
 //!
 //! Acquisitions are cancel-safe: dropping an acquiring future at any await point deletes the
 //! node it created (even if the create's reply has not arrived yet), and so do timeouts and
