@@ -624,6 +624,56 @@ fn the_model_knows_the_peers_cases() {
         model(Recipe::CuratorMutex, &l, ours, &mut rng),
         Answer::Wait { handoff: false, .. }
     ));
+    // Two ahead of a mutex waiter: the first one's deletion makes the second one's the grant.
+    // Three ahead: it does not (two are still ahead), so a listing follows it.
+    let (h, a, b) = (
+        "_c_h-lock-0000000001",
+        "_c_a-lock-0000000002",
+        "_c_b-lock-0000000003",
+    );
+    let ours = "_c_c-lock-0000000004";
+    assert_eq!(
+        model(Recipe::CuratorMutex, &list(&[h, a, ours]), ours, &mut rng),
+        Answer::Wait {
+            watch: Some(a.into()),
+            handoff: false,
+            far: Some((h.into(), true)),
+        }
+    );
+    assert_eq!(
+        model(
+            Recipe::CuratorMutex,
+            &list(&[h, a, b, ours]),
+            ours,
+            &mut rng
+        ),
+        Answer::Wait {
+            watch: Some(b.into()),
+            handoff: false,
+            far: Some((a.into(), false)),
+        }
+    );
+    // A reader behind W1 R W2: it waits for W2, then for W1, and with both gone only a reader
+    // is ahead of it.
+    let (w1, r, w2) = (
+        "_c_a-__WRIT__0000000001",
+        "_c_b-__READ__0000000002",
+        "_c_c-__WRIT__0000000003",
+    );
+    let ours = "_c_d-__READ__0000000004";
+    assert_eq!(
+        model(
+            Recipe::CuratorReader,
+            &list(&[w1, r, w2, ours]),
+            ours,
+            &mut rng
+        ),
+        Answer::Wait {
+            watch: Some(w2.into()),
+            handoff: false,
+            far: Some((w1.into(), true)),
+        }
+    );
     // A semaphore's lease waits for the listing, however many leases are ahead.
     let ours = "_c_a-lease-0000000002";
     let l = list(&["_c_b-lease-0000000001", ours]);
