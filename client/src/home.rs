@@ -59,16 +59,6 @@ impl SessionHome {
         }
     }
 
-    /// A home that vouches for no caller.
-    #[cfg(test)]
-    pub fn nowhere() -> SessionHome {
-        SessionHome {
-            runtime: Runtime::Unknown,
-            threads: std::array::from_fn(|_| AtomicU64::new(0)),
-            recorded: AtomicUsize::new(0),
-        }
-    }
-
     /// The session task runs on the calling thread now (the task alone calls this).
     pub fn record_thread(&self, token: u64) {
         if !matches!(self.runtime, Runtime::MultiThread) {
