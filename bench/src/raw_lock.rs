@@ -149,7 +149,20 @@ pub async fn handoff_chain(
                             .rsplit_once("/n")
                             .and_then(|(_, n)| n.parse::<usize>().ok())
                             .ok_or("notification of an unknown node")?;
-                        k + 1
+                        match wire::notification_type(&frame) {
+                            Some(wire::EVENT_NODE_DELETED) => k + 1,
+                            // The predecessor was not created yet when the watch was set (its
+                            // session took its tail first but wrote later): watch it again, now
+                            // that it exists.
+                            Some(wire::EVENT_NODE_CREATED) => {
+                                raw.send(&wire::exists_request(XID_EXISTS, path, true))
+                                    .await?;
+                                watching.push_back(k + 1);
+                                replies += 1;
+                                continue;
+                            }
+                            _ => return Err("unexpected notification".into()),
+                        }
                     }
                     Some(XID_EXISTS) => {
                         replies -= 1;
@@ -157,8 +170,15 @@ pub async fn handoff_chain(
                         match wire::reply_err(&frame) {
                             Some(0) => continue,
                             // The predecessor went before the watch was set: granted, as a
-                            // lock recipe takes it.
-                            Some(wire::ERR_NO_NODE) => tail,
+                            // lock recipe takes it. Its deletion time is stored before its
+                            // delete is written, so a node not marked deleted was not created
+                            // yet: the watch left behind reports its creation.
+                            Some(wire::ERR_NO_NODE)
+                                if deleted_at[tail - 1].load(Ordering::Acquire) != 0 =>
+                            {
+                                tail
+                            }
+                            Some(wire::ERR_NO_NODE) => continue,
                             _ => return Err("raw exists on the predecessor failed".into()),
                         }
                     }

@@ -198,6 +198,16 @@ pub fn notification_path(frame: &[u8]) -> Option<&str> {
     string_at(frame, LEN_PREFIX + 16 + 8)
 }
 
+/// The event type of a notification frame (prefix included).
+pub fn notification_type(frame: &[u8]) -> Option<i32> {
+    let t = frame.get(LEN_PREFIX + 16..LEN_PREFIX + 20)?;
+    Some(i32::from_be_bytes([t[0], t[1], t[2], t[3]]))
+}
+
+/// `NodeCreated` and `NodeDeleted` in a notification.
+pub const EVENT_NODE_CREATED: i32 = 1;
+pub const EVENT_NODE_DELETED: i32 = 2;
+
 /// `err` of a reply frame (prefix included).
 pub fn reply_err(frame: &[u8]) -> Option<i32> {
     let e = frame.get(LEN_PREFIX + 12..LEN_PREFIX + 16)?;

@@ -242,8 +242,8 @@ impl ClientBuilder {
         self
     }
 
-    /// The deadline of every request, counted from the first poll of its future: past it, the
-    /// call fails with [`ErrorKind::Timeout`] (default [`DEFAULT_REQUEST_TIMEOUT`], 60 s; 1 ms
+    /// The deadline of every request, counted from the call (from the first poll of its
+    /// future for a call made off the runtime that connected): past it, the call fails with [`ErrorKind::Timeout`] (default [`DEFAULT_REQUEST_TIMEOUT`], 60 s; 1 ms
     /// to [`MAX_TIMEOUT`](crate::MAX_TIMEOUT)). `None` turns it off: a call then waits as long as the session
     /// lives, however long a server takes to answer. [`Client::with_request_timeout`] gives a
     /// handle with another deadline.

@@ -13,6 +13,7 @@ use zookeeper_jute::{encode_request_frame, OpCode, Request};
 
 use crate::builder::ClientBuilder;
 use crate::error::{ErrorKind, Result};
+use crate::home;
 use crate::metrics::ClientMetrics;
 use crate::packet::{Packet, PacketKind, RawReply, ReplyRx, WatchRegistration};
 use crate::path::{validate_path, Chroot};
@@ -105,6 +106,9 @@ pub(crate) struct Call {
     admit: Option<Box<Admit>>,
     rx: ReplyRx,
     timeout: Option<Duration>,
+    /// The thread (see `home`) on which the session keeps this call's deadline, 0 for none:
+    /// polled there, the call needs no timer of its own.
+    deadline_kept_on: u64,
     sleep: Option<Pin<Box<tokio::time::Sleep>>>,
     /// The client's metric handles, for the operation's future to take.
     metrics: ClientMetrics,
@@ -141,10 +145,15 @@ impl Future for Call {
 }
 
 impl Call {
-    /// Pending until the call's deadline, armed on the first call; then the timeout error.
+    /// Pending until the call's deadline, armed on the first call unless the session keeps
+    /// it; then the timeout error.
     fn poll_deadline(&mut self, cx: &mut Context<'_>) -> Poll<Result<RawReply>> {
         if let Some(timeout) = self.timeout.take() {
-            self.sleep = Some(Box::pin(tokio::time::sleep(timeout)));
+            // A future moved to another thread before its first poll may have left the
+            // session's runtime: it keeps its own deadline.
+            if self.deadline_kept_on == 0 || self.deadline_kept_on != home::thread_token() {
+                self.sleep = Some(Box::pin(tokio::time::sleep(timeout)));
+            }
         }
         match self.sleep.as_mut().map(|sleep| sleep.as_mut().poll(cx)) {
             // Dropping the receiver (with the call) tells the session not to send it if it
@@ -246,9 +255,11 @@ impl Client {
     }
 
     /// A handle to the same session whose requests fail with [`ErrorKind::Timeout`] when no reply
-    /// arrived within `timeout` of the first poll of their future (`None`: wait as long as the
-    /// session lives; the builder's [`ClientBuilder::request_timeout`] sets the default). A
-    /// request that was not yet sent when its deadline passed is never sent.
+    /// arrived within `timeout` (`None`: wait as long as the session lives; the builder's
+    /// [`ClientBuilder::request_timeout`] sets the default). The time counts from the call made
+    /// on the session's runtime (the runtime that ran [`Client::connect`]), else from the
+    /// first poll of the returned future. A request that was not yet sent when its deadline
+    /// passed is never sent.
     pub fn with_request_timeout(&self, timeout: Option<Duration>) -> Client {
         Client {
             inner: self.inner.clone(),
@@ -382,6 +393,19 @@ impl Client {
         watch: Option<WatchRegistration>,
     ) -> Call {
         let (tx, rx) = oneshot::channel();
+        let queue = &self.inner.queue;
+        // The session keeps the deadline of an ordinary request made on its runtime (see
+        // `home`). Not of an `addWatch`, whose reply waits for the watched subtree to be read
+        // after the server answered, nor of an `auth`, answered out of order.
+        let deadline = match (self.request_timeout, &kind, &watch) {
+            (_, PacketKind::Auth { .. }, _)
+            | (_, _, Some(WatchRegistration::Persistent { .. }))
+            | (None, _, _) => None,
+            (Some(timeout), PacketKind::Request, _) if queue.home.is_here() => {
+                tokio::time::Instant::now().into_std().checked_add(timeout)
+            }
+            (Some(_), PacketKind::Request, _) => None,
+        };
         let request = QueuedRequest {
             len,
             encode,
@@ -389,15 +413,19 @@ impl Client {
             kind,
             watch,
             reply: tx,
+            deadline,
         };
-        let admit = match self.inner.queue.submit_request(request) {
-            Admission::Admitted => None,
-            Admission::Wait(admit) => Some(Box::new(admit)),
+        let (admit, deadline_kept_on) = match queue.submit_request(request) {
+            Admission::Admitted if deadline.is_some() => (None, home::thread_token()),
+            Admission::Admitted => (None, 0),
+            // Waiting for room is bounded by the call's own timer.
+            Admission::Wait(admit) => (Some(Box::new(admit)), 0),
         };
         Call {
             admit,
             rx,
             timeout: self.request_timeout,
+            deadline_kept_on,
             sleep: None,
             metrics: self.inner.metrics.clone(),
         }

@@ -14,6 +14,7 @@ use bytes::{Buf, BytesMut};
 use tracing::{debug, Instrument};
 
 use crate::connect_string::HostPort;
+use crate::home;
 use crate::metrics;
 use crate::queue::{Item, RequestQueue};
 use crate::session::{Action, Session};
@@ -49,7 +50,20 @@ enum Wake {
     Timer,
 }
 
+/// Ends the queue if the task is dropped unfinished (its runtime shut down): queued requests
+/// and later calls fail with `Closed` instead of waiting for a task that is gone.
+struct CloseOnDrop(Arc<RequestQueue>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.close(crate::ErrorKind::Closed.into());
+    }
+}
+
 async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connector) {
+    let close_on_drop = CloseOnDrop(queue.clone());
+    // The thread of the last turn: the session's home learns each new one (see `home`).
+    let mut thread = 0;
     let mut reader: Option<Reader> = None;
     let mut writer: Option<Writer> = None;
     let mut connecting: Option<ConnectFuture> = None;
@@ -63,6 +77,11 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connecto
     let mut armed: Option<Instant> = None;
 
     loop {
+        let here = home::thread_token();
+        if here != thread {
+            queue.home.record_thread(here);
+            thread = here;
+        }
         while let Some(action) = session.poll_action() {
             match action {
                 Action::Probe(host) => probing = Some(Box::pin(probe_read_write(&connector, host))),
@@ -198,6 +217,7 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connecto
     };
     queue.close(err.into());
     queue.release(session.take_completed());
+    drop(close_on_drop);
 }
 
 async fn read_some(reader: Option<&mut Reader>, buf: &mut BytesMut) -> io::Result<usize> {

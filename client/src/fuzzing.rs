@@ -512,6 +512,7 @@ impl Run {
                 kind,
                 watch,
                 reply: tx,
+                deadline: None,
             },
             self.now,
         );

@@ -109,6 +109,7 @@ mod event_queue;
 pub mod fuzzing;
 #[cfg(all(test, not(feature = "fuzzing")))]
 mod fuzzing;
+mod home;
 mod limits;
 #[cfg(feature = "metrics")]
 pub mod metrics;

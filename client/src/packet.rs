@@ -1,5 +1,7 @@
 //! A request on its way from a `Client` handle to the server, and what comes back.
 
+use std::time::Instant;
+
 use bytes::Bytes;
 #[cfg(any(test, feature = "fuzzing"))]
 use bytes::BytesMut;
@@ -63,6 +65,9 @@ pub(crate) struct Packet {
     pub kind: PacketKind,
     pub watch: Option<WatchRegistration>,
     pub reply: ReplyTx,
+    /// When the caller stops waiting: the session answers `Timeout` then (see `deadlines`).
+    /// `None` when the caller keeps its own deadline, or waits as long as the session lives.
+    pub deadline: Option<Instant>,
 }
 
 impl std::fmt::Debug for Packet {
@@ -72,6 +77,7 @@ impl std::fmt::Debug for Packet {
             .field("opcode", &self.opcode)
             .field("kind", &self.kind)
             .field("watch", &self.watch)
+            .field("deadline", &self.deadline)
             .finish()
     }
 }

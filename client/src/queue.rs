@@ -12,12 +12,14 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
+use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use tokio::sync::{oneshot, Notify};
 use zookeeper_jute::OpCode;
 
 use crate::error::Error;
+use crate::home::SessionHome;
 use crate::packet::{Packet, PacketKind, ReplyTx, WatchRegistration};
 
 /// What the session task takes from the queue.
@@ -42,6 +44,7 @@ pub(crate) struct Staged {
     pub kind: PacketKind,
     pub watch: Option<WatchRegistration>,
     pub reply: ReplyTx,
+    pub deadline: Option<Instant>,
 }
 
 impl Staged {
@@ -52,6 +55,7 @@ impl Staged {
             kind: self.kind,
             watch: self.watch,
             reply: self.reply,
+            deadline: self.deadline,
         }
     }
 }
@@ -65,6 +69,8 @@ pub(crate) struct Request<E> {
     pub kind: PacketKind,
     pub watch: Option<WatchRegistration>,
     pub reply: ReplyTx,
+    /// See [`Packet::deadline`].
+    pub deadline: Option<Instant>,
 }
 
 struct Inner {
@@ -103,6 +109,8 @@ pub(crate) struct RequestQueue {
     inner: Mutex<Inner>,
     /// Wakes the session task when `items` becomes non-empty.
     pub notify: Notify,
+    /// Where the session task runs: whether a caller may leave its deadline to it.
+    pub home: SessionHome,
 }
 
 /// The outcome of [`RequestQueue::submit`].
@@ -127,6 +135,7 @@ impl RequestQueue {
                 closed: None,
             }),
             notify: Notify::new(),
+            home: SessionHome::current(),
         })
     }
 
@@ -162,6 +171,7 @@ impl RequestQueue {
                 kind: request.kind,
                 watch: request.watch,
                 reply: request.reply,
+                deadline: request.deadline,
             }));
             if was_empty {
                 self.notify.notify_one();
@@ -177,6 +187,7 @@ impl RequestQueue {
             kind: request.kind,
             watch: request.watch,
             reply: request.reply,
+            deadline: request.deadline,
         })
     }
 
@@ -269,9 +280,10 @@ impl RequestQueue {
     }
 
     /// Ends the queue: queued and waiting requests fail with `err`, and so does every later one.
+    /// Ending it again keeps the first error.
     pub fn close(&self, err: Error) {
         let mut inner = self.lock();
-        inner.closed = Some(err.clone());
+        let err = inner.closed.get_or_insert(err).clone();
         let items = std::mem::take(&mut inner.items);
         inner.staging.clear();
         let waiters = std::mem::take(&mut inner.waiters);
@@ -374,6 +386,7 @@ mod tests {
             kind: PacketKind::Request,
             watch: None,
             reply: tx,
+            deadline: None,
         };
         (p, rx)
     }
@@ -488,6 +501,7 @@ mod tests {
                 kind: PacketKind::Request,
                 watch: None,
                 reply: tx,
+                deadline: None,
             };
             (request, rx)
         };

@@ -113,6 +113,7 @@ mod tests {
             },
             watch: None,
             reply,
+            deadline: None,
         };
         assert_hidden("Packet", &format!("{packet:?}"));
         let (reply, _rx) = oneshot::channel();
@@ -137,6 +138,7 @@ mod tests {
             },
             watch: None,
             reply,
+            deadline: None,
         });
         let _waiting = queue.submit(packet);
         assert_hidden("RequestQueue", &format!("{queue:?}"));

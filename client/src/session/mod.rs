@@ -12,6 +12,7 @@
 //! receiving, `T / hosts` for one connection attempt, and the session declared expired locally
 //! once `T` has passed since the last frame from any server.
 
+mod deadlines;
 mod handshake;
 pub(crate) mod hosts;
 mod learn;
@@ -205,6 +206,8 @@ pub(crate) struct Session {
     /// Bytes of a frame over the incoming limit still to be read and dropped: such a frame is
     /// counted through, never buffered.
     skip: usize,
+    /// The earliest deadline of a user request, or earlier (see `deadlines`).
+    earliest_deadline: Option<Instant>,
 }
 
 impl Session {
@@ -251,6 +254,7 @@ impl Session {
             moving_to: None,
             tls_failures_in_a_row: 0,
             skip: 0,
+            earliest_deadline: None,
         };
         session
             .state_tx
@@ -319,10 +323,14 @@ impl Session {
             Phase::Closing { deadline } => Some(deadline),
             Phase::Terminated => return None,
         };
-        match (phase_deadline, self.expiry_deadline()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [
+            phase_deadline,
+            self.expiry_deadline(),
+            self.earliest_deadline,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     // ----- inputs -----
@@ -334,6 +342,13 @@ impl Session {
             // The caller gave up (deadline or drop) before it was sent: never send it.
             self.completed += 1;
             return;
+        }
+        if let Some(deadline) = packet.deadline {
+            if now >= deadline && self.phase != Phase::Terminated {
+                self.completed += 1;
+                return packet.fail(ErrorKind::Timeout.into());
+            }
+            self.follow_deadline(deadline);
         }
         match self.phase {
             // A login under way holds everything back (see `sasl`).
@@ -496,6 +511,7 @@ impl Session {
                 return;
             }
         }
+        self.expire_requests(now);
         let t = self.timeout();
         match self.phase {
             Phase::Backoff { until } if now >= until => self.start_attempt(now),
@@ -637,6 +653,7 @@ impl Session {
             kind,
             watch,
             reply,
+            deadline,
         } = packet;
         match kind {
             PacketKind::Request => {
@@ -645,7 +662,15 @@ impl Session {
                 self.out.extend_from_slice(&frame);
                 self.out[start + 4..start + 8].copy_from_slice(&xid.to_be_bytes());
                 debug!(xid, ?opcode, "request sent");
-                self.pending.push(Pending::User { xid, reply, watch }, now);
+                self.pending.push(
+                    Pending::User {
+                        xid,
+                        reply: Some(reply),
+                        watch,
+                        deadline,
+                    },
+                    now,
+                );
             }
             PacketKind::Auth { scheme, auth } => {
                 self.out.extend_from_slice(&frame);

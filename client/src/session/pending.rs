@@ -10,18 +10,20 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::packet::{Packet, ReplyTx, WatchRegistration};
 use crate::secret::Secret;
 
 /// What a pending entry is waiting for.
 #[derive(Debug)]
 pub(crate) enum Pending {
-    /// A user request.
+    /// A user request. `reply` is taken when its deadline passes first: the entry stays to
+    /// match the late reply.
     User {
         xid: i32,
-        reply: ReplyTx,
+        reply: Option<ReplyTx>,
         watch: Option<WatchRegistration>,
+        deadline: Option<Instant>,
     },
     /// A `setWatches`/`setWatches2` batch sent after a reconnect.
     SetWatches { xid: i32 },
@@ -101,7 +103,9 @@ impl PendingQueue {
         for (entry, _) in self.requests.drain(..) {
             if let Pending::User { reply, .. } = entry {
                 completed += 1;
-                let _ = reply.send(Err(err.clone()));
+                if let Some(reply) = reply {
+                    let _ = reply.send(Err(err.clone()));
+                }
             }
         }
         for auth in self.auths.drain(..) {
@@ -111,6 +115,30 @@ impl PendingQueue {
             }
         }
         completed
+    }
+
+    /// Answers `Timeout` to every user request whose deadline is not after `now`; returns the
+    /// earliest deadline of those still waiting.
+    pub fn expire(&mut self, now: Instant) -> Option<Instant> {
+        let mut earliest: Option<Instant> = None;
+        for (entry, _) in &mut self.requests {
+            let Pending::User {
+                reply: reply @ Some(_),
+                deadline: Some(deadline),
+                ..
+            } = entry
+            else {
+                continue;
+            };
+            if now >= *deadline {
+                if let Some(reply) = reply.take() {
+                    let _ = reply.send(Err(ErrorKind::Timeout.into()));
+                }
+            } else {
+                earliest = Some(earliest.map_or(*deadline, |e| e.min(*deadline)));
+            }
+        }
+        earliest
     }
 }
 

@@ -113,7 +113,9 @@ impl Session {
         match entry {
             Pending::User { reply, .. } => {
                 self.completed += 1;
-                let _ = reply.send(Err(err));
+                if let Some(reply) = reply {
+                    let _ = reply.send(Err(err));
+                }
             }
             Pending::Learn { read, .. } => self.on_learn_too_large(read, err),
             Pending::SetWatches { .. } | Pending::Close { .. } => {
@@ -171,7 +173,9 @@ impl Session {
             self.last_zxid = header.zxid;
         }
         match entry {
-            Pending::User { xid, reply, watch } => {
+            Pending::User {
+                xid, reply, watch, ..
+            } => {
                 self.completed += 1;
                 debug!(xid, err = ?header.err, "request completed");
                 if header.err == ErrorCode::Ok {
@@ -179,13 +183,17 @@ impl Session {
                         zxid: header.zxid,
                         body,
                     };
-                    match watch.and_then(|watch| self.register_watch(watch, true)) {
-                        Some((path, recursive)) => {
+                    let held = watch.and_then(|watch| self.register_watch(watch, true));
+                    // A caller whose deadline passed was answered already; the watch stays set
+                    // as the server set it.
+                    match (held, reply) {
+                        (Some((path, recursive)), Some(reply)) => {
                             self.watches.hold_reply(&path, recursive, (reply, raw))
                         }
-                        None => {
+                        (None, Some(reply)) => {
                             let _ = reply.send(Ok(raw));
                         }
+                        (_, None) => {}
                     }
                 } else {
                     if header.err == ErrorCode::NoNode {
@@ -193,7 +201,9 @@ impl Session {
                             self.register_watch(watch, false);
                         }
                     }
-                    let _ = reply.send(Err(Error::from_code(header.err)));
+                    if let Some(reply) = reply {
+                        let _ = reply.send(Err(Error::from_code(header.err)));
+                    }
                     if header.err == ErrorCode::SessionExpired {
                         self.terminate(SessionState::Expired);
                     }

@@ -12,6 +12,7 @@ mod framing;
 mod meter;
 mod notifications;
 mod oversized;
+mod runtimes;
 mod server;
 mod silence;
 mod storm;

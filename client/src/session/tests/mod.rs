@@ -1,6 +1,7 @@
 //! Step-by-step tests of the session machine: no sockets, no clock, time is an argument.
 
 mod catch_up_model;
+mod deadlines;
 mod lease;
 mod persistent;
 mod read_only;
@@ -221,6 +222,16 @@ impl Harness {
     }
 
     fn submit(&mut self, request: Request, watch: Option<WatchRegistration>) -> ReplyRx {
+        self.submit_until(request, watch, None)
+    }
+
+    /// A request whose deadline the session keeps.
+    fn submit_until(
+        &mut self,
+        request: Request,
+        watch: Option<WatchRegistration>,
+        deadline: Option<Instant>,
+    ) -> ReplyRx {
         let (frame, opcode) = Packet::encode(&request, 0, 1 << 20).unwrap();
         let (tx, rx) = oneshot::channel();
         self.s.submit(
@@ -230,6 +241,7 @@ impl Harness {
                 kind: PacketKind::Request,
                 watch,
                 reply: tx,
+                deadline,
             },
             self.now,
         );

@@ -274,6 +274,7 @@ fn auth_reply_may_overtake_earlier_replies() {
             },
             watch: None,
             reply: tx,
+            deadline: None,
         },
         h.now,
     );
