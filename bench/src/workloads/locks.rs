@@ -92,6 +92,7 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
         ("handoff.p99", "µs"),
         ("waiters100.notifications_per_release", "notif"),
         ("waiters100.serve_ms", "ms"),
+        ("waiters100.handoffs_per_s", "handoffs/s"),
         ("rw.read_per_s", "acq/s"),
         ("rw.write_per_s", "acq/s"),
     ];
@@ -121,6 +122,8 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
         ("ours_mt", RAW, "uncontended.ops_per_s", Some(0.9)),
         ("ours", RAW, "contended8.acq_per_s", Some(0.9)),
         ("ours_mt", RAW, "contended8.acq_per_s", Some(0.9)),
+        ("ours", RAW, "waiters100.handoffs_per_s", Some(0.9)),
+        ("ours_mt", RAW, "waiters100.handoffs_per_s", Some(0.9)),
         ("ours", RAW_LOOP, "contended8.acq_per_s", None),
         ("ours_mt", RAW_LOOP, "contended8.acq_per_s", None),
         ("ours", CURATOR, "uncontended.ops_per_s", Some(2.0)),
@@ -150,6 +153,12 @@ const CURATOR: &str = "curator";
 
 /// One round's figures, by contestant.
 type Round = HashMap<&'static str, Figures>;
+
+/// Handoffs per second of a queue of [`WAITERS`] served in `serve_ms`: a waiter's release is
+/// the next one's grant, so serving them all is [`WAITERS`] handoffs, the first from the holder.
+fn handoffs_per_s(serve_ms: f64) -> f64 {
+    WAITERS as f64 / (serve_ms / 1000.0)
+}
 
 /// Requests the server received per acquire+release since `before` (minus the mntr call that
 /// reads it).
@@ -226,6 +235,10 @@ async fn ours_part(
             let (per_release, serve) = ours_waiters(zk, &format!("{base}/waiters")).await?;
             f.insert("waiters100.notifications_per_release", per_release);
             f.insert("waiters100.serve_ms", serve.as_secs_f64() * 1000.0);
+            f.insert(
+                "waiters100.handoffs_per_s",
+                handoffs_per_s(serve.as_secs_f64() * 1000.0),
+            );
         }
         Part::ReadWrite => {
             let (reads, writes) = ours_rw(zk, &format!("{base}/rw"), counts.rw_millis).await?;
@@ -408,6 +421,7 @@ async fn curator_part(
                 (after - before) as f64 / WAITERS as f64,
             );
             f.insert("waiters100.serve_ms", r["serve_ms"]);
+            f.insert("waiters100.handoffs_per_s", handoffs_per_s(r["serve_ms"]));
         }
         Part::ReadWrite => {
             let r = curator
@@ -471,7 +485,16 @@ async fn round(
                 raw_loop.insert("handoff.p50", handoff.p50_ns as f64 / 1000.0);
                 raw_loop.insert("handoff.p99", handoff.p99_ns as f64 / 1000.0);
             }
-            Part::Waiters | Part::ReadWrite => {}
+            Part::Waiters => {
+                // The same chain as our waiters': every node queued first, each owner
+                // releasing as soon as it is granted.
+                let (per_s, _) =
+                    raw_lock::handoff_chain(ctx.zk, &format!("{raw_base}/waiters"), WAITERS, false)
+                        .await
+                        .map_err(|e| format!("raw handoff chain of the waiters: {e}"))?;
+                raw.insert("waiters100.handoffs_per_s", per_s);
+            }
+            Part::ReadWrite => {}
         }
         for shape in Shape::BOTH {
             let base = format!("/zookeeper-bench/locks/{}-{tag}", shape.name());
