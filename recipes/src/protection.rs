@@ -188,10 +188,11 @@ pub(crate) async fn find_ours(
     let session = client.session_id().0;
     for child in children.iter().filter(|c| c.starts_with(prefix)) {
         let path = join(dir, child);
-        match client.exists(&path).await {
-            Ok(Some(stat)) if stat.ephemeral_owner == session => return Ok(Some((path, stat))),
-            Ok(_) => {}
-            Err(e) => return Err(Error::Client(e)),
+        // Through lost connections too: a find that gave up here would leave our node behind,
+        // blocking every contender queued after it until the session ends.
+        match retried(client, || client.exists(&path)).await? {
+            Some(stat) if stat.ephemeral_owner == session => return Ok(Some((path, stat))),
+            _ => {}
         }
     }
     Ok(None)

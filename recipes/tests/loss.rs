@@ -228,6 +228,42 @@ async fn lost_create_reply_is_adopted_not_duplicated() {
     assert!(common::wait_empty(&direct, "/lock").await.is_empty());
 }
 
+/// The connection is lost again while the acquisition looks for its node after a lost create
+/// reply (the reply of the `exists` on the node it listed is withheld): it looks again once
+/// connected and adopts the node. Giving up there would return an error and, when the
+/// acquisition is being abandoned, leave the node behind to block the lock until the session
+/// ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_lost_while_finding_our_node_is_survived() {
+    let chroot = zookeeper_testkit::chroot_for("loss_find_cut");
+    let proxy = Proxy::start(zookeeper_testkit::shared_server().addr())
+        .await
+        .unwrap();
+    let c = client(&format!("{}{}", proxy.connect_string(), chroot)).await;
+    let direct =
+        client(&zookeeper_testkit::shared_server().connect_string_with_chroot(&chroot)).await;
+    direct
+        .create("/lock", b"", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    // 15 is create2, the opcode of every create the client sends; 3 is exists.
+    let cut = proxy.cut_after_next(15);
+    let m = Mutex::new(&c, "/lock").unwrap();
+    let acquiring = tokio::spawn(async move { m.acquire().await });
+    assert!(bounded("create cut", cut.wait()).await.is_some());
+    let second = proxy.cut_after_next(3);
+    assert!(bounded("exists cut", second.wait()).await.is_some());
+    let g = bounded("acquire through two cuts", acquiring)
+        .await
+        .unwrap()
+        .unwrap();
+    let list = children(&direct, "/lock").await;
+    assert_eq!(list.len(), 1, "one node, adopted: {list:?}");
+    assert_eq!(format!("/lock/{}", list[0]), g.path());
+    g.release().await.unwrap();
+    assert!(common::wait_empty(&direct, "/lock").await.is_empty());
+}
+
 /// A node named with our attempt's GUID but owned by another session is not ours. After a
 /// lost create reply the acquisition lists the lock and finds only such a node (someone
 /// deleted ours and made one with the same name prefix): it must not adopt it, but create its
