@@ -16,12 +16,29 @@ async fn grows_by_a_participant_and_an_observer_and_shrinks_back() {
     let five = ensemble.start_member(Role::Observer).await.unwrap();
     ensemble.join(five).await.unwrap();
     assert_eq!(ensemble.config_ids().await.unwrap(), vec![1, 2, 3, 4, 5]);
-    let states = ensemble.states().await;
-    let observer = states.iter().find(|(id, _)| *id == five).unwrap();
-    assert_eq!(observer.1.as_ref().map(|s| &s.mode), Some(&Mode::Observer));
+    assert_eq!(mode_of(&ensemble, five).await, Mode::Observer);
 
     ensemble.remove(four).await.unwrap();
     ensemble.remove(five).await.unwrap();
     assert_eq!(ensemble.config_ids().await.unwrap(), vec![1, 2, 3]);
     assert_eq!(ensemble.ids(), vec![1, 2, 3]);
+}
+
+/// The mode member `id` reports. A member may not answer `srvr` for a moment (a 1 s read on a
+/// loaded machine, or while it re-synchronises after a configuration change), so this asks
+/// again, for up to a minute, until it does.
+async fn mode_of(ensemble: &ReconfigEnsemble, id: u32) -> Mode {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let states = ensemble.states().await;
+        if let Some((_, Some(srvr))) = states.into_iter().find(|(member, _)| *member == id) {
+            return srvr.mode;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "member {id} never answered srvr"
+        );
+        // Polling: the server reports its mode only when asked.
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }
