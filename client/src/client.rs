@@ -151,7 +151,8 @@ impl Call {
         if let Some(timeout) = self.timeout.take() {
             // A future moved to another thread before its first poll may have left the
             // session's runtime: it keeps its own deadline.
-            if self.deadline_kept_on == 0 || self.deadline_kept_on != home::thread_token() {
+            // (No thread has the token 0.)
+            if self.deadline_kept_on != home::thread_token() {
                 self.sleep = Some(Box::pin(tokio::time::sleep(timeout)));
             }
         }

@@ -50,18 +50,25 @@ enum Wake {
     Timer,
 }
 
-/// Ends the queue if the task is dropped unfinished (its runtime shut down): queued requests
-/// and later calls fail with `Closed` instead of waiting for a task that is gone.
-struct CloseOnDrop(Arc<RequestQueue>);
+/// Ends the queue when the task ends: queued requests and later calls fail with `err`. Also
+/// when the task is dropped unfinished (its runtime shut down), with `Closed`, instead of
+/// leaving them to wait for a task that is gone.
+struct CloseOnDrop {
+    queue: Arc<RequestQueue>,
+    err: crate::ErrorKind,
+}
 
 impl Drop for CloseOnDrop {
     fn drop(&mut self) {
-        self.0.close(crate::ErrorKind::Closed.into());
+        self.queue.close(self.err.clone().into());
     }
 }
 
 async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connector) {
-    let close_on_drop = CloseOnDrop(queue.clone());
+    let mut close_on_drop = CloseOnDrop {
+        queue: queue.clone(),
+        err: crate::ErrorKind::Closed,
+    };
     // The thread of the last turn: the session's home learns each new one (see `home`).
     let mut thread = 0;
     let mut reader: Option<Reader> = None;
@@ -215,9 +222,9 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connecto
         crate::SessionState::AuthFailed => crate::ErrorKind::AuthFailed,
         _ => crate::ErrorKind::Closed,
     };
-    queue.close(err.into());
-    queue.release(session.take_completed());
+    close_on_drop.err = err;
     drop(close_on_drop);
+    queue.release(session.take_completed());
 }
 
 async fn read_some(reader: Option<&mut Reader>, buf: &mut BytesMut) -> io::Result<usize> {

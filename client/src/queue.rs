@@ -280,10 +280,9 @@ impl RequestQueue {
     }
 
     /// Ends the queue: queued and waiting requests fail with `err`, and so does every later one.
-    /// Ending it again keeps the first error.
     pub fn close(&self, err: Error) {
         let mut inner = self.lock();
-        let err = inner.closed.get_or_insert(err).clone();
+        inner.closed = Some(err.clone());
         let items = std::mem::take(&mut inner.items);
         inner.staging.clear();
         let waiters = std::mem::take(&mut inner.waiters);

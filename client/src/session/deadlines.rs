@@ -18,13 +18,15 @@ use crate::error::ErrorKind;
 
 use super::Session;
 
+/// The earlier of a deadline followed so far (if any) and another.
+pub(super) fn earlier(followed: Option<Instant>, deadline: Instant) -> Option<Instant> {
+    Some(followed.map_or(deadline, |d| d.min(deadline)))
+}
+
 impl Session {
     /// Follows the deadline of a request taken from a handle.
     pub(super) fn follow_deadline(&mut self, deadline: Instant) {
-        self.earliest_deadline = Some(match self.earliest_deadline {
-            Some(earliest) => earliest.min(deadline),
-            None => deadline,
-        });
+        self.earliest_deadline = earlier(self.earliest_deadline, deadline);
     }
 
     /// Answers every request whose deadline passed, if one may have.
@@ -33,26 +35,21 @@ impl Session {
             return;
         }
         let mut earliest = self.pending.expire(now);
-        if self
-            .unsent
-            .iter()
-            .any(|p| p.deadline.is_some_and(|d| now >= d))
-        {
-            let mut kept = VecDeque::with_capacity(self.unsent.len());
-            for packet in self.unsent.drain(..) {
-                match packet.deadline {
-                    Some(d) if now >= d => {
-                        self.completed += 1;
-                        packet.fail(ErrorKind::Timeout.into());
-                    }
-                    _ => kept.push_back(packet),
+        let mut kept = VecDeque::with_capacity(self.unsent.len());
+        for packet in self.unsent.drain(..) {
+            match packet.deadline {
+                Some(d) if now >= d => {
+                    self.completed += 1;
+                    packet.fail(ErrorKind::Timeout.into());
                 }
+                Some(d) => {
+                    earliest = earlier(earliest, d);
+                    kept.push_back(packet);
+                }
+                None => kept.push_back(packet),
             }
-            self.unsent = kept;
         }
-        for d in self.unsent.iter().filter_map(|p| p.deadline) {
-            earliest = Some(earliest.map_or(d, |e| e.min(d)));
-        }
+        self.unsent = kept;
         self.earliest_deadline = earliest;
     }
 }

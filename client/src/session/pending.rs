@@ -135,7 +135,7 @@ impl PendingQueue {
                     let _ = reply.send(Err(ErrorKind::Timeout.into()));
                 }
             } else {
-                earliest = Some(earliest.map_or(*deadline, |e| e.min(*deadline)));
+                earliest = super::deadlines::earlier(earliest, *deadline);
             }
         }
         earliest
