@@ -228,6 +228,21 @@ async fn lost_create_reply_is_adopted_not_duplicated() {
     assert!(common::wait_empty(&direct, "/lock").await.is_empty());
 }
 
+/// A chroot on the shared server with `/lock` made: a proxy, a client behind it, and a client
+/// straight to the server.
+async fn lock_behind_a_proxy(test: &str) -> (Proxy, Client, Client) {
+    let chroot = zookeeper_testkit::chroot_for(test);
+    let server = zookeeper_testkit::shared_server();
+    let proxy = Proxy::start(server.addr()).await.unwrap();
+    let behind = client(&format!("{}{}", proxy.connect_string(), chroot)).await;
+    let direct = client(&server.connect_string_with_chroot(&chroot)).await;
+    direct
+        .create("/lock", b"", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    (proxy, behind, direct)
+}
+
 /// The connection is lost again while the acquisition looks for its node after a lost create
 /// reply (the reply of the `exists` on the node it listed is withheld): it looks again once
 /// connected and adopts the node. Giving up there would return an error and, when the
@@ -235,17 +250,7 @@ async fn lost_create_reply_is_adopted_not_duplicated() {
 /// ends.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_lost_while_finding_our_node_is_survived() {
-    let chroot = zookeeper_testkit::chroot_for("loss_find_cut");
-    let proxy = Proxy::start(zookeeper_testkit::shared_server().addr())
-        .await
-        .unwrap();
-    let c = client(&format!("{}{}", proxy.connect_string(), chroot)).await;
-    let direct =
-        client(&zookeeper_testkit::shared_server().connect_string_with_chroot(&chroot)).await;
-    direct
-        .create("/lock", b"", &CreateOptions::persistent())
-        .await
-        .unwrap();
+    let (proxy, c, direct) = lock_behind_a_proxy("loss_find_cut").await;
     // 15 is create2, the opcode of every create the client sends; 3 is exists.
     let cut = proxy.cut_after_next(15);
     let m = Mutex::new(&c, "/lock").unwrap();
@@ -270,17 +275,7 @@ async fn a_connection_lost_while_finding_our_node_is_survived() {
 /// own and queue behind the foreign one like behind any contender, leaving it alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_foreign_node_bearing_our_guid_is_not_adopted() {
-    let chroot = zookeeper_testkit::chroot_for("loss_foreign_guid");
-    let proxy = Proxy::start(zookeeper_testkit::shared_server().addr())
-        .await
-        .unwrap();
-    let c = client(&format!("{}{}", proxy.connect_string(), chroot)).await;
-    let direct =
-        client(&zookeeper_testkit::shared_server().connect_string_with_chroot(&chroot)).await;
-    direct
-        .create("/lock", b"", &zookeeper_tokio::CreateOptions::persistent())
-        .await
-        .unwrap();
+    let (proxy, c, direct) = lock_behind_a_proxy("loss_foreign_guid").await;
 
     // The create is applied but its reply is lost, and the client cannot reconnect yet.
     proxy.refuse(true);
@@ -345,7 +340,7 @@ async fn a_foreign_node_bearing_our_guid_is_not_adopted() {
     let own = own.expect("a node of our own");
 
     // It waits behind the foreign node (watching it), and gets the lock once that goes.
-    let watched = format!("{chroot}{foreign}");
+    let watched = format!("{}{foreign}", direct.chroot().expect("under a chroot"));
     bounded("the foreign node watched", async {
         while !zookeeper_testkit::shared_server()
             .wchc()
