@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::faults::{expire, move_session};
 use common::{bounce_connection, bounded, children, chroot_connect, client, wait_empty};
 use tokio::task::JoinHandle;
-use zookeeper_recipes::{DistributedBarrier, DistributedDoubleBarrier, Sessions};
+use zookeeper_recipes::{DistributedBarrier, DistributedDoubleBarrier};
 use zookeeper_testkit::{chroot_for, shared_server, Ensemble, Proxy};
 use zookeeper_tokio::Client;
 
@@ -230,15 +230,11 @@ async fn a_reconnect_lets_no_member_through() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn barriers_through_a_session_expiry() {
-    let chroot = chroot_for("barriers_expiry");
-    let server = shared_server();
-    let proxy = Proxy::start(server.addr()).await.unwrap();
-    let direct = server.connect_string_with_chroot(&chroot);
-    let builder = Client::builder(&format!("{}{}", proxy.connect_string(), chroot))
-        .session_timeout(Duration::from_secs(4));
-    let sessions = bounded("connect", Sessions::connect(builder))
-        .await
-        .unwrap();
+    let common::faults::ExpiryRig {
+        proxy,
+        direct,
+        sessions,
+    } = common::faults::expiry_rig("barriers_expiry").await;
     let other = client(&direct).await;
 
     // A barrier wait goes on in the new session.

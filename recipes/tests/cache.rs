@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::{bounded, chroot_connect, client};
-use zookeeper_recipes::{CacheEvent, NodeCache, Sessions, TreeCache};
+use zookeeper_recipes::{CacheEvent, NodeCache, TreeCache};
 use zookeeper_tokio::{Client, CreateOptions};
 
 async fn next(events: &mut zookeeper_recipes::CacheEvents) -> CacheEvent {
@@ -138,17 +138,11 @@ async fn read_subtree(c: &Client, root: &str) -> Vec<(String, Vec<u8>, i64)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_cache_follows_its_node_into_a_new_session_after_expiry() {
-    let chroot = zookeeper_testkit::chroot_for("cache_node_expiry");
-    let server = zookeeper_testkit::shared_server();
-    let proxy = zookeeper_testkit::Proxy::start(server.addr())
-        .await
-        .unwrap();
-    let direct = server.connect_string_with_chroot(&chroot);
-    let builder = Client::builder(&format!("{}{}", proxy.connect_string(), chroot))
-        .session_timeout(Duration::from_secs(4));
-    let sessions = bounded("connect", Sessions::connect(builder))
-        .await
-        .unwrap();
+    let common::faults::ExpiryRig {
+        proxy,
+        direct,
+        sessions,
+    } = common::faults::expiry_rig("cache_node_expiry").await;
     let writer = client(&direct).await;
     writer
         .create("/cfg", b"v1", &CreateOptions::persistent())

@@ -475,15 +475,11 @@ async fn random_histories_through_session_moves_between_members() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_histories_through_session_expiry() {
-    let chroot = chroot_for("cache_model_expiry");
-    let server = shared_server();
-    let proxy = Proxy::start(server.addr()).await.unwrap();
-    let direct = server.connect_string_with_chroot(&chroot);
-    let builder = Client::builder(&format!("{}{}", proxy.connect_string(), chroot))
-        .session_timeout(Duration::from_secs(4));
-    let sessions = bounded("connect", Sessions::connect(builder))
-        .await
-        .unwrap();
+    let common::faults::ExpiryRig {
+        proxy,
+        direct,
+        sessions,
+    } = common::faults::expiry_rig("cache_model_expiry").await;
     let writer_client = client(&direct).await;
     let mut writer = Writer::new(writer_client, "/expiry", 23);
     let cache = bounded("start", TreeCache::start(&sessions, "/expiry"))

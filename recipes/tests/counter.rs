@@ -8,10 +8,8 @@ use std::time::Duration;
 
 use common::faults::{expire, move_session};
 use common::{bounded, chroot_connect, client, clients};
-use zookeeper_recipes::{
-    DistributedAtomicLong, Error, PromotedToLock, RetryPolicy, Sessions, SharedCount,
-};
-use zookeeper_testkit::{chroot_for, shared_server, Ensemble, Proxy};
+use zookeeper_recipes::{DistributedAtomicLong, Error, PromotedToLock, RetryPolicy, SharedCount};
+use zookeeper_testkit::Ensemble;
 use zookeeper_tokio::{Client, CreateOptions};
 
 fn retry() -> RetryPolicy {
@@ -167,15 +165,11 @@ async fn atomic_long_operations_follow_curator() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn counters_carry_on_in_a_new_session_after_expiry() {
-    let chroot = chroot_for("counter_expiry");
-    let server = shared_server();
-    let proxy = Proxy::start(server.addr()).await.unwrap();
-    let direct = server.connect_string_with_chroot(&chroot);
-    let builder = Client::builder(&format!("{}{}", proxy.connect_string(), chroot))
-        .session_timeout(Duration::from_secs(4));
-    let sessions = bounded("connect", Sessions::connect(builder))
-        .await
-        .unwrap();
+    let common::faults::ExpiryRig {
+        proxy,
+        direct,
+        sessions,
+    } = common::faults::expiry_rig("counter_expiry").await;
     let other = client(&direct).await;
 
     let count = SharedCount::start(&sessions, "/shared", 0).await.unwrap();

@@ -10,8 +10,8 @@ use std::time::Duration;
 use common::faults::{expire, move_session};
 use common::peers::Peer;
 use common::{bounded, chroot_connect, client};
-use zookeeper_recipes::{GroupMember, PersistentNode, PersistentNodeState, Sessions};
-use zookeeper_testkit::{chroot_for, shared_server, Ensemble, Proxy};
+use zookeeper_recipes::{GroupMember, PersistentNode, PersistentNodeState};
+use zookeeper_testkit::Ensemble;
 use zookeeper_tokio::{Client, CreateOptions, Stat};
 
 /// Waits until the node is ours with a czxid other than `not`; returns its stat.
@@ -132,15 +132,11 @@ async fn closing_right_after_start_leaves_nothing_behind() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_node_is_created_again_in_a_new_session_after_expiry() {
-    let chroot = chroot_for("persistent_node_expiry");
-    let server = shared_server();
-    let proxy = Proxy::start(server.addr()).await.unwrap();
-    let direct = server.connect_string_with_chroot(&chroot);
-    let builder = Client::builder(&format!("{}{}", proxy.connect_string(), chroot))
-        .session_timeout(Duration::from_secs(4));
-    let sessions = bounded("connect", Sessions::connect(builder))
-        .await
-        .unwrap();
+    let common::faults::ExpiryRig {
+        proxy,
+        direct,
+        sessions,
+    } = common::faults::expiry_rig("persistent_node_expiry").await;
     let observer = client(&direct).await;
     let node =
         PersistentNode::start(&sessions, "/me", b"here", CreateOptions::ephemeral()).unwrap();
@@ -199,15 +195,11 @@ async fn wait_members(m: &GroupMember, names: &[&str]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn members_see_each_other_come_and_go() {
-    let chroot = chroot_for("group_members");
-    let server = shared_server();
-    let proxy = Proxy::start(server.addr()).await.unwrap();
-    let direct = server.connect_string_with_chroot(&chroot);
-    let builder = Client::builder(&format!("{}{}", proxy.connect_string(), chroot))
-        .session_timeout(Duration::from_secs(4));
-    let sessions = bounded("connect", Sessions::connect(builder))
-        .await
-        .unwrap();
+    let common::faults::ExpiryRig {
+        proxy,
+        direct,
+        sessions,
+    } = common::faults::expiry_rig("group_members").await;
     let a = GroupMember::start(&client(&direct).await, "/g", "a", b"pa")
         .await
         .unwrap();

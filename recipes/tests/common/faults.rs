@@ -1,10 +1,39 @@
 //! Faults the long-lived recipes are tested through: a session expired by the server, the
 //! member serving a session killed.
 
-use zookeeper_testkit::{Ensemble, Proxy};
+use std::time::Duration;
+
+use zookeeper_recipes::Sessions;
+use zookeeper_testkit::{chroot_for, shared_server, Ensemble, Proxy};
 use zookeeper_tokio::{Client, SessionState};
 
 use super::bounded;
+
+/// The rig of the session-expiry tests, in a chroot of the shared server: `sessions` behind
+/// `proxy` (4 s session timeout, so that an expiry is quick), and the `direct` connect string
+/// that [`expire`] and the test's other clients use.
+pub struct ExpiryRig {
+    pub proxy: Proxy,
+    pub direct: String,
+    pub sessions: Sessions,
+}
+
+pub async fn expiry_rig(test: &str) -> ExpiryRig {
+    let chroot = chroot_for(test);
+    let server = shared_server();
+    let proxy = Proxy::start(server.addr()).await.unwrap();
+    let direct = server.connect_string_with_chroot(&chroot);
+    let builder = Client::builder(&format!("{}{}", proxy.connect_string(), chroot))
+        .session_timeout(Duration::from_secs(4));
+    let sessions = bounded("connect", Sessions::connect(builder))
+        .await
+        .unwrap();
+    ExpiryRig {
+        proxy,
+        direct,
+        sessions,
+    }
+}
 
 /// Ends `victim`'s session from the server side: cut off behind its proxy, its session is
 /// resumed and closed by another connection to `connect` (the same server, directly), so that
