@@ -106,7 +106,8 @@ pub(crate) async fn enter(
         _ => Some(pending.created().await),
     };
     let Some(created) = created else {
-        pending.abandon().await?;
+        // Boxed: the rare way out need not size the state every waiter keeps.
+        Box::pin(pending.abandon()).await?;
         return Ok(None);
     };
     let (path, _) = created?;
@@ -121,7 +122,7 @@ pub(crate) async fn enter(
     match wait_turn(line, &ours, first_listing, patience, rule, |_| {}).await? {
         Some(wakeups) => Ok(Some(won(pending, wakeups, started))),
         None => {
-            pending.abandon().await?;
+            Box::pin(pending.abandon()).await?;
             Ok(None)
         }
     }
@@ -394,21 +395,30 @@ const CLEANUP_GRACE: Duration = Duration::from_millis(50);
 /// returns `None` by then (plus [`CLEANUP_GRACE`]), a `NoWait` one within the session
 /// timeout. What it leaves unfinished is dropped, and dropping an acquisition deletes its
 /// node in the background (see `protection`), retried until the node or the session is gone.
-pub(crate) async fn bounded<T>(
+///
+/// The acquisition is boxed here: an async fn keeps a future passed to it by value beside the
+/// copy it awaits, which doubled the state every waiter keeps for as long as it waits.
+pub(crate) fn bounded<'a, T: 'a>(
     client: &Client,
     patience: &Patience,
-    acquisition: impl Future<Output = Result<Option<T>>>,
-) -> Result<Option<T>> {
+    acquisition: impl Future<Output = Result<Option<T>>> + Send + 'a,
+) -> impl Future<Output = Result<Option<T>>> + Send + 'a {
     let bound = match *patience {
-        Patience::Forever | Patience::UntilStopped(_) => return acquisition.await,
-        Patience::Until(deadline) => deadline + CLEANUP_GRACE,
-        Patience::NoWait => Instant::now() + client.session_timeout(),
+        Patience::Forever | Patience::UntilStopped(_) => None,
+        Patience::Until(deadline) => Some(deadline + CLEANUP_GRACE),
+        Patience::NoWait => Some(Instant::now() + client.session_timeout()),
     };
-    match tokio::time::timeout_at(bound, acquisition).await {
-        Ok(outcome) => outcome,
-        Err(_) => {
-            debug!("acquisition gave up at its deadline; cleanup goes on in the background");
-            Ok(None)
+    let acquisition = Box::pin(acquisition);
+    async move {
+        let Some(bound) = bound else {
+            return acquisition.await;
+        };
+        match tokio::time::timeout_at(bound, acquisition).await {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                debug!("acquisition gave up at its deadline; cleanup goes on in the background");
+                Ok(None)
+            }
         }
     }
 }
