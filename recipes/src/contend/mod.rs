@@ -188,46 +188,9 @@ pub(crate) async fn wait_turn(
         }
         let (watcher, mut far) = match &watch {
             Watch::Node(blocker) => {
-                let kept = take_armed(&mut armed, blocker);
-                let kept_far = far.as_ref().and_then(|f| take_armed(&mut armed, &f.name));
-                armed.clear();
-                // Both watches are asked for before either reply is awaited: one round trip.
-                let set_blocker = kept
-                    .is_none()
-                    .then(|| client.get_data_and_watch(&join(dir, blocker)));
-                let set_far = match (&far, &kept_far) {
-                    (Some(far), None) => Some(client.get_data_and_watch(&join(dir, &far.name))),
-                    _ => None,
-                };
-                let (blocker_set, far_set) = tokio::join!(
-                    async {
-                        match set_blocker {
-                            Some(set) => set.await.map(|(_, _, watcher)| watcher),
-                            None => Ok(kept.expect("kept when not asked for")),
-                        }
-                    },
-                    async {
-                        match set_far {
-                            Some(set) => Some(set.await.map(|(_, _, watcher)| watcher)),
-                            None => kept_far.map(Ok),
-                        }
-                    }
-                );
-                let far = far.zip(far_set);
-                match (blocker_set, far) {
-                    (Ok(watcher), None) => (watcher, None),
-                    (Ok(watcher), Some((far, Ok(far_watcher)))) => {
-                        (watcher, Some((far, far_watcher)))
-                    }
-                    (Ok(watcher), Some((_, Err(e)))) => {
-                        armed.push((blocker.clone(), watcher));
-                        again_after(client, e).await?;
-                        continue;
-                    }
-                    (Err(e), far) => {
-                        if let Some((far, Ok(far_watcher))) = far {
-                            armed.push((far.name, far_watcher));
-                        }
+                match watch_nodes(client, dir, blocker, far, &mut armed).await {
+                    Set::Watching(watcher, far) => (watcher, far),
+                    Set::Retry(e) => {
                         again_after(client, e).await?;
                         continue;
                     }
@@ -329,6 +292,67 @@ enum Fired {
     Far(WatchedEvent),
     /// What a whole-queue rule holds besides the queue.
     Changed,
+}
+
+/// What asking for the watches of one assessment came to.
+enum Set {
+    /// The blocker is watched, and the far contender when there is one.
+    Watching(OneshotWatcher, Option<(Far, OneshotWatcher)>),
+    /// A watch could not be set: look again after this error (see [`again_after`]).
+    Retry(zookeeper_tokio::Error),
+}
+
+/// Watches `blocker` and, when the rule names one, the far contender: both asked for before
+/// either reply is awaited, one round trip. A watcher still armed from an earlier round is
+/// waited on instead of asking again; one set while the other failed stays in `armed` for the
+/// next round, so nothing is asked twice.
+async fn watch_nodes(
+    client: &Client,
+    dir: &str,
+    blocker: &str,
+    far: Option<Far>,
+    armed: &mut Vec<(String, OneshotWatcher)>,
+) -> Set {
+    let kept = take_armed(armed, blocker);
+    let kept_far = far.as_ref().and_then(|f| take_armed(armed, &f.name));
+    armed.clear();
+    let set_blocker = kept
+        .is_none()
+        .then(|| client.get_data_and_watch(&join(dir, blocker)));
+    let set_far = match (&far, &kept_far) {
+        (Some(far), None) => Some(client.get_data_and_watch(&join(dir, &far.name))),
+        _ => None,
+    };
+    let (blocker_set, far_set) = tokio::join!(
+        async {
+            match set_blocker {
+                Some(set) => set.await.map(|(_, _, watcher)| watcher),
+                None => Ok(kept.expect("kept when not asked for")),
+            }
+        },
+        async {
+            match set_far {
+                Some(set) => Some(set.await.map(|(_, _, watcher)| watcher)),
+                None => kept_far.map(Ok),
+            }
+        }
+    );
+    match (blocker_set, far.zip(far_set)) {
+        (Ok(watcher), None) => Set::Watching(watcher, None),
+        (Ok(watcher), Some((far, Ok(far_watcher)))) => {
+            Set::Watching(watcher, Some((far, far_watcher)))
+        }
+        (Ok(watcher), Some((_, Err(e)))) => {
+            armed.push((blocker.to_owned(), watcher));
+            Set::Retry(e)
+        }
+        (Err(e), far) => {
+            if let Some((far, Ok(far_watcher))) = far {
+                armed.push((far.name, far_watcher));
+            }
+            Set::Retry(e)
+        }
+    }
 }
 
 /// The far contender's event; never when there is none.
