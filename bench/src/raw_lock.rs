@@ -13,6 +13,10 @@
 //! * **Contention loop**: the same chain where each owner, with its delete, queues again at
 //!   the tail (create, and `exists` on its predecessor): 8 contenders looping acquire and
 //!   release with nothing but the requests a queue lock cannot do without.
+//! * **Contention loop as ours**: the loop with the requests our mutex sends (a listing with
+//!   the create, two watches, a listing when the farther watched contender goes), not a
+//!   limit but a yardstick: beside the loop it prices the recipe's protocol, and beside our
+//!   mutex it prices our client.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
@@ -71,31 +75,45 @@ pub async fn uncontended(
     Ok(per_s)
 }
 
+/// What the owners of a handoff chain do besides deleting their node when granted.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Chain {
+    /// Nothing: every node is queued before the clock starts, and a grant is followed by the
+    /// delete alone.
+    Queued,
+    /// Each session has one node in the queue at a time, as in our contended workload: a grant
+    /// is followed by the delete, the create of a new node at the tail and the watch on its
+    /// predecessor, in one write; the 8 sessions contend for ever as 8 contenders looping
+    /// acquire and release do.
+    Loop,
+    /// The loop with the requests our mutex sends: the create goes out with a listing of the
+    /// lock's children; the listing's reply is followed by the watches on the predecessor and
+    /// on the one before it, and that one's deletion by another listing. What our recipe asks
+    /// of the server, without our client.
+    AsOurs,
+}
+
 /// A handoff chain of `handoffs` handoffs over [`CHAIN_SESSIONS`] sessions under `dir`;
 /// returns handoffs per second and the latency of each (the delete written to the
 /// notification read by the next owner).
-///
-/// Without `requeue` every node is queued before the clock starts, and a grant is followed by
-/// the delete alone. With `requeue` each session has one node in the queue at a time, as in
-/// our contended workload: a grant is followed by the delete, the create of a new node at the
-/// tail and the watch on its predecessor, in one write; the 8 sessions contend for ever as
-/// 8 contenders looping acquire and release do.
 pub async fn handoff_chain(
     addr: std::net::SocketAddr,
     dir: &str,
     handoffs: usize,
-    requeue: bool,
+    chain: Chain,
 ) -> Result<(f64, Percentiles), BenchError> {
     let nodes = handoffs + 1;
     let name = |k: usize| format!("{dir}/n{k:07}");
     let mut sessions = try_join_all((0..CHAIN_SESSIONS).map(|_| RawSession::connect(addr))).await?;
     sessions[0].ensure_path(dir).await?;
-    let queued_first = if requeue {
-        CHAIN_SESSIONS.min(nodes)
-    } else {
+    let queued_first = if chain == Chain::Queued {
         nodes
+    } else {
+        CHAIN_SESSIONS.min(nodes)
     };
-    // Setup, not timed: the first nodes, then every watch on a predecessor.
+    let as_ours = chain == Chain::AsOurs;
+    // Setup, not timed: the first nodes, then every watch on a predecessor (and, as our
+    // recipe does, on the one before it).
     for (s, raw) in sessions.iter_mut().enumerate() {
         let mine: Vec<usize> = (s..queued_first).step_by(CHAIN_SESSIONS).collect();
         let creates: Vec<u8> = mine
@@ -108,16 +126,19 @@ pub async fn handoff_chain(
         }
     }
     for (s, raw) in sessions.iter_mut().enumerate() {
-        let mine: Vec<usize> = (s..queued_first)
-            .step_by(CHAIN_SESSIONS)
-            .filter(|&k| k > 0)
-            .collect();
-        let watches: Vec<u8> = mine
+        let mut watched = Vec::new();
+        for k in (s..queued_first).step_by(CHAIN_SESSIONS) {
+            watched.extend(k.checked_sub(1));
+            if as_ours {
+                watched.extend(k.checked_sub(2));
+            }
+        }
+        let watches: Vec<u8> = watched
             .iter()
-            .flat_map(|&k| wire::exists_request(1, &name(k - 1), true))
+            .flat_map(|&k| wire::exists_request(1, &name(k), true))
             .collect();
         raw.send(&watches).await?;
-        for _ in &mine {
+        for _ in &watched {
             expect_ok(&raw.next_frame().await?, "exists")?;
         }
     }
@@ -136,8 +157,16 @@ pub async fn handoff_chain(
                 (s..queued_first).step_by(CHAIN_SESSIONS).count() - usize::from(s == 0);
             let mut replies = usize::from(s == 0);
             let mut latencies = Vec::new();
-            // Tails this session queued whose `exists` has not answered yet.
+            // In a loop, the one node this session has queued.
+            let mut mine = (chain != Chain::Queued && s > 0 && s < queued_first).then_some(s);
+            // Tails this session queued whose `exists` on the predecessor has not answered yet.
             let mut watching = std::collections::VecDeque::new();
+            // The same for the `exists` on the one before the predecessor (`AsOurs`).
+            let mut watching_far = std::collections::VecDeque::new();
+            // As ours: listings sent since that one went, and a grant that waits for their
+            // replies (our recipe takes no grant before it has the listing it asked for).
+            let mut listing = 0usize;
+            let mut grant_after_listing: Option<usize> = None;
             while queued > 0 || replies > 0 {
                 let frame = raw.next_frame().await?;
                 // The node this session now holds, once it is granted.
@@ -149,11 +178,26 @@ pub async fn handoff_chain(
                             .rsplit_once("/n")
                             .and_then(|(_, n)| n.parse::<usize>().ok())
                             .ok_or("notification of an unknown node")?;
+                        // As ours, the one before the predecessor: list, as our recipe does.
+                        let far = as_ours && mine == Some(k + 2);
                         match wire::notification_type(&frame) {
+                            Some(wire::EVENT_NODE_DELETED) if far => {
+                                raw.send(&wire::get_children2_request(XID_LIST, dir))
+                                    .await?;
+                                listing += 1;
+                                replies += 1;
+                                continue;
+                            }
                             Some(wire::EVENT_NODE_DELETED) => k + 1,
-                            // The predecessor was not created yet when the watch was set (its
+                            // The node was not created yet when the watch was set (its
                             // session took its tail first but wrote later): watch it again, now
                             // that it exists.
+                            Some(wire::EVENT_NODE_CREATED) if far => {
+                                raw.send(&wire::exists_request(XID_FAR, path, true)).await?;
+                                watching_far.push_back(k + 2);
+                                replies += 1;
+                                continue;
+                            }
                             Some(wire::EVENT_NODE_CREATED) => {
                                 raw.send(&wire::exists_request(XID_EXISTS, path, true))
                                     .await?;
@@ -182,6 +226,57 @@ pub async fn handoff_chain(
                             _ => return Err("raw exists on the predecessor failed".into()),
                         }
                     }
+                    Some(XID_FAR) => {
+                        replies -= 1;
+                        let tail = watching_far.pop_front().ok_or("unexpected exists reply")?;
+                        match wire::reply_err(&frame) {
+                            Some(0) => {}
+                            // Gone already: our recipe lists again (unless granted meanwhile).
+                            Some(wire::ERR_NO_NODE)
+                                if deleted_at[tail - 2].load(Ordering::Acquire) != 0
+                                    && mine == Some(tail) =>
+                            {
+                                raw.send(&wire::get_children2_request(XID_LIST, dir))
+                                    .await?;
+                                listing += 1;
+                                replies += 1;
+                            }
+                            Some(wire::ERR_NO_NODE) => {}
+                            _ => return Err("raw exists on the far contender failed".into()),
+                        }
+                        continue;
+                    }
+                    Some(XID_ENTRY_LIST) => {
+                        // The entry listing answered: watch the one before the predecessor
+                        // and the predecessor, in one write; in that order, so that whatever
+                        // the far watch brings arrives before the grant can.
+                        expect_ok(&frame, "listing")?;
+                        replies -= 1;
+                        let tail = mine.ok_or("listing without a node queued")?;
+                        let mut frames = Vec::new();
+                        if tail >= 2 {
+                            frames.extend(wire::exists_request(XID_FAR, &name(tail - 2), true));
+                            watching_far.push_back(tail);
+                            replies += 1;
+                        }
+                        frames.extend(wire::exists_request(XID_EXISTS, &name(tail - 1), true));
+                        watching.push_back(tail);
+                        replies += 1;
+                        raw.send(&frames).await?;
+                        continue;
+                    }
+                    Some(XID_LIST) => {
+                        expect_ok(&frame, "listing")?;
+                        replies -= 1;
+                        listing -= 1;
+                        match grant_after_listing.take() {
+                            Some(tail) if listing == 0 => tail,
+                            waiting => {
+                                grant_after_listing = waiting;
+                                continue;
+                            }
+                        }
+                    }
                     Some(XID_CREATE) => {
                         expect_ok(&frame, "create at the tail")?;
                         replies -= 1;
@@ -193,6 +288,10 @@ pub async fn handoff_chain(
                         continue;
                     }
                 };
+                if listing > 0 {
+                    grant_after_listing = Some(granted);
+                    continue;
+                }
                 latencies.push(
                     epoch.elapsed().as_nanos() as u64
                         - deleted_at[granted - 1].load(Ordering::Acquire),
@@ -201,7 +300,8 @@ pub async fn handoff_chain(
                 let mut frames = wire::delete_request(XID_DELETE, &name(granted));
                 queued -= 1;
                 replies += 1;
-                if requeue {
+                mine = None;
+                if chain != Chain::Queued {
                     let tail = next_node.fetch_add(1, Ordering::AcqRel);
                     if tail < nodes {
                         frames.extend(wire::create_request_with(
@@ -210,8 +310,13 @@ pub async fn handoff_chain(
                             b"",
                             wire::EPHEMERAL,
                         ));
-                        frames.extend(wire::exists_request(XID_EXISTS, &name(tail - 1), true));
-                        watching.push_back(tail);
+                        if as_ours {
+                            frames.extend(wire::get_children2_request(XID_ENTRY_LIST, dir));
+                        } else {
+                            frames.extend(wire::exists_request(XID_EXISTS, &name(tail - 1), true));
+                            watching.push_back(tail);
+                        }
+                        mine = Some(tail);
                         queued += 1;
                         replies += 2;
                     }
@@ -236,6 +341,9 @@ pub async fn handoff_chain(
 const XID_DELETE: i32 = 2;
 const XID_CREATE: i32 = 3;
 const XID_EXISTS: i32 = 4;
+const XID_FAR: i32 = 5;
+const XID_ENTRY_LIST: i32 = 6;
+const XID_LIST: i32 = 7;
 
 fn expect_ok(frame: &[u8], what: &str) -> Result<(), BenchError> {
     match wire::reply_err(frame) {

@@ -16,7 +16,7 @@ use zookeeper_tokio::Client;
 
 use crate::contestant::{on_shape, Shape};
 use crate::curator::Curator;
-use crate::raw_lock;
+use crate::raw_lock::{self, Chain};
 use crate::report::{Report, Target};
 use crate::server_metrics::{notifications_sent, packets_received};
 use crate::stats::{median, Percentiles};
@@ -68,13 +68,14 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
                 .map_or("-".to_string(), |v| format!("{v:.0}/s"))
         };
         println!(
-            "# locks round {r}: uncontended raw {} ours {} ours_mt {} curator {}; contended raw {} raw_loop {} ours {} ours_mt {} curator {}",
+            "# locks round {r}: uncontended raw {} ours {} ours_mt {} curator {}; contended raw {} raw_loop {} raw_as_ours {} ours {} ours_mt {} curator {}",
             show(RAW, "uncontended.ops_per_s"),
             show("ours", "uncontended.ops_per_s"),
             show("ours_mt", "uncontended.ops_per_s"),
             show(CURATOR, "uncontended.ops_per_s"),
             show(RAW, "contended8.acq_per_s"),
             show(RAW_LOOP, "contended8.acq_per_s"),
+            show(RAW_AS_OURS, "contended8.acq_per_s"),
             show("ours", "contended8.acq_per_s"),
             show("ours_mt", "contended8.acq_per_s"),
             show(CURATOR, "contended8.acq_per_s"),
@@ -109,7 +110,7 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
             .collect()
     };
     for (key, unit) in units {
-        for who in [RAW, RAW_LOOP, "ours", "ours_mt", CURATOR] {
+        for who in [RAW, RAW_LOOP, RAW_AS_OURS, "ours", "ours_mt", CURATOR] {
             let v = values(who, key);
             if !v.is_empty() {
                 report.figure(&format!("locks.{key}.{who}"), median(&v), unit);
@@ -126,6 +127,9 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
         ("ours_mt", RAW, "waiters100.handoffs_per_s", Some(0.9)),
         ("ours", RAW_LOOP, "contended8.acq_per_s", None),
         ("ours_mt", RAW_LOOP, "contended8.acq_per_s", None),
+        ("ours", RAW_AS_OURS, "contended8.acq_per_s", None),
+        ("ours_mt", RAW_AS_OURS, "contended8.acq_per_s", None),
+        (RAW_AS_OURS, RAW_LOOP, "contended8.acq_per_s", None),
         ("ours", CURATOR, "uncontended.ops_per_s", Some(2.0)),
         ("ours_mt", CURATOR, "uncontended.ops_per_s", Some(2.0)),
         ("ours", CURATOR, "contended8.acq_per_s", None),
@@ -149,6 +153,10 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
 /// 8 contenders looping.
 const RAW: &str = "raw";
 const RAW_LOOP: &str = "raw_loop";
+/// The contention loop with the requests our mutex sends (`raw_lock::Chain::AsOurs`): what
+/// separates it from `raw_loop` is the recipe's protocol, what separates ours from it is our
+/// client.
+const RAW_AS_OURS: &str = "raw_as_ours";
 const CURATOR: &str = "curator";
 
 /// One round's figures, by contestant.
@@ -465,33 +473,42 @@ async fn round(
                     ctx.zk,
                     &format!("{raw_base}/chain"),
                     counts.contended as usize,
-                    false,
+                    Chain::Queued,
                 )
                 .await
                 .map_err(|e| format!("raw handoff chain: {e}"))?;
                 raw.insert("contended8.acq_per_s", per_s);
                 raw.insert("handoff.p50", handoff.p50_ns as f64 / 1000.0);
                 raw.insert("handoff.p99", handoff.p99_ns as f64 / 1000.0);
-                let (per_s, handoff) = raw_lock::handoff_chain(
-                    ctx.zk,
-                    &format!("{raw_base}/loop"),
-                    counts.contended as usize,
-                    true,
-                )
-                .await
-                .map_err(|e| format!("raw contention loop: {e}"))?;
-                let raw_loop = figures.entry(RAW_LOOP).or_default();
-                raw_loop.insert("contended8.acq_per_s", per_s);
-                raw_loop.insert("handoff.p50", handoff.p50_ns as f64 / 1000.0);
-                raw_loop.insert("handoff.p99", handoff.p99_ns as f64 / 1000.0);
+                for (who, chain, sub) in [
+                    (RAW_LOOP, Chain::Loop, "loop"),
+                    (RAW_AS_OURS, Chain::AsOurs, "as-ours"),
+                ] {
+                    let (per_s, handoff) = raw_lock::handoff_chain(
+                        ctx.zk,
+                        &format!("{raw_base}/{sub}"),
+                        counts.contended as usize,
+                        chain,
+                    )
+                    .await
+                    .map_err(|e| format!("raw contention loop ({sub}): {e}"))?;
+                    let f = figures.entry(who).or_default();
+                    f.insert("contended8.acq_per_s", per_s);
+                    f.insert("handoff.p50", handoff.p50_ns as f64 / 1000.0);
+                    f.insert("handoff.p99", handoff.p99_ns as f64 / 1000.0);
+                }
             }
             Part::Waiters => {
                 // The same chain as our waiters': every node queued first, each owner
                 // releasing as soon as it is granted.
-                let (per_s, _) =
-                    raw_lock::handoff_chain(ctx.zk, &format!("{raw_base}/waiters"), WAITERS, false)
-                        .await
-                        .map_err(|e| format!("raw handoff chain of the waiters: {e}"))?;
+                let (per_s, _) = raw_lock::handoff_chain(
+                    ctx.zk,
+                    &format!("{raw_base}/waiters"),
+                    WAITERS,
+                    Chain::Queued,
+                )
+                .await
+                .map_err(|e| format!("raw handoff chain of the waiters: {e}"))?;
                 raw.insert("waiters100.handoffs_per_s", per_s);
             }
             Part::ReadWrite => {}
