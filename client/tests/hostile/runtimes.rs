@@ -41,13 +41,14 @@ fn connect_on(runtime: &Runtime, server: &FakeServer) -> Client {
         .unwrap()
 }
 
-/// Runs one `get_data` on `runtime` and returns its error and how long it took.
-fn time_out_on(runtime: &Runtime, client: &Client) -> (ErrorKind, Duration) {
+/// Runs one `get_data` on `runtime` and checks that it fails with `Timeout` at its deadline.
+fn assert_times_out_on(runtime: &Runtime, client: &Client) {
     let started = Instant::now();
     let outcome =
         runtime.block_on(async { tokio::time::timeout(BOUND, client.get_data("/a")).await });
     let err = outcome.expect("the call ended").unwrap_err();
-    (err.kind().clone(), started.elapsed())
+    assert_eq!(err.kind().clone(), ErrorKind::Timeout);
+    assert_deadline(started.elapsed());
 }
 
 fn assert_deadline(took: Duration) {
@@ -62,9 +63,7 @@ fn a_call_on_the_sessions_own_runtime_ends_at_its_deadline() {
     let server = never_answers();
     let home = current_thread();
     let client = connect_on(&home, &server);
-    let (kind, took) = time_out_on(&home, &client);
-    assert_eq!(kind, ErrorKind::Timeout);
-    assert_deadline(took);
+    assert_times_out_on(&home, &client);
 }
 
 /// The thread that connected drives another runtime while the session's stands still (it is
@@ -76,9 +75,7 @@ fn a_call_on_another_runtime_of_the_same_thread_ends_while_the_sessions_stands_s
     let home = current_thread();
     let client = connect_on(&home, &server);
     let elsewhere = current_thread();
-    let (kind, took) = time_out_on(&elsewhere, &client);
-    assert_eq!(kind, ErrorKind::Timeout);
-    assert_deadline(took);
+    assert_times_out_on(&elsewhere, &client);
 }
 
 #[test]
@@ -86,11 +83,9 @@ fn a_call_on_another_thread_ends_while_the_sessions_runtime_stands_still() {
     let server = never_answers();
     let home = current_thread();
     let client = connect_on(&home, &server);
-    let (kind, took) = std::thread::spawn(move || time_out_on(&current_thread(), &client))
+    std::thread::spawn(move || assert_times_out_on(&current_thread(), &client))
         .join()
         .unwrap();
-    assert_eq!(kind, ErrorKind::Timeout);
-    assert_deadline(took);
 }
 
 /// A call made from a thread outside a multi-thread runtime's workers (the body of
@@ -104,9 +99,7 @@ fn calls_on_and_off_a_multi_thread_runtime_end_at_their_deadline() {
         .build()
         .unwrap();
     let client = connect_on(&home, &server);
-    let (kind, took) = time_out_on(&home, &client);
-    assert_eq!(kind, ErrorKind::Timeout);
-    assert_deadline(took);
+    assert_times_out_on(&home, &client);
 
     let started = Instant::now();
     let on_workers = home.block_on(async {
