@@ -192,16 +192,14 @@ pub async fn handoff_chain(
                             // The node was not created yet when the watch was set (its
                             // session took its tail first but wrote later): watch it again, now
                             // that it exists.
-                            Some(wire::EVENT_NODE_CREATED) if far => {
-                                raw.send(&wire::exists_request(XID_FAR, path, true)).await?;
-                                watching_far.push_back(k + 2);
-                                replies += 1;
-                                continue;
-                            }
                             Some(wire::EVENT_NODE_CREATED) => {
-                                raw.send(&wire::exists_request(XID_EXISTS, path, true))
-                                    .await?;
-                                watching.push_back(k + 1);
+                                let (xid, waiting, tail) = if far {
+                                    (XID_FAR, &mut watching_far, k + 2)
+                                } else {
+                                    (XID_EXISTS, &mut watching, k + 1)
+                                };
+                                raw.send(&wire::exists_request(xid, path, true)).await?;
+                                waiting.push_back(tail);
                                 replies += 1;
                                 continue;
                             }
