@@ -242,11 +242,12 @@ impl ClientBuilder {
         self
     }
 
-    /// The deadline of every request, counted from the call (from the first poll of its
-    /// future for a call made off the runtime that connected): past it, the call fails with [`ErrorKind::Timeout`] (default [`DEFAULT_REQUEST_TIMEOUT`], 60 s; 1 ms
-    /// to [`MAX_TIMEOUT`](crate::MAX_TIMEOUT)). `None` turns it off: a call then waits as long as the session
-    /// lives, however long a server takes to answer. [`Client::with_request_timeout`] gives a
-    /// handle with another deadline.
+    /// The deadline of every request, counted from the call (from the first poll of its future for
+    /// a call made off the runtime that connected): past it, the call fails with
+    /// [`ErrorKind::Timeout`] (default [`DEFAULT_REQUEST_TIMEOUT`], 60 s; 1 ms to
+    /// [`MAX_TIMEOUT`](crate::MAX_TIMEOUT)). `None` turns it off: a call then waits as long as the
+    /// session lives, however long a server takes to answer. [`Client::with_request_timeout`] gives
+    /// a handle with another deadline.
     pub fn request_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
         self.request_timeout = timeout.into();
         self

@@ -30,11 +30,11 @@ pub(crate) const RULE: AheadRule = predecessor;
 
 /// A distributed mutual-exclusion lock on a ZooKeeper path.
 ///
-/// Each acquisition creates an ephemeral-sequential child carrying a fresh GUID and waits for
-/// the child just before it to go, watching it and the child before that one (whose deletion
-/// comes first, so the grant needs no listing of the queue); nobody else is woken. The handle is the owner: acquiring
-/// again through a handle that holds the lock succeeds at once and counts (as Curator's
-/// `InterProcessMutex` does per thread); the node is deleted when every guard is gone. To
+/// Each acquisition creates an ephemeral-sequential child carrying a fresh GUID and waits for the
+/// child just before it to go, watching it and the child before that one (whose deletion comes
+/// first, so the grant needs no listing of the queue); nobody else is woken. The handle is the
+/// owner: acquiring again through a handle that holds the lock succeeds at once and counts (as
+/// Curator's `InterProcessMutex` does per thread); the node is deleted when every guard is gone. To
 /// contend within one process, give each contender its own `Mutex`.
 ///
 /// ```

@@ -2,13 +2,13 @@
 //! (`_c_<uuid>-__READ__<seq>` and `_c_<uuid>-__WRIT__<seq>` under one path) or with kazoo's
 //! `ReadLock` and `WriteLock` (`<hex>__rlock__<seq>` and `<hex>__lock__<seq>`).
 //!
-//! A writer waits for the contender just before it, whatever its kind. A reader waits only
-//! for the nearest *lower* writer and watches that one (and, as every waiter does, the one it
-//! would wait for next: here the writer before it): Curator's reader watches the lowest
-//! writer, so one writer's release wakes readers queued behind any number of later writers. Only lower
-//! sequences count, so a writer queued after a reader never blocks it: kazoo 2.8's read lock
-//! waited for the highest writer, even one queued after it that waited for the reader
-//! (kazoo #649, both hung); kazoo 2.9 keeps only lower sequences, as here.
+//! A writer waits for the contender just before it, whatever its kind. A reader waits only for the
+//! nearest *lower* writer and watches that one (and, as every waiter does, the one it would wait
+//! for next: here the writer before it): Curator's reader watches the lowest writer, so one
+//! writer's release wakes readers queued behind any number of later writers. Only lower sequences
+//! count, so a writer queued after a reader never blocks it: kazoo 2.8's read lock waited for the
+//! highest writer, even one queued after it that waited for the reader (kazoo #649, both hung);
+//! kazoo 2.9 keeps only lower sequences, as here.
 //!
 //! Which layouts exclude which on one path: Curator's readers and writers exclude ours in
 //! Curator's layout; kazoo's `ReadLock` and `WriteLock` exclude ours in kazoo's layout (and a
