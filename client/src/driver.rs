@@ -16,7 +16,7 @@ use tracing::{debug, Instrument};
 use crate::connect_string::HostPort;
 use crate::home;
 use crate::metrics;
-use crate::queue::{Item, RequestQueue};
+use crate::queue::{Item, Lend, RequestQueue};
 use crate::session::{Action, Session};
 use crate::transport::{ConnectError, Connector, Reader, Stream, Writer};
 
@@ -82,6 +82,10 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connecto
     let timer = tokio::time::sleep(std::time::Duration::ZERO);
     tokio::pin!(timer);
     let mut armed: Option<Instant> = None;
+    // The connection is lent to callers until this turn ends (see `session::lend`).
+    let mut lent = false;
+    // Requests taken from the queue in the last turn.
+    let mut taken = 0;
 
     loop {
         let here = home::thread_token();
@@ -103,7 +107,8 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connecto
                 }
             }
         }
-        queue.release(session.take_completed());
+        let completed = session.take_completed();
+        queue.release(completed);
         if session.is_terminated() {
             break;
         }
@@ -114,6 +119,20 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connecto
                 timer.as_mut().reset(d.into());
             }
             armed = deadline;
+        }
+        // Callers that make several requests at a time (a turn took or answered more than one)
+        // are better served by the next turn writing them together than by writing one each.
+        let lendable = completed <= 1 && taken <= 1;
+        if let (true, Some(xid), Some(wire)) = (
+            lendable,
+            session.lendable_xid(),
+            writer.as_ref().and_then(Writer::wire),
+        ) {
+            lent = queue.lend(Lend {
+                wire: wire.clone(),
+                xid,
+                wakes_by: deadline,
+            });
         }
         let has_output = writer
             .as_ref()
@@ -133,6 +152,13 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connecto
             }
         };
         let now = tokio::time::Instant::now().into_std();
+        if lent {
+            // Before anything else, and above all before a reply that may answer it.
+            lent = false;
+            taken = take_requests(&queue, &mut session, &mut items, now);
+        } else {
+            taken = 0;
+        }
         match wake {
             Wake::Read(Ok(0)) => {
                 reader = None;
@@ -184,20 +210,7 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connecto
         // Take new requests every turn, not only when notified: under load the queue refills
         // while frames are being handled, and batching them into one write is what keeps
         // pipelining cheap.
-        let staged = queue.take_all(&mut items);
-        let mut offset = 0;
-        for item in items.drain(..) {
-            match item {
-                Item::Packet(p) => session.submit(p, now),
-                Item::Staged(s) => {
-                    let frame = staged.slice(offset..offset + s.len);
-                    offset += s.len;
-                    session.submit(s.into_packet(frame), now);
-                }
-                Item::Close(done) => session.close(done, now),
-                Item::ServerList(hosts) => session.update_hosts(hosts, now),
-            }
-        }
+        taken += take_requests(&queue, &mut session, &mut items, now);
         // Write what is ready now rather than on the next turn: one wake-up less per batch.
         if let Some(w) = writer.as_mut() {
             let out = session.output();
@@ -225,6 +238,33 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connecto
     close_on_drop.err = err;
     drop(close_on_drop);
     queue.release(session.take_completed());
+}
+
+/// Takes the connection back if it was lent, and hands every queued request to the session;
+/// returns how many there were.
+fn take_requests(
+    queue: &RequestQueue,
+    session: &mut Session,
+    items: &mut Vec<Item>,
+    now: Instant,
+) -> usize {
+    let staged = queue.take_all(items);
+    let taken = items.len();
+    let mut offset = 0;
+    for item in items.drain(..) {
+        match item {
+            Item::Packet(p) => session.submit(p, now),
+            Item::Staged(s) => {
+                let frame = staged.slice(offset..offset + s.len);
+                offset += s.len;
+                session.submit(s.into_packet(frame), now);
+            }
+            Item::Written(w) => session.submit_written(w),
+            Item::Close(done) => session.close(done, now),
+            Item::ServerList(hosts) => session.update_hosts(hosts, now),
+        }
+    }
+    taken
 }
 
 async fn read_some(reader: Option<&mut Reader>, buf: &mut BytesMut) -> io::Result<usize> {

@@ -121,3 +121,32 @@ impl Packet {
         let _ = self.reply.send(Err(err));
     }
 }
+
+/// A request a caller wrote to the connection itself, while the driver lent it (see `queue`):
+/// what the session must know to match its reply.
+pub(crate) struct Written {
+    /// The xid the lend gave it.
+    pub xid: i32,
+    pub opcode: OpCode,
+    pub watch: Option<WatchRegistration>,
+    pub reply: ReplyTx,
+    /// See [`Packet::deadline`].
+    pub deadline: Option<Instant>,
+    /// When the first byte was written: the lease runs from here.
+    pub sent: Instant,
+    /// The end of the frame the socket did not take at once; the session writes it before
+    /// anything else.
+    pub rest: Bytes,
+}
+
+impl std::fmt::Debug for Written {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Written")
+            .field("xid", &self.xid)
+            .field("opcode", &self.opcode)
+            .field("watch", &self.watch)
+            .field("deadline", &self.deadline)
+            .field("rest_len", &self.rest.len())
+            .finish()
+    }
+}

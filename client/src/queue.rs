@@ -6,6 +6,12 @@
 //! (queued here or in flight on the connection). A call that finds the queue full keeps its
 //! encoded request inside its own future until its ticket comes up. Capacity is returned when a
 //! request completes, so `limit` bounds the memory held for requests.
+//!
+//! Between its turns the session task may lend the idle connection here ([`Lend`], see
+//! `session::lend`). The next request admitted at call time then writes itself to the socket,
+//! under this queue's lock, so that call order stays wire order, and leaves a [`Item::Written`]
+//! for the session to match the reply with. A lend serves one request; anything queued first,
+//! and the session's next turn, take it back.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -20,7 +26,9 @@ use zookeeper_jute::OpCode;
 
 use crate::error::Error;
 use crate::home::SessionHome;
-use crate::packet::{Packet, PacketKind, ReplyTx, WatchRegistration};
+use crate::metrics;
+use crate::packet::{Packet, PacketKind, ReplyTx, WatchRegistration, Written};
+use crate::transport::Wire;
 
 /// What the session task takes from the queue.
 #[derive(Debug)]
@@ -34,6 +42,19 @@ pub(crate) enum Item {
     Close(Option<oneshot::Sender<()>>),
     /// Replace the server list (and rebalance).
     ServerList(Vec<crate::connect_string::HostPort>),
+    /// A request its caller wrote under a lend.
+    Written(Written),
+}
+
+/// The idle connection, lent by the session task until its next turn.
+#[derive(Debug)]
+pub(crate) struct Lend {
+    pub wire: Wire,
+    /// The xid of the request written under this lend.
+    pub xid: i32,
+    /// When the session task wakes next without being told: a request whose deadline comes
+    /// sooner tells it, or the deadline would be kept late.
+    pub wakes_by: Option<Instant>,
 }
 
 /// A request whose frame lives in the staging buffer.
@@ -88,6 +109,10 @@ struct Inner {
     waiters: BTreeMap<u64, Waker>,
     /// Set once the session has ended: every later request fails with this.
     closed: Option<Error>,
+    /// The connection, while the session task lends it.
+    lend: Option<Lend>,
+    /// The session task was woken for `items` and has not taken them yet.
+    told: bool,
 }
 
 impl std::fmt::Debug for Inner {
@@ -99,6 +124,7 @@ impl std::fmt::Debug for Inner {
             .field("outstanding", &self.outstanding)
             .field("limit", &self.limit)
             .field("closed", &self.closed)
+            .field("lent", &self.lend.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -133,6 +159,8 @@ impl RequestQueue {
                 abandoned: BTreeSet::new(),
                 waiters: BTreeMap::new(),
                 closed: None,
+                lend: None,
+                told: false,
             }),
             notify: Notify::new(),
             home: SessionHome::current(),
@@ -165,17 +193,25 @@ impl RequestQueue {
             let len = inner.staging.len() - start;
             debug_assert_eq!(len, request.len);
             let was_empty = inner.items.is_empty();
-            inner.items.push(Item::Staged(Staged {
+            let staged = Staged {
                 len,
                 opcode: request.opcode,
                 kind: request.kind,
                 watch: request.watch,
                 reply: request.reply,
                 deadline: request.deadline,
-            }));
-            if was_empty {
-                self.notify.notify_one();
-            }
+            };
+            let lend = inner.lend.take();
+            let usable = was_empty && matches!(staged.kind, PacketKind::Request);
+            let staged = match lend.filter(|_| usable) {
+                Some(lend) => match self.write_lent(&mut inner, lend, start, staged) {
+                    None => return Admission::Admitted,
+                    Some(unwritten) => unwritten,
+                },
+                None => staged,
+            };
+            inner.items.push(Item::Staged(staged));
+            self.tell(&mut inner);
             return Admission::Admitted;
         }
         drop(inner);
@@ -189,6 +225,64 @@ impl RequestQueue {
             reply: request.reply,
             deadline: request.deadline,
         })
+    }
+
+    /// Writes the request encoded at `staging[start..]` to the lent connection. Whatever the
+    /// socket did not take goes to the session with it; when it took nothing, or failed (the
+    /// session meets that failure on its own), the request is handed back to be queued.
+    fn write_lent(
+        &self,
+        inner: &mut Inner,
+        lend: Lend,
+        start: usize,
+        request: Staged,
+    ) -> Option<Staged> {
+        inner.staging[start + 4..start + 8].copy_from_slice(&lend.xid.to_be_bytes());
+        let sent = tokio::time::Instant::now().into_std();
+        let written = match lend.wire.try_write(&inner.staging[start..]) {
+            Ok(n) if n > 0 => n,
+            _ => return Some(request),
+        };
+        metrics::bytes_sent(written);
+        let rest = Bytes::copy_from_slice(&inner.staging[start + written..]);
+        inner.staging.truncate(start);
+        let tell = !rest.is_empty()
+            || request
+                .deadline
+                .is_some_and(|d| lend.wakes_by.map_or(true, |w| d < w));
+        inner.items.push(Item::Written(Written {
+            xid: lend.xid,
+            opcode: request.opcode,
+            watch: request.watch,
+            reply: request.reply,
+            deadline: request.deadline,
+            sent,
+            rest,
+        }));
+        if tell {
+            self.tell(inner);
+        }
+        None
+    }
+
+    /// Wakes the session task for what was just queued, unless it was woken since it last
+    /// took the queue. (A request written under a lend may be queued without waking it.)
+    fn tell(&self, inner: &mut Inner) {
+        if !inner.told {
+            inner.told = true;
+            self.notify.notify_one();
+        }
+    }
+
+    /// Lends the connection until the session task's next turn, unless something is queued
+    /// already (session task). Returns whether it was lent.
+    pub fn lend(&self, lend: Lend) -> bool {
+        let mut inner = self.lock();
+        if inner.closed.is_some() || !inner.items.is_empty() {
+            return false;
+        }
+        inner.lend = Some(lend);
+        true
     }
 
     /// Queues an encoded request at call time, or hands back a ticket to wait with.
@@ -216,11 +310,8 @@ impl RequestQueue {
 
     fn admit(&self, inner: &mut Inner, packet: Packet) {
         inner.outstanding += 1;
-        let was_empty = inner.items.is_empty();
         inner.items.push(Item::Packet(packet));
-        if was_empty {
-            self.notify.notify_one();
-        }
+        self.tell(inner);
     }
 
     /// Queues a close request; it is not subject to the limit.
@@ -232,11 +323,8 @@ impl RequestQueue {
             }
             return;
         }
-        let was_empty = inner.items.is_empty();
         inner.items.push(Item::Close(done));
-        if was_empty {
-            self.notify.notify_one();
-        }
+        self.tell(&mut inner);
     }
 
     /// Asks the session to replace its server list.
@@ -245,16 +333,16 @@ impl RequestQueue {
         if inner.closed.is_some() {
             return;
         }
-        let was_empty = inner.items.is_empty();
         inner.items.push(Item::ServerList(hosts));
-        if was_empty {
-            self.notify.notify_one();
-        }
+        self.tell(&mut inner);
     }
 
-    /// Moves every queued item into `out` (session task), and returns the staged frames.
+    /// Takes back the lent connection and moves every queued item into `out` (session task),
+    /// and returns the staged frames.
     pub fn take_all(&self, out: &mut Vec<Item>) -> Bytes {
         let mut inner = self.lock();
+        inner.lend = None;
+        inner.told = false;
         if out.is_empty() {
             std::mem::swap(&mut inner.items, out);
         } else {
@@ -283,6 +371,7 @@ impl RequestQueue {
     pub fn close(&self, err: Error) {
         let mut inner = self.lock();
         inner.closed = Some(err.clone());
+        inner.lend = None;
         let items = std::mem::take(&mut inner.items);
         inner.staging.clear();
         let waiters = std::mem::take(&mut inner.waiters);
@@ -292,6 +381,9 @@ impl RequestQueue {
                 Item::Packet(p) => p.fail(err.clone()),
                 Item::Staged(s) => {
                     let _ = s.reply.send(Err(err.clone()));
+                }
+                Item::Written(w) => {
+                    let _ = w.reply.send(Err(err.clone()));
                 }
                 Item::Close(Some(done)) => {
                     let _ = done.send(());
@@ -408,7 +500,7 @@ mod tests {
             .map(|i| match i {
                 Item::Packet(p) => p.frame[0],
                 Item::Staged(_) => 255,
-                Item::Close(_) | Item::ServerList(_) => 0,
+                Item::Close(_) | Item::ServerList(_) | Item::Written(_) => 0,
             })
             .collect()
     }
@@ -524,5 +616,159 @@ mod tests {
         let frames = q.take_all(&mut items);
         assert!(frames.is_empty());
         assert!(matches!(&items[..], [Item::Packet(p)] if p.frame[..] == [3, 3, 3]));
+    }
+
+    /// A loopback connection: the client's write half, as the driver lends it, and the
+    /// server's end.
+    async fn wire() -> (Wire, tokio::net::TcpStream) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = tokio::net::TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        let (_, write) = client.into_split();
+        (Arc::new(write), server)
+    }
+
+    /// A request whose frame is `len` bytes: the length prefix, a zero xid, then `tag`s.
+    fn framed(
+        len: usize,
+        tag: u8,
+        deadline: Option<Instant>,
+    ) -> (Request<impl FnOnce(&mut BytesMut)>, ReplyRx) {
+        let (tx, rx) = oneshot::channel();
+        let encode = move |buf: &mut BytesMut| {
+            buf.extend_from_slice(&(len as i32 - 4).to_be_bytes());
+            buf.extend_from_slice(&[0; 4]);
+            buf.resize(buf.len() + len - 8, tag);
+        };
+        let request = Request {
+            len,
+            encode,
+            opcode: OpCode::GetData,
+            kind: PacketKind::Request,
+            watch: None,
+            reply: tx,
+            deadline,
+        };
+        (request, rx)
+    }
+
+    fn lend_of(wire: &Wire, xid: i32, wakes_by: Option<Instant>) -> Lend {
+        Lend {
+            wire: wire.clone(),
+            xid,
+            wakes_by,
+        }
+    }
+
+    /// Whether the session task would wake now (taking the wake-up).
+    fn woken(q: &RequestQueue) -> bool {
+        let notified = std::pin::pin!(q.notify.notified());
+        let waker = Waker::from(Arc::new(NoopWake));
+        notified.poll(&mut Context::from_waker(&waker)).is_ready()
+    }
+
+    /// The first request after a lend writes itself with the lend's xid and wakes nobody; the
+    /// next one queues and wakes the session, which finds them in call order.
+    #[tokio::test]
+    async fn a_lend_serves_one_request_which_writes_itself_with_the_lends_xid() {
+        use tokio::io::AsyncReadExt;
+        let (wire, mut server) = wire().await;
+        let q = RequestQueue::new(8);
+        assert!(q.lend(lend_of(&wire, 7, None)));
+        let (a, _ra) = framed(16, 1, None);
+        assert!(matches!(q.submit_request(a), Admission::Admitted));
+        assert!(!woken(&q), "a written request needs no turn of the session");
+        let (b, _rb) = framed(16, 2, None);
+        assert!(matches!(q.submit_request(b), Admission::Admitted));
+        assert!(woken(&q), "a queued one does, even behind a written one");
+
+        let mut frame = [0; 16];
+        server.read_exact(&mut frame).await.unwrap();
+        assert_eq!(frame[..4], 12i32.to_be_bytes());
+        assert_eq!(frame[4..8], 7i32.to_be_bytes());
+        assert_eq!(frame[8..], [1; 8]);
+
+        let mut items = Vec::new();
+        let staged = q.take_all(&mut items);
+        assert!(matches!(
+            &items[..],
+            [Item::Written(w), Item::Staged(s)] if w.xid == 7 && w.rest.is_empty() && s.len == 16
+        ));
+        assert_eq!(staged[8..], [2; 8]);
+        assert_eq!(q.outstanding(), 2);
+
+        // Nothing is lent over queued work, and a closed queue fails what was written.
+        items.clear();
+        q.push_server_list(Vec::new());
+        assert!(!q.lend(lend_of(&wire, 8, None)));
+        q.take_all(&mut items);
+        assert!(q.lend(lend_of(&wire, 8, None)));
+        let (c, mut rc) = framed(16, 3, None);
+        assert!(matches!(q.submit_request(c), Admission::Admitted));
+        q.close(ErrorKind::SessionExpired.into());
+        assert_eq!(
+            rc.try_recv().unwrap().unwrap_err(),
+            ErrorKind::SessionExpired
+        );
+    }
+
+    /// A frame larger than the socket takes at once leaves the rest to the session, and wakes
+    /// it to write it; a full socket makes the next lent request queue instead.
+    #[tokio::test]
+    async fn what_the_socket_does_not_take_goes_to_the_session() {
+        let (wire, _server) = wire().await;
+        let q = RequestQueue::new(8);
+        let len = 32 << 20;
+        assert!(q.lend(lend_of(&wire, 3, None)));
+        let (big, _rbig) = framed(len, 9, None);
+        assert!(matches!(q.submit_request(big), Admission::Admitted));
+        assert!(woken(&q));
+        let mut items = Vec::new();
+        q.take_all(&mut items);
+        let [Item::Written(w)] = &items[..] else {
+            panic!("{items:?}")
+        };
+        assert!(
+            !w.rest.is_empty() && w.rest.len() < len - 8,
+            "{}",
+            w.rest.len()
+        );
+        assert!(w.rest.iter().all(|&b| b == 9));
+
+        // The peer reads nothing: once full, the socket takes no byte of the next request.
+        while wire.try_write(&[0; 64 * 1024]).is_ok() {}
+        items.clear();
+        assert!(q.lend(lend_of(&wire, 4, None)));
+        let (small, _rsmall) = framed(16, 5, None);
+        assert!(matches!(q.submit_request(small), Admission::Admitted));
+        assert!(woken(&q));
+        let staged = q.take_all(&mut items);
+        assert!(matches!(&items[..], [Item::Staged(s)] if s.len == 16));
+        assert_eq!(staged[8..], [5; 8]);
+    }
+
+    /// The session keeps the deadlines of requests made on its runtime: a written request
+    /// whose deadline comes before the session would wake on its own wakes it.
+    #[tokio::test]
+    async fn a_deadline_before_the_sessions_next_wake_wakes_it() {
+        let (wire, _server) = wire().await;
+        let q = RequestQueue::new(8);
+        let now = Instant::now();
+        let wakes_by = now + std::time::Duration::from_secs(10);
+        let mut items = Vec::new();
+        for (deadline, wakes) in [
+            (None, false),
+            (Some(wakes_by + std::time::Duration::from_secs(1)), false),
+            (Some(now), true),
+        ] {
+            assert!(q.lend(lend_of(&wire, 1, Some(wakes_by))));
+            let (r, _rx) = framed(16, 1, deadline);
+            assert!(matches!(q.submit_request(r), Admission::Admitted));
+            assert_eq!(woken(&q), wakes, "deadline {deadline:?}");
+            q.take_all(&mut items);
+            items.clear();
+        }
     }
 }

@@ -2,14 +2,16 @@
 //!
 //! The driver holds a [`Reader`] and a [`Writer`] and never looks inside. The TCP variants are
 //! the socket's own halves (`into_split`, `try_write`): the plain path costs what it cost before
-//! TLS existed. The TLS variants split one `tokio-rustls` stream; a write is complete only once
+//! TLS existed. The TCP write half is shared ([`Wire`]) so that the driver can lend it to a
+//! caller while the connection is idle (see `queue`). The TLS variants split one `tokio-rustls` stream; a write is complete only once
 //! rustls has handed every record to the socket, so [`Writer::has_unflushed`] keeps the driver
 //! writing until then.
 
 use std::future::Future;
 use std::io;
+use std::sync::Arc;
 
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
@@ -48,9 +50,13 @@ pub(crate) enum Reader {
     Tls(crate::tls::TlsReader),
 }
 
+/// The write half of a plain TCP connection, shared by the driver and, while lent, the caller
+/// that writes a request itself. Writes through it never wait (`try_write`).
+pub(crate) type Wire = Arc<OwnedWriteHalf>;
+
 /// The sending half of a connection.
 pub(crate) enum Writer {
-    Tcp(OwnedWriteHalf),
+    Tcp(Wire),
     #[cfg(feature = "tls")]
     Tls(crate::tls::TlsWriter),
 }
@@ -126,7 +132,7 @@ impl Stream {
             Stream::Tcp(stream) => {
                 let _ = stream.set_nodelay(true);
                 let (r, w) = stream.into_split();
-                (Reader::Tcp(r), Writer::Tcp(w))
+                (Reader::Tcp(r), Writer::Tcp(Arc::new(w)))
             }
             #[cfg(feature = "tls")]
             Stream::Tls(session) => {
@@ -162,9 +168,29 @@ impl Writer {
     /// Writes some of `out` (advancing it) once the connection can take it.
     pub(crate) async fn write_buf(&mut self, out: &mut BytesMut) -> io::Result<usize> {
         match self {
-            Writer::Tcp(w) => w.write_buf(out).await,
+            Writer::Tcp(w) => loop {
+                w.writable().await?;
+                match w.try_write(out) {
+                    Ok(n) => {
+                        out.advance(n);
+                        return Ok(n);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                    Err(e) => return Err(e),
+                }
+            },
             #[cfg(feature = "tls")]
             Writer::Tls(w) => w.write_buf(out).await,
+        }
+    }
+
+    /// The half a caller may write to while the driver lends it: plain TCP only, since a TLS
+    /// record layer has state of its own.
+    pub(crate) fn wire(&self) -> Option<&Wire> {
+        match self {
+            Writer::Tcp(w) => Some(w),
+            #[cfg(feature = "tls")]
+            Writer::Tls(_) => None,
         }
     }
 

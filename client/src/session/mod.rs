@@ -17,6 +17,7 @@ mod handshake;
 pub(crate) mod hosts;
 mod learn;
 mod lease;
+mod lend;
 mod lifecycle;
 pub(crate) mod pending;
 mod rebalance;

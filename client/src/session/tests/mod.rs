@@ -3,6 +3,7 @@
 mod catch_up_model;
 mod deadlines;
 mod lease;
+mod lend;
 mod persistent;
 mod read_only;
 mod rebalance;

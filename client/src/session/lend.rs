@@ -1,0 +1,63 @@
+//! Lending the idle connection to callers.
+//!
+//! A request made while nothing is in flight would otherwise cost a turn of the session task
+//! before it is written: a wake-up, and on a multi-thread runtime often a parked worker woken
+//! for it. Instead the driver lends the connection between its turns, with the next xid, and
+//! the first caller writes its request itself (see `queue`). The machine stays the one owner
+//! of protocol state: it says when a lend is safe and which xid it carries, and takes the
+//! request back as [`Written`] at the start of its next turn, before it reads any reply.
+
+use tracing::debug;
+
+use super::pending::Pending;
+use super::{Phase, Session};
+use crate::packet::Written;
+
+impl Session {
+    /// The xid a caller may write its request with now, if the connection may be lent: an
+    /// established connection with nothing in flight, nothing to write and nothing held back.
+    pub fn lendable_xid(&self) -> Option<i32> {
+        let idle = self.phase == Phase::Connected
+            && !self.sasl_in_progress()
+            && self.moving_to.is_none()
+            && self.pending.is_empty()
+            && self.unsent.is_empty()
+            && self.out.is_empty();
+        idle.then_some(self.next_xid)
+    }
+
+    /// A request written by a caller under the lend that carried `written.xid`, taken before
+    /// any reply that may answer it.
+    pub fn submit_written(&mut self, written: Written) {
+        let Written {
+            xid,
+            opcode,
+            watch,
+            reply,
+            deadline,
+            sent,
+            rest,
+        } = written;
+        self.in_flight.taken();
+        // Lends are single-use and taken back before the machine acts again, so the xid is
+        // the next one; anything else is a broken invariant, not a server's doing.
+        debug_assert_eq!(xid, self.next_xid);
+        self.next_xid();
+        // Nothing else was queued for the connection when it was lent.
+        self.out.extend_from_slice(&rest);
+        debug!(xid, ?opcode, "request sent by its caller");
+        if let Some(deadline) = deadline {
+            self.follow_deadline(deadline);
+        }
+        self.pending.push(
+            Pending::User {
+                xid,
+                reply: Some(reply),
+                watch,
+                deadline,
+            },
+            sent,
+        );
+        self.last_send = self.last_send.max(sent);
+    }
+}

@@ -1,0 +1,107 @@
+//! Lending the idle connection: when the machine offers it, and how it takes back a request
+//! its caller wrote.
+
+use super::*;
+use crate::packet::Written;
+
+const MS: Duration = Duration::from_millis(1);
+
+/// What a caller leaves after writing a `getData` under the lend that gave it `xid`.
+fn written(xid: i32, sent: Instant, rest: &'static [u8]) -> (Written, ReplyRx) {
+    let (reply, rx) = oneshot::channel();
+    let written = Written {
+        xid,
+        opcode: OpCode::GetData,
+        watch: None,
+        reply,
+        deadline: None,
+        sent,
+        rest: Bytes::from_static(rest),
+    };
+    (written, rx)
+}
+
+#[test]
+fn the_connection_is_lent_only_while_nothing_is_in_flight_or_waiting() {
+    let mut h = Harness::new(config(1));
+    assert_eq!(h.s.lendable_xid(), None, "no connection");
+    h.open_connection();
+    assert_eq!(h.s.lendable_xid(), None, "handshake under way");
+    h.answer_handshake(0x42, 3000, false);
+    assert_eq!(h.s.lendable_xid(), Some(1));
+
+    let mut a = h.get_data("/a");
+    assert_eq!(h.s.lendable_xid(), None, "a frame waits to be written");
+    h.xids();
+    assert_eq!(h.s.lendable_xid(), None, "a reply is awaited");
+    h.reply(1, 5, ErrorCode::Ok, &[]);
+    assert!(result(&mut a).is_some());
+    assert_eq!(h.s.lendable_xid(), Some(2));
+
+    // A ping written but not yet flushed: the connection has output of its own.
+    h.advance(T / 3);
+    assert_eq!(h.s.lendable_xid(), None);
+    h.sent();
+    assert_eq!(
+        h.s.lendable_xid(),
+        Some(2),
+        "a ping takes no xid of the sequence"
+    );
+
+    h.s.on_disconnected(h.now, "reset");
+    assert_eq!(h.s.lendable_xid(), None, "disconnected");
+}
+
+#[test]
+fn a_request_its_caller_wrote_is_answered_and_the_next_xid_follows_it() {
+    let mut h = connected();
+    let xid = h.s.lendable_xid().unwrap();
+    let sent = h.now;
+    let (w, mut rx) = written(xid, sent, b"");
+    h.s.submit_written(w);
+    assert!(h.sent().is_empty(), "the caller wrote it: nothing to write");
+    assert_eq!(h.s.lendable_xid(), None, "its reply is awaited");
+
+    h.now += 700 * MS;
+    h.reply(xid, 9, ErrorCode::Ok, &[]);
+    assert_eq!(result(&mut rx), Some(Ok(())));
+    assert_eq!(
+        h.s.lease_deadline(),
+        Some(sent + T),
+        "its reply vouches from when the caller wrote it"
+    );
+
+    let _b = h.get_data("/b");
+    assert_eq!(h.xids(), vec![(xid + 1, OpCode::GetData)]);
+}
+
+/// The socket took only the start of the frame: the machine writes the rest before anything
+/// else, so the frames that follow stay whole.
+#[test]
+fn the_rest_of_a_partly_written_frame_goes_out_first() {
+    let mut h = connected();
+    let xid = h.s.lendable_xid().unwrap();
+    let (w, mut rx) = written(xid, h.now, b"tail");
+    h.s.submit_written(w);
+    let _b = h.get_data("/b");
+    let out = h.s.output().split();
+    assert_eq!(&out[..4], b"tail");
+    h.reply(xid, 9, ErrorCode::Ok, &[]);
+    assert_eq!(result(&mut rx), Some(Ok(())));
+}
+
+/// A reply the caller no longer waits for still has its place in the order.
+#[test]
+fn a_written_request_whose_caller_left_still_matches_its_reply() {
+    let mut h = connected();
+    let xid = h.s.lendable_xid().unwrap();
+    let (w, rx) = written(xid, h.now, b"");
+    drop(rx);
+    h.s.submit_written(w);
+    let mut b = h.get_data("/b");
+    h.xids();
+    h.reply(xid, 9, ErrorCode::Ok, &[]);
+    h.reply(xid + 1, 10, ErrorCode::Ok, &[]);
+    assert_eq!(result(&mut b), Some(Ok(())));
+    assert_eq!(h.state(), SessionState::Connected);
+}
