@@ -89,3 +89,64 @@ fn callers_on_and_off_the_runtime_each_get_their_own_replies() {
     });
     assert!(left.is_err(), "the connection broke: {left:?}");
 }
+
+fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The session's runtime stands still (a current-thread runtime nobody drives, as in a paused
+/// process) while a thread elsewhere calls. The connection was idle, so the call writes itself:
+/// the server applies it although the session task never ran. Nobody reads the reply, so the
+/// call ends at its own deadline; once the runtime runs again, the late reply is matched and
+/// dropped, and the session goes on without a disconnection.
+#[test]
+fn a_call_writes_itself_while_the_sessions_runtime_stands_still() {
+    let home = current_thread();
+    let connect = common::connect_string("callers_paused_home");
+    let client = home
+        .block_on(Client::connect(&connect))
+        .unwrap()
+        .with_request_timeout(Some(Duration::from_millis(300)));
+    home.block_on(async {
+        let create = client.create("/n", b"before", &CreateOptions::persistent());
+        common::within("create", create).await.unwrap();
+    });
+    let mut changes = client.state_changes();
+
+    let elsewhere = client.clone();
+    let outcome = std::thread::spawn(move || {
+        current_thread().block_on(async {
+            tokio::time::timeout(common::WAIT, elsewhere.set_data("/n", b"after", None)).await
+        })
+    })
+    .join()
+    .unwrap();
+    let err = outcome.expect("the call ended").unwrap_err();
+    assert_eq!(err.kind().clone(), zookeeper_tokio::ErrorKind::Timeout);
+
+    // Another session sees the write the stalled one's caller made.
+    let seen = std::thread::spawn(move || {
+        current_thread().block_on(async {
+            let observer = Client::connect(&connect).await.unwrap();
+            let data = common::within("read", observer.get_data("/n")).await;
+            observer.close().await;
+            data.unwrap().0
+        })
+    })
+    .join()
+    .unwrap();
+    assert_eq!(&seen[..], b"after");
+
+    let (data, _) = home
+        .block_on(common::within("read", client.get_data("/n")))
+        .unwrap();
+    assert_eq!(&data[..], b"after");
+    let left = home.block_on(async {
+        let left = changes.wait_for(|s| s != SessionState::Connected);
+        tokio::time::timeout(Duration::ZERO, left).await
+    });
+    assert!(left.is_err(), "the connection broke: {left:?}");
+}
