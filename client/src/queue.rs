@@ -619,10 +619,18 @@ mod tests {
     }
 
     /// A loopback connection: the client's write half, as the driver lends it, and the
-    /// server's end.
+    /// server's end. Both buffers are small, so that what a peer that reads nothing lets the
+    /// socket take does not depend on the machine's TCP settings.
     async fn wire() -> (Wire, tokio::net::TcpStream) {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let client = tokio::net::TcpStream::connect(listener.local_addr().unwrap())
+        let small = 64 * 1024;
+        let listening = tokio::net::TcpSocket::new_v4().unwrap();
+        listening.set_recv_buffer_size(small).unwrap();
+        listening.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let listener = listening.listen(1).unwrap();
+        let connecting = tokio::net::TcpSocket::new_v4().unwrap();
+        connecting.set_send_buffer_size(small).unwrap();
+        let client = connecting
+            .connect(listener.local_addr().unwrap())
             .await
             .unwrap();
         let (server, _) = listener.accept().await.unwrap();
