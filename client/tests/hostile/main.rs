@@ -16,3 +16,4 @@ mod runtimes;
 mod server;
 mod silence;
 mod storm;
+mod wire_order;
