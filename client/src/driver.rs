@@ -122,17 +122,17 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connecto
         }
         // Callers that make several requests at a time (a turn took or answered more than one)
         // are better served by the next turn writing them together than by writing one each.
-        let lendable = completed <= 1 && taken <= 1;
-        if let (true, Some(xid), Some(wire)) = (
-            lendable,
-            session.lendable_xid(),
-            writer.as_ref().and_then(Writer::wire),
-        ) {
-            lent = queue.lend(Lend {
-                wire: wire.clone(),
-                xid,
-                wakes_by: deadline,
-            });
+        if completed <= 1 && taken <= 1 {
+            if let (Some(xid), Some(wire)) = (
+                session.lendable_xid(),
+                writer.as_ref().and_then(Writer::wire),
+            ) {
+                lent = queue.lend(Lend {
+                    wire: wire.clone(),
+                    xid,
+                    wakes_by: deadline,
+                });
+            }
         }
         let has_output = writer
             .as_ref()

@@ -379,11 +379,8 @@ impl RequestQueue {
         for item in items {
             match item {
                 Item::Packet(p) => p.fail(err.clone()),
-                Item::Staged(s) => {
-                    let _ = s.reply.send(Err(err.clone()));
-                }
-                Item::Written(w) => {
-                    let _ = w.reply.send(Err(err.clone()));
+                Item::Staged(Staged { reply, .. }) | Item::Written(Written { reply, .. }) => {
+                    let _ = reply.send(Err(err.clone()));
                 }
                 Item::Close(Some(done)) => {
                     let _ = done.send(());

@@ -9,7 +9,6 @@
 
 use tracing::debug;
 
-use super::pending::Pending;
 use super::{Phase, Session};
 use crate::packet::Written;
 
@@ -49,15 +48,7 @@ impl Session {
         if let Some(deadline) = deadline {
             self.follow_deadline(deadline);
         }
-        self.pending.push(
-            Pending::User {
-                xid,
-                reply: Some(reply),
-                watch,
-                deadline,
-            },
-            sent,
-        );
+        self.pending.push_user(xid, reply, watch, deadline, sent);
         self.last_send = self.last_send.max(sent);
     }
 }

@@ -663,15 +663,7 @@ impl Session {
                 self.out.extend_from_slice(&frame);
                 self.out[start + 4..start + 8].copy_from_slice(&xid.to_be_bytes());
                 debug!(xid, ?opcode, "request sent");
-                self.pending.push(
-                    Pending::User {
-                        xid,
-                        reply: Some(reply),
-                        watch,
-                        deadline,
-                    },
-                    now,
-                );
+                self.pending.push_user(xid, reply, watch, deadline, now);
             }
             PacketKind::Auth { scheme, auth } => {
                 self.out.extend_from_slice(&frame);
