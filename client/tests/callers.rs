@@ -36,11 +36,7 @@ async fn read_own_node_unbounded(client: Client, id: usize) {
 
 #[test]
 fn callers_on_and_off_the_runtime_each_get_their_own_replies() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::multi_thread();
     let client = runtime.block_on(common::client("callers_everywhere"));
     let mut changes = client.state_changes();
     runtime.block_on(async {
@@ -63,11 +59,7 @@ fn callers_on_and_off_the_runtime_each_get_their_own_replies() {
     for id in 4..6 {
         let client = client.clone();
         threads.push(std::thread::spawn(move || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap()
-                .block_on(read_own_node(client, id))
+            common::current_thread().block_on(read_own_node(client, id))
         }));
     }
     let on_workers: Vec<_> = (6..10)
@@ -90,13 +82,6 @@ fn callers_on_and_off_the_runtime_each_get_their_own_replies() {
     assert!(left.is_err(), "the connection broke: {left:?}");
 }
 
-fn current_thread() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 /// The session's runtime stands still (a current-thread runtime nobody drives, as in a paused
 /// process) while a thread elsewhere calls. The connection was idle, so the call writes itself:
 /// the server applies it although the session task never ran. Nobody reads the reply, so the
@@ -104,7 +89,7 @@ fn current_thread() -> tokio::runtime::Runtime {
 /// dropped, and the session goes on without a disconnection.
 #[test]
 fn a_call_writes_itself_while_the_sessions_runtime_stands_still() {
-    let home = current_thread();
+    let home = common::current_thread();
     let connect = common::connect_string("callers_paused_home");
     let client = home
         .block_on(Client::connect(&connect))
@@ -118,7 +103,7 @@ fn a_call_writes_itself_while_the_sessions_runtime_stands_still() {
 
     let elsewhere = client.clone();
     let outcome = std::thread::spawn(move || {
-        current_thread().block_on(async {
+        common::current_thread().block_on(async {
             tokio::time::timeout(common::WAIT, elsewhere.set_data("/n", b"after", None)).await
         })
     })
@@ -129,7 +114,7 @@ fn a_call_writes_itself_while_the_sessions_runtime_stands_still() {
 
     // Another session sees the write the stalled one's caller made.
     let seen = std::thread::spawn(move || {
-        current_thread().block_on(async {
+        common::current_thread().block_on(async {
             let observer = Client::connect(&connect).await.unwrap();
             let data = common::within("read", observer.get_data("/n")).await;
             observer.close().await;

@@ -47,6 +47,23 @@ pub fn connect_string(test: &str) -> String {
     server.connect_string_with_chroot(&chroot)
 }
 
+/// A current-thread runtime with I/O and time: one a thread of the test drives itself.
+pub fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A 2-worker multi-thread runtime with I/O and time, the shape most services run on.
+pub fn multi_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 /// Awaits `f` for at most [`WAIT`], failing the test otherwise.
 pub async fn within<T>(what: &str, f: impl Future<Output = T>) -> T {
     match tokio::time::timeout(WAIT, f).await {

@@ -5,10 +5,10 @@
 
 use std::time::{Duration, Instant};
 
-use tokio::runtime::{Builder, Runtime};
+use tokio::runtime::Runtime;
 use zookeeper_tokio::{Client, ErrorKind};
 
-use crate::common::SCHEDULING_SLACK;
+use crate::common::{current_thread, multi_thread, SCHEDULING_SLACK};
 use crate::server::FakeServer;
 
 /// A session timeout so long that no ping or read timeout comes near the request deadline.
@@ -25,10 +25,6 @@ fn never_answers() -> FakeServer {
             while peer.next_request().await.is_some() {}
         }
     })
-}
-
-fn current_thread() -> Runtime {
-    Builder::new_current_thread().enable_all().build().unwrap()
 }
 
 fn connect_on(runtime: &Runtime, server: &FakeServer) -> Client {
@@ -93,11 +89,7 @@ fn a_call_on_another_thread_ends_while_the_sessions_runtime_stands_still() {
 #[test]
 fn calls_on_and_off_a_multi_thread_runtime_end_at_their_deadline() {
     let server = never_answers();
-    let home = Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let home = multi_thread();
     let client = connect_on(&home, &server);
     assert_times_out_on(&home, &client);
 

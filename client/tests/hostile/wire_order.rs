@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use zookeeper_tokio::{Client, ErrorKind};
 
-use crate::common::within;
+use crate::common::{current_thread, multi_thread, within};
 use crate::server::FakeServer;
 
 /// Connections cut after this many requests; the ones after serve for good.
@@ -51,11 +51,7 @@ fn xids_stay_in_order_on_every_connection_while_callers_race_the_session() {
         })
     };
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = multi_thread();
     let client = runtime
         .block_on(within("connect", Client::connect(&server.connect_string())))
         .unwrap();
@@ -73,11 +69,7 @@ fn xids_stay_in_order_on_every_connection_while_callers_race_the_session() {
     for _ in 0..3 {
         let client = client.clone();
         threads.push(std::thread::spawn(move || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap()
-                .block_on(call_repeatedly(client))
+            current_thread().block_on(call_repeatedly(client))
         }));
     }
     let on_workers: Vec<_> = (0..3)
