@@ -351,10 +351,10 @@ impl RequestQueue {
         if inner.staging.is_empty() {
             return Bytes::new();
         }
-        let staged = inner.staging.split().freeze();
-        // Reclaims the buffer once the session task has dropped the previous batch.
-        inner.staging.reserve(64 * 1024);
-        staged
+        // No reserve here: the batch just split off still shares the buffer, so reserving now
+        // would allocate a new one on every turn. The next request's own reserve reclaims the
+        // buffer in place once the session task has dropped this batch.
+        inner.staging.split().freeze()
     }
 
     /// Returns capacity for `n` completed requests (session task).
@@ -613,6 +613,34 @@ mod tests {
         let frames = q.take_all(&mut items);
         assert!(frames.is_empty());
         assert!(matches!(&items[..], [Item::Packet(p)] if p.frame[..] == [3, 3, 3]));
+    }
+
+    /// Taking a batch must not make the next request's encoding allocate a new buffer: the
+    /// batch's frames live only until the session task has copied them to its output.
+    #[test]
+    fn the_staging_buffer_is_reused_once_the_session_dropped_its_batch() {
+        let q = RequestQueue::new(8);
+        let mut items = Vec::new();
+        let (a, _ra) = framed(64, 1, None);
+        q.submit_request(a);
+        let first = q.take_all(&mut items);
+        let start = first.as_ptr() as usize;
+        let buffer = start..start + 64 * 1024;
+        drop(first);
+        items.clear();
+        q.release(1);
+        // Past the buffer's end several times over, so that it is also reclaimed in place.
+        for round in 0..4096 {
+            let (next, _rx) = framed(64, 2, None);
+            q.submit_request(next);
+            let batch = q.take_all(&mut items);
+            items.clear();
+            q.release(1);
+            assert!(
+                buffer.contains(&(batch.as_ptr() as usize)),
+                "round {round}: a new buffer was allocated"
+            );
+        }
     }
 
     /// A loopback connection: the client's write half, as the driver lends it, and the
