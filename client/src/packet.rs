@@ -20,8 +20,23 @@ pub(crate) struct RawReply {
     /// The reply header's zxid.
     #[allow(dead_code)]
     pub zxid: i64,
-    /// The response record, a slice of the received frame.
+    /// The response record, a slice of the session's read buffer: bytes of it that outlive the
+    /// decoding go through [`detach`].
     pub body: Bytes,
+}
+
+/// Node data up to this size is copied out of a reply; larger data stays a slice of it.
+const DETACH_MAX: usize = 4096;
+
+/// Bytes of a reply that the caller keeps (node data, a session password). A reply is a slice
+/// of the session's read buffer, which a kept slice would hold whole (64 KiB for a few bytes),
+/// so small ones get their own copy. Large ones take most of the buffer they were read into.
+pub(crate) fn detach(bytes: Bytes) -> Bytes {
+    if bytes.len() <= DETACH_MAX {
+        Bytes::copy_from_slice(&bytes)
+    } else {
+        bytes
+    }
 }
 
 pub(crate) type ReplyTx = oneshot::Sender<Result<RawReply>>;

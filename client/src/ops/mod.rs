@@ -12,6 +12,8 @@ mod session;
 mod watch;
 
 pub use multi::{MultiOp, MultiResult, ReadOp, ReadResult};
+#[cfg(test)]
+pub(crate) use node::get_data_reply;
 
 use std::future::Future;
 use std::pin::Pin;

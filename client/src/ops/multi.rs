@@ -13,7 +13,7 @@ use super::{locate_with, named, reply};
 use crate::client::{Call, Client};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{CreateOptions, Parents};
-use crate::packet::RawReply;
+use crate::packet::{detach, RawReply};
 use crate::path::Chroot;
 
 /// One write of a [`Client::multi`] transaction.
@@ -340,7 +340,7 @@ impl Client {
                     let site = sites.next();
                     match r {
                         MultiOpResult::GetData { data, stat } => Ok(ReadResult::Data {
-                            data: data.unwrap_or_default(),
+                            data: detach(data.unwrap_or_default()),
                             stat,
                         }),
                         MultiOpResult::GetChildren { children } => {

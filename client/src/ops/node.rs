@@ -14,7 +14,7 @@ use super::{at, reply};
 use crate::client::{Call, Client};
 use crate::error::{ErrorKind, Result};
 use crate::options::CreateOptions;
-use crate::packet::{RawReply, WatchRegistration};
+use crate::packet::{detach, RawReply, WatchRegistration};
 use crate::watcher::OneshotWatcher;
 
 impl Client {
@@ -228,7 +228,7 @@ fn exists_reply(reply: Result<RawReply>) -> Result<Option<Stat>> {
     }
 }
 
-fn get_data_reply(reply: Result<RawReply>) -> Result<(Bytes, Stat)> {
+pub(crate) fn get_data_reply(reply: Result<RawReply>) -> Result<(Bytes, Stat)> {
     let response = GetDataResponse::decode(&mut reply?.body)?;
-    Ok((response.data.unwrap_or_default(), response.stat))
+    Ok((detach(response.data.unwrap_or_default()), response.stat))
 }

@@ -14,6 +14,7 @@ use super::{Action, Phase, Probe, Session, PROBE_MIN};
 use crate::connect_string::HostPort;
 use crate::error::ErrorKind;
 use crate::metrics::{self, Loss};
+use crate::packet::detach;
 use crate::secret::Secret;
 use crate::state::SessionState;
 
@@ -183,7 +184,7 @@ impl Session {
             );
         }
         self.session_id = response.session_id;
-        self.passwd = Secret::new(response.passwd);
+        self.passwd = Secret::new(detach(response.passwd));
         self.negotiated = Some(Duration::from_millis(response.timeout as u64));
         self.read_only_conn = response.read_only == Some(true);
         if self.read_only_conn {

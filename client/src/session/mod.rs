@@ -56,9 +56,6 @@ use watches::WatchRegistry;
 /// server's 1 MiB frame limit.
 pub(crate) const SET_WATCHES_MAX_BYTES: usize = 128 * 1024;
 
-/// Frames up to this size are copied out of the read buffer; larger ones are sliced from it.
-const COPY_FRAME_MAX: usize = 4096;
-
 /// Bytes of a `ReplyHeader`: xid, zxid, err.
 const REPLY_HEADER_LEN: usize = 16;
 
@@ -466,7 +463,7 @@ impl Session {
                 if buf.len() < 4 + REPLY_HEADER_LEN {
                     return;
                 }
-                // Copied, as small frames are, so that the read buffer stays unshared.
+                // Copied: only the header is read, and the rest of the frame is skipped.
                 let header = Bytes::copy_from_slice(&buf[4..4 + REPLY_HEADER_LEN]);
                 buf.advance(4 + REPLY_HEADER_LEN);
                 self.skip = len - REPLY_HEADER_LEN;
@@ -482,18 +479,13 @@ impl Session {
                 buf.reserve(4 + len - buf.len());
                 return;
             }
-            let frame = if len <= COPY_FRAME_MAX {
-                // Small frames get their own allocation, so that the read buffer stays unshared
-                // and is reused instead of reallocated (large reallocations also make the
-                // allocator consolidate every small block freed since).
-                let frame = Bytes::copy_from_slice(&buf[4..4 + len]);
-                buf.advance(4 + len);
-                frame
-            } else {
-                let mut frame = buf.split_to(4 + len).freeze();
-                frame.advance(4);
-                frame
-            };
+            // A slice, not a copy: a copy per reply is an allocation made here and freed by the
+            // caller, often on another worker, where the allocator's locks then contend. What a
+            // caller keeps of it is copied by its decoder (see `packet::detach`), so the buffer
+            // is held only by replies not yet taken by their callers, and reused in place once
+            // every frame of it has been dropped.
+            let mut frame = buf.split_to(4 + len).freeze();
+            frame.advance(4);
             self.on_frame(frame, now);
             if self.epoch != epoch {
                 // The connection was dropped while handling this frame: the rest is stale.

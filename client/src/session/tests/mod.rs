@@ -5,6 +5,7 @@ mod deadlines;
 mod lease;
 mod lend;
 mod persistent;
+mod read_buffer;
 mod read_only;
 mod rebalance;
 mod reconnect;
