@@ -9,6 +9,7 @@ mod common;
 mod builder;
 mod flood;
 mod framing;
+mod gathered_writes;
 mod meter;
 mod notifications;
 mod oversized;

@@ -160,6 +160,15 @@ impl Peer {
         }
     }
 
+    /// What one read returns: whatever the client has written that was not read yet, as the
+    /// client's writes delivered it (empty once the client went away).
+    pub async fn read_available(&mut self) -> Bytes {
+        let mut buf = vec![0; 64 * 1024];
+        let n = self.stream.read(&mut buf).await.unwrap_or(0);
+        buf.truncate(n);
+        buf.into()
+    }
+
     pub async fn write_frame(&mut self, payload: &[u8]) {
         let mut buf = BytesMut::with_capacity(4 + payload.len());
         buf.put_i32(payload.len() as i32);
