@@ -30,6 +30,8 @@ use crate::state::{SessionId, SessionState, StateChanges, StatePublisher};
 /// Every operation validates its arguments and queues its request **when it is called**, not
 /// when the returned future is first polled: requests reach the server in call order, so
 /// `let a = c.create(..); let b = c.get_children(..);` puts the create on the wire first.
+/// What is queued goes out when a caller first waits for a reply (polls one of the futures),
+/// in one write: a caller's requests made back to back reach the server together.
 /// Dropping a returned future does not cancel a request that was already sent. Requests are
 /// pipelined; at most [`ClientBuilder::max_outstanding`] are queued or in flight at once, and
 /// calls beyond that wait (still in call order) for room.
@@ -44,7 +46,7 @@ use crate::state::{SessionId, SessionState, StateChanges, StatePublisher};
 /// #     .connect_string_with_chroot(&zookeeper_testkit::chroot_for("doc_client"));
 /// let client = Client::connect(servers).await?;
 ///
-/// // Both requests are on the wire before either reply is awaited, in call order.
+/// // Both requests go out in one write, in call order, when the first is awaited.
 /// let other = client.clone();
 /// let create = client.create("/jobs", b"", &CreateOptions::persistent());
 /// let list = other.get_children("/jobs");
@@ -104,6 +106,9 @@ impl std::fmt::Debug for Client {
 pub(crate) struct Call {
     /// Present only when the queue was full at call time.
     admit: Option<Box<Admit>>,
+    /// The queue, until the first poll, when the session task was not told of this request
+    /// (see [`Admission::Deferred`]).
+    flush: Option<Arc<RequestQueue>>,
     rx: ReplyRx,
     timeout: Option<Duration>,
     /// The thread (see `home`) on which the session keeps this call's deadline, 0 for none:
@@ -126,6 +131,9 @@ impl Future for Call {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<RawReply>> {
         let this = &mut *self;
+        if let Some(queue) = this.flush.take() {
+            queue.flush();
+        }
         if let Some(admit) = this.admit.as_mut() {
             if Pin::new(&mut **admit).poll(cx).is_pending() {
                 return this.poll_deadline(cx);
@@ -416,14 +424,19 @@ impl Client {
             reply: tx,
             deadline,
         };
-        let (admit, deadline_kept_on) = match queue.submit_request(request) {
-            Admission::Admitted if deadline.is_some() => (None, home::thread_token()),
-            Admission::Admitted => (None, 0),
-            // Waiting for room is bounded by the call's own timer.
-            Admission::Wait(admit) => (Some(Box::new(admit)), 0),
+        let (admit, flush) = match queue.submit_request(request) {
+            Admission::Admitted => (None, None),
+            Admission::Deferred => (None, Some(queue.clone())),
+            Admission::Wait(admit) => (Some(Box::new(admit)), None),
+        };
+        // Waiting for room is bounded by the call's own timer.
+        let deadline_kept_on = match (&admit, deadline) {
+            (None, Some(_)) => home::thread_token(),
+            _ => 0,
         };
         Call {
             admit,
+            flush,
             rx,
             timeout: self.request_timeout,
             deadline_kept_on,

@@ -1,9 +1,10 @@
 //! An asynchronous ZooKeeper client, written from the wire protocol up.
 //!
 //! * One [`Client`] is one session; clones share it. Requests are queued in call order and
-//!   pipelined; replies are matched in order with the xid checked. A request made while the
-//!   connection is idle is written by its caller at once, from any thread, instead of waiting
-//!   for the session's task to be scheduled.
+//!   pipelined; replies are matched in order with the xid checked. The requests a caller makes
+//!   before it waits go out in one write, when it first waits; on an idle connection the
+//!   caller writes them itself, from any thread, instead of waiting for the session's task to
+//!   be scheduled.
 //! * Watches are futures ([`OneshotWatcher`]) and streams ([`PersistentWatcher`]); an event is
 //!   always delivered before the reply that observes its change.
 //! * The session survives connection loss: it reconnects across the ensemble, resumes with its

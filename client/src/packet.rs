@@ -61,6 +61,16 @@ pub(crate) enum WatchRegistration {
     Remove(String, WatcherType),
 }
 
+/// The xid after `xid`: user requests count up from 1 and wrap back to 1, clear of the
+/// negative xids the protocol reserves.
+pub(crate) fn xid_after(xid: i32) -> i32 {
+    if xid == i32::MAX {
+        1
+    } else {
+        xid + 1
+    }
+}
+
 /// What the session must do besides routing the reply.
 #[derive(Debug)]
 pub(crate) enum PacketKind {
@@ -140,7 +150,8 @@ impl Packet {
 /// A request a caller wrote to the connection itself, while the driver lent it (see `queue`):
 /// what the session must know to match its reply.
 pub(crate) struct Written {
-    /// The xid the lend gave it.
+    /// The xid the lend gave it (the lend's own, or one after it for a later request of the
+    /// same write).
     pub xid: i32,
     pub opcode: OpCode,
     pub watch: Option<WatchRegistration>,
@@ -149,8 +160,8 @@ pub(crate) struct Written {
     pub deadline: Option<Instant>,
     /// When the first byte was written: the lease runs from here.
     pub sent: Instant,
-    /// The end of the frame the socket did not take at once; the session writes it before
-    /// anything else.
+    /// What the socket did not take at once of this frame and the ones written with it, on
+    /// the first of them it cut; the session writes it before anything else.
     pub rest: Bytes,
 }
 

@@ -3,9 +3,10 @@
 //! A request made while nothing is in flight would otherwise cost a turn of the session task
 //! before it is written: a wake-up, and on a multi-thread runtime often a parked worker woken
 //! for it. Instead the driver lends the connection between its turns, with the next xid, and
-//! the first caller writes its request itself (see `queue`). The machine stays the one owner
-//! of protocol state: it says when a lend is safe and which xid it carries, and takes the
-//! request back as [`Written`] at the start of its next turn, before it reads any reply.
+//! the first caller to wait for a reply writes every request queued since itself, numbered
+//! from that xid (see `queue`). The machine stays the one owner of protocol state: it says
+//! when a lend is safe and which xid it carries, and takes the requests back as [`Written`]
+//! at the start of its next turn, before it reads any reply.
 
 use tracing::debug;
 
@@ -38,11 +39,13 @@ impl Session {
             rest,
         } = written;
         self.in_flight.taken();
-        // Lends are single-use and taken back before the machine acts again, so the xid is
-        // the next one; anything else is a broken invariant, not a server's doing.
+        // Lends are single-use and taken back before the machine acts again, and the requests
+        // of one lent write are numbered in order, so the xid is the next one; anything else
+        // is a broken invariant, not a server's doing.
         debug_assert_eq!(xid, self.next_xid);
         self.next_xid();
-        // Nothing else was queued for the connection when it was lent.
+        // Nothing else was queued for the connection when it was lent, and the rest of a lent
+        // write comes with the first request it cut.
         self.out.extend_from_slice(&rest);
         debug!(xid, ?opcode, "request sent by its caller");
         if let Some(deadline) = deadline {

@@ -607,7 +607,7 @@ impl Session {
 
     fn next_xid(&mut self) -> i32 {
         let xid = self.next_xid;
-        self.next_xid = if xid == i32::MAX { 1 } else { xid + 1 };
+        self.next_xid = crate::packet::xid_after(xid);
         xid
     }
 
