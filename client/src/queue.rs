@@ -293,15 +293,16 @@ impl RequestQueue {
         inner.staging.clear();
         let mut tell = !rest.is_empty();
         let mut xid = lend.xid;
-        let staged = std::mem::take(&mut inner.items);
-        for item in staged {
-            let Item::Staged(request) = item else {
+        // In place: the session task swaps this vector with its own, so both keep their
+        // capacity.
+        for slot in inner.items.iter_mut() {
+            let Item::Staged(request) = std::mem::replace(slot, Item::Close(None)) else {
                 unreachable!("checked lendable above")
             };
             tell |= request
                 .deadline
                 .is_some_and(|d| lend.wakes_by.map_or(true, |w| d < w));
-            inner.items.push(Item::Written(Written {
+            *slot = Item::Written(Written {
                 xid,
                 opcode: request.opcode,
                 watch: request.watch,
@@ -309,7 +310,7 @@ impl RequestQueue {
                 deadline: request.deadline,
                 sent,
                 rest: std::mem::take(&mut rest),
-            }));
+            });
             xid = xid_after(xid);
         }
         if tell {
