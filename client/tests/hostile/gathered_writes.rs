@@ -10,15 +10,10 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use zookeeper_jute::{Encode, ErrorCode, ReplyHeader};
 use zookeeper_tokio::Client;
 
-use crate::common::within;
-use crate::server::{well_behaved, FakeServer};
+use crate::common::{current_thread, multi_thread, within};
+use crate::server::{well_behaved, FakeServer, Peer};
 
 const CALLERS: usize = 50;
-
-/// Requests (not pings) framed whole in `bytes`.
-fn requests_in(bytes: Bytes) -> usize {
-    xids_in(bytes).len()
-}
 
 /// The xids of the requests (not pings) framed whole in `bytes`.
 fn xids_in(mut bytes: Bytes) -> Vec<i32> {
@@ -37,6 +32,28 @@ fn xids_in(mut bytes: Bytes) -> Vec<i32> {
     xids
 }
 
+/// Reads `n` requests and answers them all (`NONODE`) in one write; false once the client
+/// went away.
+async fn answer_in_one_write(peer: &mut Peer, n: usize) -> bool {
+    let mut answers = BytesMut::new();
+    for _ in 0..n {
+        let Some(request) = peer.next_request().await else {
+            return false;
+        };
+        let mut reply = BytesMut::new();
+        ReplyHeader {
+            xid: request.xid,
+            zxid: 1,
+            err: ErrorCode::NoNode,
+        }
+        .encode(&mut reply);
+        answers.put_i32(reply.len() as i32);
+        answers.extend_from_slice(&reply);
+    }
+    peer.write_raw(&answers).await;
+    true
+}
+
 #[test]
 fn requests_of_callers_woken_by_one_batch_of_replies_are_written_together() {
     let (seen_tx, seen) = mpsc::channel();
@@ -49,23 +66,10 @@ fn requests_of_callers_woken_by_one_batch_of_replies_are_written_together() {
             if peer.handshake().await.is_none() {
                 return;
             }
-            let mut answers = BytesMut::new();
-            for _ in 0..CALLERS {
-                let Some(request) = peer.next_request().await else {
-                    return;
-                };
-                let mut reply = BytesMut::new();
-                ReplyHeader {
-                    xid: request.xid,
-                    zxid: 1,
-                    err: ErrorCode::NoNode,
-                }
-                .encode(&mut reply);
-                answers.put_i32(reply.len() as i32);
-                answers.extend_from_slice(&reply);
+            if !answer_in_one_write(&mut peer, CALLERS).await {
+                return;
             }
-            peer.write_raw(&answers).await;
-            let _ = seen_tx.send(requests_in(peer.read_available().await));
+            let _ = seen_tx.send(xids_in(peer.read_available().await).len());
             // Dropping the connection ends the second calls with a connection loss.
         }
     });
@@ -125,41 +129,21 @@ fn requests_a_caller_makes_before_it_waits_are_written_together() {
                     if peer.handshake().await.is_none() {
                         return;
                     }
-                    let mut answers = BytesMut::new();
-                    for _ in 0..answered {
-                        let Some(request) = peer.next_request().await else {
-                            return;
-                        };
-                        let mut reply = BytesMut::new();
-                        ReplyHeader {
-                            xid: request.xid,
-                            zxid: 1,
-                            err: ErrorCode::NoNode,
-                        }
-                        .encode(&mut reply);
-                        answers.put_i32(reply.len() as i32);
-                        answers.extend_from_slice(&reply);
+                    if !answer_in_one_write(&mut peer, answered).await {
+                        return;
                     }
-                    peer.write_raw(&answers).await;
-                    let arrived = peer.read_available().await;
-                    let _ = seen_tx.send(requests_in(arrived.clone()));
-                    for xid in xids_in(arrived) {
+                    let arrived = xids_in(peer.read_available().await);
+                    let _ = seen_tx.send(arrived.len());
+                    for xid in arrived {
                         peer.reply(xid, 1, ErrorCode::NoNode, &[]).await;
                     }
                     peer.serve_empty().await;
                 }
             });
             let runtime = match shape {
-                "current-thread" => tokio::runtime::Builder::new_current_thread(),
-                _ => {
-                    let mut b = tokio::runtime::Builder::new_multi_thread();
-                    b.worker_threads(2);
-                    b
-                }
-            }
-            .enable_all()
-            .build()
-            .unwrap();
+                "current-thread" => current_thread(),
+                _ => multi_thread(),
+            };
             runtime.block_on(async {
                 let client = within("connect", Client::connect(&server.connect_string()))
                     .await
