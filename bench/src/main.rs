@@ -79,7 +79,7 @@ async fn run(opts: Options, mt: tokio::runtime::Handle, report: &mut Report) {
     let mut _started = None;
     let zk = match opts.server {
         Some(addr) => addr,
-        None => match zookeeper_testkit::ZkServer::start().await {
+        None => match opts.server().start().await {
             Ok(server) => {
                 let addr = server.addr();
                 _started = Some(server);
@@ -97,6 +97,14 @@ async fn run(opts: Options, mt: tokio::runtime::Handle, report: &mut Report) {
         opts.rounds, opts.threads
     );
     println!("# machine: {}", machine::describe());
+    println!(
+        "# servers started here: {}",
+        if opts.fsync {
+            "fsync every write of the transaction log (forceSync=yes)"
+        } else {
+            "no fsync of the transaction log (--no-fsync)"
+        }
+    );
     println!(
         "# metrics: {}",
         if cfg!(feature = "metrics") {

@@ -17,6 +17,7 @@ pub const WORKLOADS: [&str; 9] = [
 
 const USAGE: &str = "\
 usage: zookeeper-bench [--quick] [--only W[,W..]] [--server HOST:PORT] [--rounds N] [--threads N]
+                       [--no-fsync]
 
   --quick          small counts and 2 rounds: checks that every workload runs
   --only W,..      run only these workloads: codec, client-bound, latency, pipeline,
@@ -27,6 +28,8 @@ usage: zookeeper-bench [--quick] [--only W[,W..]] [--server HOST:PORT] [--rounds
                    medians are over rounds)
   --threads N      workers of the multi-thread runtime our client also runs on (default 2);
                    every client workload runs on a current-thread runtime and on that one
+  --no-fsync       the servers it starts skip fsync of their transaction log (forceSync=no);
+                   by default they sync every write to disk, as production servers do
 ";
 
 #[derive(Clone, Debug)]
@@ -36,6 +39,8 @@ pub struct Options {
     pub server: Option<SocketAddr>,
     pub rounds: usize,
     pub threads: usize,
+    /// Whether the servers the bench starts fsync their transaction log.
+    pub fsync: bool,
 }
 
 impl Options {
@@ -46,6 +51,7 @@ impl Options {
             server: None,
             rounds: 0,
             threads: 2,
+            fsync: true,
         };
         let mut args = args.peekable();
         while let Some(arg) = args.next() {
@@ -78,6 +84,7 @@ impl Options {
                         return Err(format!("--threads must be at least 1\n{USAGE}"));
                     }
                 }
+                "--no-fsync" => opts.fsync = false,
                 "--help" | "-h" => return Err(USAGE.to_string()),
                 // `cargo bench` style harness flags are ignored.
                 "--bench" => {}
@@ -93,6 +100,12 @@ impl Options {
     /// Rounds for the workloads that take seconds per round against the real server.
     pub fn heavy_rounds(&self) -> usize {
         self.rounds.min(3)
+    }
+
+    /// A builder for the servers the bench starts, with its fsync setting.
+    pub fn server(&self) -> zookeeper_testkit::ServerBuilder {
+        let sync = if self.fsync { "yes" } else { "no" };
+        zookeeper_testkit::ZkServer::builder().config("forceSync", sync)
     }
 
     pub fn runs(&self, workload: &str) -> bool {

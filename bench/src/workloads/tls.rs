@@ -27,11 +27,13 @@ struct Endpoints {
 }
 
 impl Endpoints {
-    async fn start() -> Result<Endpoints, BenchError> {
+    async fn start(ctx: &Ctx) -> Result<Endpoints, BenchError> {
         // The testkit starts JVMs with the C1 compiler only, to start fast; Java's TLS then
         // bounds pipelined getData to about 32 k ops/s, a figure of the server rather than of
         // the client. The full JIT lifts it to about 100 k.
-        let server = ZkServer::builder()
+        let server = ctx
+            .opts
+            .server()
             .tls(TlsOptions::new())
             .jvm_arg("-XX:TieredStopAtLevel=4")
             .start()
@@ -61,7 +63,7 @@ impl Endpoints {
 
 /// 1,000 getData in flight on one session, plain and TLS taking turns round by round.
 pub async fn pipeline(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
-    let endpoints = Endpoints::start().await?;
+    let endpoints = Endpoints::start(ctx).await?;
     let total = ctx.opts.count(200_000);
     let window = 1_000;
     let run = |over_tls: bool, total: u64| {
@@ -114,7 +116,7 @@ pub async fn pipeline(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> 
 /// Sequential getData on two sessions open side by side, plain and TLS, taking turns of
 /// `TURN` requests; p50/p99 per round, medians over rounds.
 pub async fn latency(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
-    let endpoints = Endpoints::start().await?;
+    let endpoints = Endpoints::start(ctx).await?;
     let n = ctx.opts.count(20_000) as usize;
     let clients = [
         endpoints.connect(false).await?,
