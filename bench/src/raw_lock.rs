@@ -17,6 +17,9 @@
 //!   the create, two watches, a listing when the farther watched contender goes), not a
 //!   limit but a yardstick: beside the loop it prices the recipe's protocol, and beside our
 //!   mutex it prices our client.
+//! * **Handoff chain as ours**: the queued chain with the requests our mutex's waiters send once
+//!   queued (the second watch, and a listing when the farther contender goes), the same
+//!   yardstick for a queue served.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
@@ -91,6 +94,23 @@ pub enum Chain {
     /// on the one before it, and that one's deletion by another listing. What our recipe asks
     /// of the server, without our client.
     AsOurs,
+    /// The queued chain with the requests our mutex's waiters send once queued: every node
+    /// also watches the one before its predecessor, and that one's deletion is followed by a
+    /// listing, whose reply the grant waits for. The yardstick of a queue served, as
+    /// [`Chain::AsOurs`] is of the loop.
+    QueuedAsOurs,
+}
+
+impl Chain {
+    /// Whether every node is queued before the clock starts.
+    fn queued(self) -> bool {
+        matches!(self, Chain::Queued | Chain::QueuedAsOurs)
+    }
+
+    /// Whether the owners send the requests our mutex sends.
+    fn as_ours(self) -> bool {
+        matches!(self, Chain::AsOurs | Chain::QueuedAsOurs)
+    }
 }
 
 /// A handoff chain of `handoffs` handoffs over [`CHAIN_SESSIONS`] sessions under `dir`;
@@ -106,12 +126,12 @@ pub async fn handoff_chain(
     let name = |k: usize| format!("{dir}/n{k:07}");
     let mut sessions = try_join_all((0..CHAIN_SESSIONS).map(|_| RawSession::connect(addr))).await?;
     sessions[0].ensure_path(dir).await?;
-    let queued_first = if chain == Chain::Queued {
+    let queued_first = if chain.queued() {
         nodes
     } else {
         CHAIN_SESSIONS.min(nodes)
     };
-    let as_ours = chain == Chain::AsOurs;
+    let as_ours = chain.as_ours();
     // Setup, not timed: the first nodes, then every watch on a predecessor (and, as our
     // recipe does, on the one before it).
     for (s, raw) in sessions.iter_mut().enumerate() {
@@ -158,7 +178,7 @@ pub async fn handoff_chain(
             let mut replies = usize::from(s == 0);
             let mut latencies = Vec::new();
             // In a loop, the one node this session has queued.
-            let mut mine = (chain != Chain::Queued && s > 0 && s < queued_first).then_some(s);
+            let mut mine = (!chain.queued() && s > 0 && s < queued_first).then_some(s);
             // Tails this session queued whose `exists` on the predecessor has not answered yet.
             let mut watching = std::collections::VecDeque::new();
             // The same for the `exists` on the one before the predecessor (`AsOurs`).
@@ -179,7 +199,13 @@ pub async fn handoff_chain(
                             .and_then(|(_, n)| n.parse::<usize>().ok())
                             .ok_or("notification of an unknown node")?;
                         // As ours, the one before the predecessor: list, as our recipe does.
-                        let far = as_ours && mine == Some(k + 2);
+                        // Queued, node k + 2 is this session's when k + 2 ≡ s (mod sessions).
+                        let far = as_ours
+                            && if chain.queued() {
+                                k + 2 < nodes && (k + 2) % CHAIN_SESSIONS == s
+                            } else {
+                                mine == Some(k + 2)
+                            };
                         match wire::notification_type(&frame) {
                             Some(wire::EVENT_NODE_DELETED) if far => {
                                 raw.send(&wire::get_children2_request(XID_LIST, dir))
@@ -299,7 +325,7 @@ pub async fn handoff_chain(
                 queued -= 1;
                 replies += 1;
                 mine = None;
-                if chain != Chain::Queued {
+                if !chain.queued() {
                     let tail = next_node.fetch_add(1, Ordering::AcqRel);
                     if tail < nodes {
                         frames.extend(wire::create_request_with(

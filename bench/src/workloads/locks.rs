@@ -130,6 +130,9 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
         ("ours", RAW_AS_OURS, "contended8.acq_per_s", None),
         ("ours_mt", RAW_AS_OURS, "contended8.acq_per_s", None),
         (RAW_AS_OURS, RAW_LOOP, "contended8.acq_per_s", None),
+        ("ours", RAW_AS_OURS, "waiters100.handoffs_per_s", None),
+        ("ours_mt", RAW_AS_OURS, "waiters100.handoffs_per_s", None),
+        (RAW_AS_OURS, RAW, "waiters100.handoffs_per_s", None),
         ("ours", CURATOR, "uncontended.ops_per_s", Some(2.0)),
         ("ours_mt", CURATOR, "uncontended.ops_per_s", Some(2.0)),
         ("ours", CURATOR, "contended8.acq_per_s", None),
@@ -153,9 +156,9 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
 /// 8 contenders looping.
 const RAW: &str = "raw";
 const RAW_LOOP: &str = "raw_loop";
-/// The contention loop with the requests our mutex sends (`raw_lock::Chain::AsOurs`): what
-/// separates it from `raw_loop` is the recipe's protocol, what separates ours from it is our
-/// client.
+/// The contention loop and the queued chain with the requests our mutex sends
+/// (`raw_lock::Chain::AsOurs`, `Chain::QueuedAsOurs`): what separates them from `raw_loop` and
+/// `raw` is the recipe's protocol, what separates ours from them is our client.
 const RAW_AS_OURS: &str = "raw_as_ours";
 const CURATOR: &str = "curator";
 
@@ -510,6 +513,18 @@ async fn round(
                 .await
                 .map_err(|e| format!("raw handoff chain of the waiters: {e}"))?;
                 raw.insert("waiters100.handoffs_per_s", per_s);
+                let (per_s, _) = raw_lock::handoff_chain(
+                    ctx.zk,
+                    &format!("{raw_base}/waiters-as-ours"),
+                    WAITERS,
+                    Chain::QueuedAsOurs,
+                )
+                .await
+                .map_err(|e| format!("raw handoff chain of the waiters, as ours: {e}"))?;
+                figures
+                    .entry(RAW_AS_OURS)
+                    .or_default()
+                    .insert("waiters100.handoffs_per_s", per_s);
             }
             Part::ReadWrite => {}
         }
