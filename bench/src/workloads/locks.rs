@@ -503,28 +503,24 @@ async fn round(
             }
             Part::Waiters => {
                 // The same chain as our waiters': every node queued first, each owner
-                // releasing as soon as it is granted.
-                let (per_s, _) = raw_lock::handoff_chain(
-                    ctx.zk,
-                    &format!("{raw_base}/waiters"),
-                    WAITERS,
-                    Chain::Queued,
-                )
-                .await
-                .map_err(|e| format!("raw handoff chain of the waiters: {e}"))?;
-                raw.insert("waiters100.handoffs_per_s", per_s);
-                let (per_s, _) = raw_lock::handoff_chain(
-                    ctx.zk,
-                    &format!("{raw_base}/waiters-as-ours"),
-                    WAITERS,
-                    Chain::QueuedAsOurs,
-                )
-                .await
-                .map_err(|e| format!("raw handoff chain of the waiters, as ours: {e}"))?;
-                figures
-                    .entry(RAW_AS_OURS)
-                    .or_default()
-                    .insert("waiters100.handoffs_per_s", per_s);
+                // releasing as soon as it is granted; then with our waiters' requests.
+                for (who, chain, sub) in [
+                    (RAW, Chain::Queued, "waiters"),
+                    (RAW_AS_OURS, Chain::QueuedAsOurs, "waiters-as-ours"),
+                ] {
+                    let (per_s, _) = raw_lock::handoff_chain(
+                        ctx.zk,
+                        &format!("{raw_base}/{sub}"),
+                        WAITERS,
+                        chain,
+                    )
+                    .await
+                    .map_err(|e| format!("raw handoff chain of the waiters ({sub}): {e}"))?;
+                    figures
+                        .entry(who)
+                        .or_default()
+                        .insert("waiters100.handoffs_per_s", per_s);
+                }
             }
             Part::ReadWrite => {}
         }
