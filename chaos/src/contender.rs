@@ -5,10 +5,14 @@
 //! token, holds, deletes the marker with a write guarded by the lock, and releases. When the
 //! session ends it starts a new one. Asked to (`pause-next` on stdin), it stays inside on its
 //! next grant, looking at its guard continuously from a thread of its own (a busy holder),
-//! until it finds a gap in its own clock: the pause. It reports that first look after it,
-//! then tries a guarded write.
+//! until it is continued after a stop (`SIGCONT`): the pause. It reports that first look
+//! after it, then tries a guarded write.
+//!
+//! The marker must never outlive the hold, or the next holder finds it and reports a
+//! violation that did not happen: whenever the contender cannot delete the marker under its
+//! lock, it closes its session, which takes the marker and the lock node together.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -33,6 +37,7 @@ pub fn now_ns() -> i128 {
 }
 
 pub async fn run(o: ContendOptions) {
+    count_continues();
     let pause_next = Arc::new(AtomicBool::new(false));
     let commands = pause_next.clone();
     tokio::spawn(async move {
@@ -114,9 +119,21 @@ async fn one_grant(
         return held_through_a_pause(client, guard, o).await;
     }
     tokio::time::sleep(o.hold).await;
-    leave(&guard, &o.marker).await?;
+    if let Err(e) = leave(&guard, &o.marker).await {
+        return Err(end_session(client, e).await);
+    }
     say(format!("exit {} {token} {}", o.who, now_ns()));
     guard.release().await
+}
+
+/// Closes the session of a holder that could not delete its marker under its lock (the lock
+/// lost, or the session suspended past its lease): the marker, an ephemeral node of that
+/// session, goes with the lock node in one step, so that no later holder finds it. Returns
+/// the error as session-terminal, so that the contender starts a new session.
+async fn end_session(client: &Client, e: Error) -> Error {
+    say(format!("error {e}: closing the session to end the marker"));
+    client.close().await;
+    Error::Client(ErrorKind::Closed.into())
 }
 
 /// Creates the marker. A create whose reply was lost is looked for again: the marker is ours
@@ -189,17 +206,14 @@ async fn held_through_a_pause(
     let token = guard.fencing_token().0;
     let guard = Arc::new(guard);
     let (looking, watched) = (guard.clone(), client.clone());
-    // Far shorter than any pause worth the name, far longer than a busy thread's hiccup.
-    let jump = (o.session_timeout / 2).min(Duration::from_secs(1));
-    let give_up = o.session_timeout * 10;
+    let give_up = o.session_timeout * 10 + Duration::from_secs(60);
     // The thread announces the hold itself, once it is looking: a pause that came before
     // its first look would go unseen.
     let holding = format!("holding {} {token}", o.who);
-    let look =
-        tokio::task::spawn_blocking(move || busy_look(&looking, &watched, jump, give_up, holding));
+    let look = tokio::task::spawn_blocking(move || busy_look(&looking, &watched, give_up, holding));
     let Ok(Some(first)) = look.await else {
         say(format!("error {} no pause came while holding", o.who));
-        return Ok(());
+        return Err(end_session(client, Error::Client(ErrorKind::Closed.into())).await);
     };
     say(format!(
         "resumed {} {} {} {:?} {:?}",
@@ -212,19 +226,49 @@ async fn held_through_a_pause(
     let stale = format!("{}-stale-{}-{token}", o.marker, o.who);
     let verdict = guarded_write(&guard, &stale).await;
     say(format!("guarded-write {} {verdict}", o.who));
+    // Normally the session expired during the pause and took the marker with it; if it
+    // outlived the pause, the marker goes under the lock, or with the session.
+    if let Err(e) = leave(&guard, &o.marker).await {
+        return Err(end_session(client, e).await);
+    }
     drop(guard);
     Ok(())
+}
+
+/// How many times the process was continued after a stop. A count kept by a signal handler,
+/// not a gap in the clock: a starved process sees gaps too, and a holder that took one for the
+/// pause would report its first look (and act) before it was stopped at all.
+static CONTINUED: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn on_continued(_: libc::c_int) {
+    // Async-signal-safe: one atomic add.
+    CONTINUED.fetch_add(1, Ordering::SeqCst);
+}
+
+/// Counts every `SIGCONT` in [`CONTINUED`] (what the signal does to the process is unchanged:
+/// it is continued whether or not a handler runs).
+fn count_continues() {
+    // SAFETY: the handler only does an atomic add, which is async-signal-safe; the struct is
+    // zeroed, then every field the call reads is set.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_continued as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGCONT, &action, std::ptr::null_mut());
+    }
 }
 
 fn busy_look(
     guard: &LockGuard,
     client: &Client,
-    jump: Duration,
     give_up: Duration,
     holding: String,
 ) -> Option<FirstLook> {
     let start = Instant::now();
+    let continued = CONTINUED.load(Ordering::SeqCst);
     let mut last = Instant::now();
+    let mut longest = Duration::ZERO;
     let mut checks = 0u64;
     let mut announce = Some(holding);
     loop {
@@ -232,13 +276,16 @@ fn busy_look(
             say(line);
         }
         let now = Instant::now();
-        let gap = now - last;
+        longest = longest.max(now - last);
+        let resumed = CONTINUED.load(Ordering::SeqCst) != continued;
         let state = guard.state();
         let session = client.state();
         checks += 1;
-        if gap >= jump {
+        if resumed {
+            // The handler runs as the process resumes, so this is the first look after the
+            // pause, or the one after it; the longest gap is the pause as this thread lived it.
             return Some(FirstLook {
-                gap,
+                gap: longest,
                 checks,
                 state,
                 session,
