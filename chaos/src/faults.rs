@@ -1,6 +1,7 @@
 //! The faults of a run: ensemble members killed and restarted (the leader every other time),
 //! and Rust holders paused with `SIGSTOP` past their session timeout.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use tokio::sync::broadcast;
@@ -9,7 +10,7 @@ use zookeeper_testkit::Ensemble;
 use zookeeper_tokio::{Client, ErrorKind};
 
 use crate::journal::Event;
-use crate::options::RunOptions;
+use crate::options::{RunOptions, OVERTIME};
 use crate::processes::{signal, Hub, Process};
 use crate::report::{Faults, PauseOutcome};
 
@@ -50,7 +51,8 @@ pub async fn kill_members(
     let mut leader_turn = true;
     loop {
         let next = Instant::now() + o.kill_every;
-        if next + o.down_for >= until {
+        let enough = faults.leader_kills >= o.min_leader_kills;
+        if next + o.down_for >= until && (enough || next >= until + OVERTIME) {
             return faults;
         }
         tokio::time::sleep_until(next).await;
@@ -122,19 +124,28 @@ pub async fn pause_holders(
     faults_skipped: &mut usize,
 ) -> Vec<PauseOutcome> {
     let mut outcomes = Vec::new();
+    let mut per_lock: HashMap<String, usize> =
+        contenders.iter().map(|c| (c.lock.clone(), 0)).collect();
     let mut turn = 0;
-    // A pause lasts about a session timeout and the takeover after it.
-    while Instant::now() + o.pause_every + o.session_timeout < until {
+    loop {
+        // A pause lasts about a session timeout and the takeover after it.
+        let end = Instant::now() + o.pause_every + o.session_timeout;
+        let enough = per_lock.values().all(|n| *n >= o.min_pauses);
+        if end >= until && (enough || end >= until + OVERTIME) {
+            return outcomes;
+        }
         tokio::time::sleep(o.pause_every).await;
         let _turn = one_at_a_time.lock().await;
         let holder = &mut contenders[turn % contenders.len()];
         turn += 1;
         match pause_one(holder, hub, probe, o, start).await {
-            Some(outcome) => outcomes.push(outcome),
+            Some(outcome) => {
+                *per_lock.entry(holder.lock.clone()).or_default() += 1;
+                outcomes.push(outcome)
+            }
             None => *faults_skipped += 1,
         }
     }
-    outcomes
 }
 
 /// Stops `holder` while it holds its lock, until another contender was granted it, then lets

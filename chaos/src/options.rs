@@ -25,7 +25,16 @@ pub struct RunOptions {
     pub down_for: Duration,
     /// Pause between two paused holders.
     pub pause_every: Duration,
+    /// Leader kills the run makes at least, going on past `duration` (up to
+    /// [`OVERTIME`]) until it has: what a run checks must not depend on the machine's pace.
+    pub min_leader_kills: usize,
+    /// Paused holders of each layout the run makes at least, past `duration` if need be.
+    pub min_pauses: usize,
 }
+
+/// How far past its duration a run goes on to reach its minimum faults: a bound on a hang,
+/// far past what any machine needs (a fault takes a few session timeouts).
+pub const OVERTIME: Duration = Duration::from_secs(180);
 
 impl Default for RunOptions {
     fn default() -> Self {
@@ -39,6 +48,8 @@ impl Default for RunOptions {
             kill_every: Duration::from_secs(15),
             down_for: Duration::from_secs(3),
             pause_every: Duration::from_secs(10),
+            min_leader_kills: 0,
+            min_pauses: 0,
         }
     }
 }
@@ -72,7 +83,10 @@ token order and stalls; exits 1 if anything was wrong.
 
 usage: zookeeper-chaos [--duration 60s] [--session-timeout 3s] [--hold 20ms] [--rust 3]
                        [--curator 2] [--kazoo 2] [--kill-every 15s] [--down-for 3s]
-                       [--pause-every 10s]
+                       [--pause-every 10s] [--min-leader-kills 0] [--min-pauses 0]
+
+--min-leader-kills N and --min-pauses N (paused holders of each layout) make the run go on
+past --duration until it has made that many, for at most 180 s more.
 ";
 
 /// Parses `args` (without the program name).
@@ -97,6 +111,8 @@ pub fn parse(args: &[String]) -> Result<Role, String> {
             "--kill-every" => o.kill_every = duration(value)?,
             "--down-for" => o.down_for = duration(value)?,
             "--pause-every" => o.pause_every = duration(value)?,
+            "--min-leader-kills" => o.min_leader_kills = count(value)?,
+            "--min-pauses" => o.min_pauses = count(value)?,
             other => return Err(format!("unknown option {other}")),
         }
     }

@@ -7,9 +7,13 @@ use std::time::Duration;
 
 use crate::journal::{Grant, LockLog};
 
-/// Allowed for the server to commit an expiry (or a release) and the next contender to be
-/// woken and enter.
-pub const HANDOFF: Duration = Duration::from_millis(250);
+/// Allowed beyond the session timeout, the tick and the election for a lock to pass on: the
+/// paused holder reporting its hold and being stopped (its stall counts from its entry), the
+/// server committing the expiry (or a release) across the quorum, and the next contender (a
+/// JVM, a Python process or ours) woken, listing and entering. Each of these takes
+/// milliseconds on an idle machine; the margin is for a loaded one, where a run must not fail
+/// on the machine's pace. A lock left free past it is left free for no reason the run knows.
+pub const HANDOFF: Duration = Duration::from_secs(2);
 
 /// What became of one paused holder.
 #[derive(Clone, Debug)]
