@@ -268,8 +268,9 @@ async fn get_w_prints_the_next_change() {
     assert_eq!(watching.line().await, "NodeDataChanged /n");
     assert_eq!(watching.wait().await.code(), Some(0));
 
-    // With nothing changing, --timeout ends it with its own code.
-    let waited = run(&connect, &["--timeout", "300ms", "get", "-w", "/n"]).await;
+    // With nothing changing, --timeout ends it with its own code. The timeout also bounds
+    // the read before the watch: long enough for a slow machine to print the data first.
+    let waited = run(&connect, &["--timeout", "2s", "get", "-w", "/n"]).await;
     assert_eq!(waited.code, Some(124));
     assert_eq!(waited.stdout, b"v2");
 }

@@ -191,7 +191,7 @@ async fn killing_the_leaders_tool_starts_the_command_on_another() {
     let mut tools = Vec::new();
     for id in ["a", "b"] {
         let mut cmd = zk(&connect);
-        cmd.args(["--session-timeout", "2s", "elect", "/e", "--id", id, "--"])
+        cmd.args(["--session-timeout", "5s", "elect", "/e", "--id", id, "--"])
             .args(sh(&format!(
                 "echo \"$ZK_LEADER_ID $$ $ZK_FENCING_TOKEN\" >> {}; exec sleep 600",
                 log.display()
