@@ -109,7 +109,7 @@ impl From<zookeeper_recipes::Error> for Failure {
             E::Client(c) => code_of(c.kind()),
             E::InvalidPath { .. } | E::InvalidArgument(_) | E::UpgradeWouldDeadlock => USAGE,
             E::Disconnected => CONNECTION,
-            E::NodeDeleted { .. } | E::LatchClosed => LOST,
+            E::NodeDeleted { .. } | E::LatchClosed | E::LatchLost { .. } => LOST,
             _ => ZOOKEEPER,
         };
         Failure::new(code, e)

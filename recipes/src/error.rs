@@ -1,5 +1,7 @@
 //! The one error type of the recipes.
 
+use crate::loss_reason::LossReason;
+
 /// Why a recipe operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -27,8 +29,9 @@ pub enum Error {
         path: String,
     },
     /// A guarded write ([`LockGuard::guarded_multi`](crate::LockGuard::guarded_multi)) was
-    /// refused by the server because our lock node is gone: the lock is no longer ours
-    /// (our session ended, or someone deleted the node). Nothing was applied.
+    /// refused: by the server because our lock node is gone (our session ended, or someone
+    /// deleted the node), or before it was sent because the guard already read lost (its
+    /// lease ran out). The lock is no longer ours; nothing was applied.
     #[error("the lock is no longer held: our node {path} is gone, nothing was written")]
     NotHeld {
         /// Our lock node.
@@ -55,9 +58,19 @@ pub enum Error {
     /// wait for ourselves forever.
     #[error("cannot upgrade a read lock to a write lock; release the read lock first")]
     UpgradeWouldDeadlock,
-    /// The leader latch was closed (or lost its node) before it became leader.
+    /// The leader latch was closed (resigned, or every handle dropped) before it became
+    /// leader.
     #[error("the leader latch is closed")]
     LatchClosed,
+    /// The leader latch lost its place in the election before it became leader, for
+    /// `reason`. Session-terminal when the session ended (expired or closed): a new session
+    /// is needed. After [`LossReason::LeaseExpired`] the session may live on: a new latch on
+    /// the same client may succeed, and [`is_retryable`](Error::is_retryable) says so.
+    #[error("the leader latch lost its place: {reason}")]
+    LatchLost {
+        /// Why.
+        reason: LossReason,
+    },
     /// The recipe was closed (or every handle to it dropped).
     #[error("the recipe was closed")]
     Closed,
@@ -83,17 +96,27 @@ pub enum Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
-    /// True when trying again may succeed: the connection was lost or a request timed out.
+    /// True when trying again may succeed: the connection was lost or a request timed out,
+    /// or a wait ended because the session's lease ran out (the session may live on).
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Error::Client(e) if e.is_retryable())
+        match self {
+            Error::Client(e) => e.is_retryable(),
+            Error::LatchLost { reason } => *reason == LossReason::LeaseExpired,
+            _ => false,
+        }
     }
 
     /// True when the session behind the recipe is finished (expired, closed, failed
-    /// authentication): a new client is needed.
+    /// authentication), whether a request failed on it or a wait ended with it: a new client
+    /// is needed.
     pub fn is_session_terminal(&self) -> bool {
         match self {
             Error::Client(e) => e.is_session_terminal(),
             Error::Disconnected => true,
+            Error::LatchLost { reason } => matches!(
+                reason,
+                LossReason::SessionExpired | LossReason::SessionClosed
+            ),
             _ => false,
         }
     }

@@ -8,7 +8,8 @@ use tokio::sync::watch;
 use zookeeper_tokio::{Client, ErrorKind, MultiOp, MultiResult, Stat};
 
 use crate::error::{Error, Result};
-use crate::lost::{LockState, LockStateChanges, LossMonitor, LossReason};
+use crate::loss_reason::LossReason;
+use crate::lost::{LockState, LockStateChanges, LossMonitor};
 use crate::metrics::{Hold, Recipe};
 use crate::release::{delete_until_gone, spawn_delete};
 
@@ -97,6 +98,13 @@ impl HeldNode {
     /// `ops` after a check of our node, in one transaction (see
     /// [`LockGuard::guarded_multi`]).
     pub(crate) async fn guarded_multi(&self, ops: Vec<MultiOp>) -> Result<Vec<MultiResult>> {
+        // Known lost (the lease ran out, the session ended, the node went): the server would
+        // refuse it, or the write would wait on a connection that cannot bring the lock back.
+        if self.is_lost() {
+            return Err(Error::NotHeld {
+                path: self.path.clone(),
+            });
+        }
         let mut transaction = Vec::with_capacity(ops.len() + 1);
         transaction.push(self.check_op());
         transaction.extend(ops);
@@ -317,7 +325,8 @@ impl LockGuard {
     /// Writes `ops` in one transaction that the server applies only while this lock is ours:
     /// our lock node is checked first, in the same transaction, on our session. A holder
     /// that outlived its lock (paused, partitioned, or deleted by someone else) has its
-    /// write refused by the server with [`Error::NotHeld`], and nothing of `ops` is applied.
+    /// write refused with [`Error::NotHeld`], and nothing of `ops` is applied: at once,
+    /// without sending anything, when the guard already reads lost; by the server otherwise.
     ///
     /// This is the strongest fencing ZooKeeper offers for state kept in ZooKeeper itself:
     /// the check and the writes are one atomic step at the server, so no pause or delay on

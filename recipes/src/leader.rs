@@ -20,7 +20,7 @@ use crate::ensure_path::validate;
 use crate::error::{Error, Result};
 use crate::guard::FencingToken;
 use crate::lease;
-use crate::lost::LossReason;
+use crate::loss_reason::LossReason;
 use crate::metrics;
 use crate::naming::{attempt_prefix, child_name, join, peer_queue, Layout, CURATOR_LATCH};
 use crate::protection::{list_children, PendingNode};
@@ -220,16 +220,21 @@ impl LeaderLatch {
         self.shared.state.changes().into()
     }
 
-    /// Waits until we lead. Fails with [`Error::LatchClosed`] if the latch ends first.
+    /// Waits until we lead. Fails with [`Error::LatchLost`] (session-terminal when the
+    /// session ended) if the latch loses its place first, [`Error::LatchClosed`] if it is
+    /// closed first.
     pub async fn await_leadership(&self) -> Result<()> {
         let mut rx = self.shared.state.watch();
         loop {
             let s = self.shared.current();
             rx.borrow_and_update();
-            if s == Leadership::Leader {
-                return Ok(());
+            match s {
+                Leadership::Leader => return Ok(()),
+                Leadership::Lost(reason) => return Err(Error::LatchLost { reason }),
+                _ if s.is_final() => return Err(Error::LatchClosed),
+                _ => {}
             }
-            if s.is_final() || rx.changed().await.is_err() {
+            if rx.changed().await.is_err() {
                 return Err(Error::LatchClosed);
             }
         }
@@ -237,7 +242,8 @@ impl LeaderLatch {
 
     /// Waits at most `timeout` until we lead: `Ok(true)` when we do, `Ok(false)` when the
     /// time ran out first (we stay in the election). Returns within the timeout whatever the
-    /// connection does. Fails with [`Error::LatchClosed`] if the latch ends first.
+    /// connection does. Fails as [`await_leadership`](Self::await_leadership) does if the
+    /// latch ends first.
     pub async fn await_leadership_timeout(&self, timeout: Duration) -> Result<bool> {
         match tokio::time::timeout(timeout, self.await_leadership()).await {
             Ok(r) => r.map(|()| true),

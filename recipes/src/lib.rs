@@ -110,6 +110,7 @@ mod group;
 mod guard;
 mod leader;
 mod lease;
+mod loss_reason;
 mod lost;
 #[cfg(feature = "metrics")]
 pub mod metrics;
@@ -147,7 +148,8 @@ pub use guard::{FencingToken, LockGuard};
 pub use leader::{
     participants as leader_participants, LeaderLatch, Leadership, LeadershipChanges, Participant,
 };
-pub use lost::{LockState, LockStateChanges, LossReason};
+pub use loss_reason::LossReason;
+pub use lost::{LockState, LockStateChanges};
 pub use mutex::Mutex;
 pub use naming::Layout;
 pub use persistent_node::{PersistentNode, PersistentNodeState};

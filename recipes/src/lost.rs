@@ -26,6 +26,7 @@ use zookeeper_tokio::{Client, ErrorKind, EventType, OneshotWatcher};
 
 use crate::guard::FencingToken;
 use crate::lease;
+use crate::loss_reason::LossReason;
 use crate::metrics::Hold;
 use crate::naming::child_name;
 use crate::session_follower::{SessionFollower, SessionSignal};
@@ -43,45 +44,6 @@ pub enum LockState {
     Suspended,
     /// The lock can no longer be trusted; another contender may hold it now.
     Lost(LossReason),
-}
-
-/// Why a lock was lost.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum LossReason {
-    /// The session expired: the server removed our ephemeral node.
-    SessionExpired,
-    /// The client was closed, or its authentication failed.
-    SessionClosed,
-    /// The session's lease ran out: no server answered a request sent within the last
-    /// session timeout (a partition, a dead server, a slow one, or this process paused), so
-    /// the server may have expired the session and another contender may hold the lock.
-    /// Reported no later than the lease's end ([`zookeeper_tokio::Client::lease_deadline`]).
-    LeaseExpired,
-    /// Our node was deleted by someone else.
-    NodeDeleted,
-    /// The election path's sequence counter wrapped past 2^31: the peers' order is broken
-    /// (see [`Error::SequenceWrapped`](crate::Error::SequenceWrapped)), so a leader latch
-    /// leaves rather than risk a second leader.
-    SequenceWrapped,
-    /// We released it.
-    Released,
-}
-
-impl fmt::Display for LossReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            LossReason::SessionExpired => "the session expired",
-            LossReason::SessionClosed => "the session was closed",
-            LossReason::LeaseExpired => {
-                "the session's lease ran out: no server answered within the session timeout"
-            }
-            LossReason::NodeDeleted => "our node was deleted by someone else",
-            LossReason::SequenceWrapped => {
-                "sequence numbers wrapped past 2^31: the peers' order is broken"
-            }
-            LossReason::Released => "released",
-        })
-    }
 }
 
 impl fmt::Display for LockState {

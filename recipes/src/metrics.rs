@@ -16,7 +16,7 @@ use tokio::time::Instant;
 
 use crate::contend::Patience;
 use crate::leader::Leadership;
-use crate::lost::LossReason;
+use crate::loss_reason::LossReason;
 
 /// Seconds from an acquire call to its grant, by `recipe`.
 pub const LOCK_WAIT: &str = "zookeeper_lock_wait_seconds";

@@ -15,7 +15,7 @@
 use zookeeper_tokio::{Client, SessionState, StateChanges};
 
 use crate::lease;
-use crate::lost::LossReason;
+use crate::loss_reason::LossReason;
 
 /// What happened to the session.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
