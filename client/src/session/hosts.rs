@@ -10,6 +10,13 @@
 //! counts as a failure and is followed by a pause, growing with every such failure whatever the
 //! handshakes said. The first reconnect after a healthy connection still goes out at once, so
 //! that failing over stays fast.
+//!
+//! While a session may still be alive, a server that refused the connection outright (nothing
+//! listening: a restart, a short outage) is tried again a small fraction of the session
+//! timeout apart ([`live_session_cap`]), so that the session is taken back well before a lock
+//! holder's suspend limit, a quarter of the timeout. A refused connection costs a server
+//! nothing; a server that accepts and then closes (no quorum, a failing handshake) still gets
+//! the growing pause up to [`BACKOFF_MAX`].
 
 use std::time::{Duration, Instant};
 
@@ -22,6 +29,14 @@ pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(1);
 /// How long a connection must last to count as healthy: as long as the longest pause, so that
 /// a server closing every connection sooner gets at most one connection per pause.
 pub(crate) const HEALTHY_AFTER: Duration = BACKOFF_MAX;
+
+/// The longest pause after refused connections while a session of timeout `timeout` may still
+/// be alive: a twentieth of it (200 ms for a 4 s session), so that an outage is over for the
+/// client at most that long after it is over for the server; never more than [`BACKOFF_MAX`]
+/// nor less than [`BACKOFF_MIN`].
+pub(crate) fn live_session_cap(timeout: Duration) -> Duration {
+    (timeout / 20).clamp(BACKOFF_MIN, BACKOFF_MAX)
+}
 
 /// A small xorshift generator: enough for shuffling and jitter, and seedable so that tests are
 /// deterministic.
@@ -90,14 +105,14 @@ impl HostRing {
     }
 
     /// Records a failed attempt and says how long to wait before the next one: nothing within a
-    /// round, a jittered exponential pause once every host has failed.
-    pub fn failed(&mut self, rng: &mut Rng) -> Duration {
+    /// round, a jittered exponential pause up to `cap` once every host has failed.
+    pub fn failed(&mut self, rng: &mut Rng, cap: Duration) -> Duration {
         self.failures = self.failures.saturating_add(1);
         let n = self.hosts.len() as u32;
         if self.failures % n != 0 {
             return Duration::ZERO;
         }
-        self.pause(rng)
+        self.pause(rng, cap)
     }
 
     /// Records a successful handshake at `now`.
@@ -119,15 +134,16 @@ impl HostRing {
             return Duration::ZERO;
         }
         self.failures = self.failures.saturating_add(1);
-        self.pause(rng)
+        self.pause(rng, BACKOFF_MAX)
     }
 
-    /// The next pause: jittered, twice the previous one, up to [`BACKOFF_MAX`].
-    fn pause(&mut self, rng: &mut Rng) -> Duration {
+    /// The next pause: jittered, twice the previous one, up to `cap` (at most
+    /// [`BACKOFF_MAX`]).
+    fn pause(&mut self, rng: &mut Rng, cap: Duration) -> Duration {
         self.pauses = self.pauses.saturating_add(1);
         let base = BACKOFF_MIN
             .saturating_mul(1u32 << (self.pauses - 1).min(10))
-            .min(BACKOFF_MAX);
+            .min(cap.min(BACKOFF_MAX));
         // Jitter in [base/2, base]: clients that lost the same server do not return in step.
         let half = base / 2;
         half + Duration::from_micros(rng.below(half.as_micros() as u64 + 1))
@@ -298,18 +314,18 @@ mod tests {
     fn backoff_only_between_rounds_and_grows_to_a_cap() {
         let mut rng = Rng::new(7);
         let mut ring = HostRing::new(hosts(3), &mut rng);
-        assert_eq!(ring.failed(&mut rng), Duration::ZERO);
-        assert_eq!(ring.failed(&mut rng), Duration::ZERO);
-        let first = ring.failed(&mut rng);
+        assert_eq!(ring.failed(&mut rng, BACKOFF_MAX), Duration::ZERO);
+        assert_eq!(ring.failed(&mut rng, BACKOFF_MAX), Duration::ZERO);
+        let first = ring.failed(&mut rng, BACKOFF_MAX);
         assert!(
             first >= BACKOFF_MIN / 2 && first <= BACKOFF_MIN,
             "{first:?}"
         );
         let mut last = first;
         for _ in 0..30 {
-            ring.failed(&mut rng);
-            ring.failed(&mut rng);
-            last = ring.failed(&mut rng);
+            ring.failed(&mut rng, BACKOFF_MAX);
+            ring.failed(&mut rng, BACKOFF_MAX);
+            last = ring.failed(&mut rng, BACKOFF_MAX);
             assert!(last > Duration::ZERO && last <= BACKOFF_MAX);
         }
         assert!(last >= BACKOFF_MAX / 2);
@@ -317,9 +333,9 @@ mod tests {
         let now = Instant::now();
         ring.connected(now);
         assert!(ring.lost(now + HEALTHY_AFTER, &mut rng).is_zero());
-        assert_eq!(ring.failed(&mut rng), Duration::ZERO);
-        assert_eq!(ring.failed(&mut rng), Duration::ZERO);
-        let fresh = ring.failed(&mut rng);
+        assert_eq!(ring.failed(&mut rng, BACKOFF_MAX), Duration::ZERO);
+        assert_eq!(ring.failed(&mut rng, BACKOFF_MAX), Duration::ZERO);
+        let fresh = ring.failed(&mut rng, BACKOFF_MAX);
         assert!(
             fresh >= BACKOFF_MIN / 2 && fresh <= BACKOFF_MIN,
             "{fresh:?}"
@@ -352,7 +368,7 @@ mod tests {
         let total: Duration = pauses.iter().sum();
         assert!(total >= BACKOFF_MAX / 2 * 14, "{total:?}");
         // A failed attempt in the middle does not reset anything either.
-        ring.failed(&mut rng);
+        ring.failed(&mut rng, BACKOFF_MAX);
         ring.connected(now);
         let next = ring.lost(now + Duration::from_millis(1), &mut rng);
         assert!(next >= BACKOFF_MAX / 2, "{next:?}");
@@ -377,8 +393,8 @@ mod tests {
     fn single_host_always_backs_off() {
         let mut rng = Rng::new(3);
         let mut ring = HostRing::new(hosts(1), &mut rng);
-        assert!(ring.failed(&mut rng) > Duration::ZERO);
-        assert!(ring.failed(&mut rng) > Duration::ZERO);
+        assert!(ring.failed(&mut rng, BACKOFF_MAX) > Duration::ZERO);
+        assert!(ring.failed(&mut rng, BACKOFF_MAX) > Duration::ZERO);
     }
 
     fn named(names: &[&str]) -> Vec<HostPort> {

@@ -8,7 +8,7 @@ use tracing::field::display;
 use tracing::{debug, info, warn};
 use zookeeper_jute::encode_request_frame;
 
-use super::handshake;
+use super::{handshake, hosts};
 use super::pending::{Pending, PendingAuth};
 use super::{Action, Phase, Probe, Session, PROBE_MIN};
 use crate::connect_string::HostPort;
@@ -52,8 +52,15 @@ impl Session {
             self.state_tx.info.record_attempt_failure(host, reason);
         }
         self.tls_failures_in_a_row = 0;
+        // No connection was made (nothing listening, or no answer): while the session may
+        // live, come back soon, so that a short outage ends before a holder's suspend limit.
+        let cap = if matches!(self.phase, Phase::Connecting { .. }) && self.session_id != 0 {
+            hosts::live_session_cap(self.timeout())
+        } else {
+            hosts::BACKOFF_MAX
+        };
         self.drop_connection();
-        let delay = self.hosts.failed(&mut self.rng);
+        let delay = self.hosts.failed(&mut self.rng, cap);
         if delay.is_zero() {
             self.start_attempt(now);
         } else {

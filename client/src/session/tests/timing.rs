@@ -209,3 +209,51 @@ fn the_first_loss_after_a_connection_that_lasted_reconnects_at_once() {
         "{actions:?}"
     );
 }
+
+/// A server restarting refuses connections for a moment: while the session may live, the
+/// client comes back a twentieth of its timeout after the outage at the latest, well inside a
+/// lock holder's suspend limit (a quarter of the timeout), however long the refusals lasted.
+#[test]
+fn while_a_session_lives_refused_connections_are_retried_a_twentieth_of_its_timeout_apart() {
+    let mut h = Harness::new(config(1));
+    h.establish(0x42, 4000);
+    h.advance(hosts::HEALTHY_AFTER);
+    h.reply(-2, 0, ErrorCode::Ok, &[]);
+    h.s.on_disconnected(h.now, "server died");
+    assert!(matches!(h.actions().last(), Some(Action::Connect(_))));
+    let cap = Duration::from_millis(200);
+    let start = h.now;
+    let mut attempts = 0;
+    // Refused for 2 s (less than the 4 s timeout: no local expiry).
+    while h.now < start + Duration::from_secs(2) {
+        h.s.on_disconnected(h.now, "connection refused");
+        attempts += 1;
+        assert_eq!(h.actions(), vec![Action::Disconnect]);
+        let pause = h.s.next_deadline().unwrap() - h.now;
+        assert!(pause > Duration::ZERO && pause <= cap, "{pause:?}");
+        h.advance(pause);
+        assert!(matches!(h.actions().last(), Some(Action::Connect(_))));
+    }
+    assert!(attempts >= 10, "{attempts} attempts in 2 s");
+}
+
+/// The short pause is for refusals only: a server that accepts and closes the handshake (no
+/// quorum, say) still gets pauses growing to the full cap, session or not.
+#[test]
+fn while_a_session_lives_closed_handshakes_still_get_the_full_backoff() {
+    let mut h = Harness::new(config(1));
+    h.establish(0x42, 4000);
+    h.advance(hosts::HEALTHY_AFTER);
+    h.reply(-2, 0, ErrorCode::Ok, &[]);
+    h.s.on_disconnected(h.now, "server died");
+    let mut longest = Duration::ZERO;
+    for _ in 0..8 {
+        h.actions();
+        h.s.on_connected(h.now);
+        h.s.on_disconnected(h.now, "closed during the handshake");
+        let pause = h.s.next_deadline().unwrap() - h.now;
+        longest = longest.max(pause);
+        h.advance(pause);
+    }
+    assert!(longest >= hosts::BACKOFF_MAX / 2, "{longest:?}");
+}
