@@ -106,6 +106,7 @@ mod counter;
 mod double_barrier;
 mod ensure_path;
 mod error;
+mod fenced_work;
 mod group;
 mod guard;
 mod leader;

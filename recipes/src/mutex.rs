@@ -56,7 +56,10 @@ pub(crate) const RULE: AheadRule = predecessor;
 /// assert!(other.try_acquire().await?.is_none());
 /// assert!(other.acquire_timeout(Duration::from_millis(100)).await?.is_none());
 ///
+/// // `biased`, the loss first: after a pause both branches can be ready at once, and only
+/// // this order makes the loss win.
 /// tokio::select! {
+///     biased;
 ///     reason = guard.lost() => eprintln!("lock lost: {reason:?}"),
 ///     _ = async { /* protected work using `token` */ } => {}
 /// }

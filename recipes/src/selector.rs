@@ -2,8 +2,10 @@
 //! path (`_c_<uuid>-lock-<seq>`, whose data is the participant id), held while the leader's
 //! work runs, and released when it ends.
 //!
-//! The work is a future, run in a task of its own. It is cancelled (dropped at its next await
-//! point) when leadership can no longer be trusted: on a disconnect ([`CancelOn::Suspended`],
+//! The work is a future, run in a task of its own, and polled only while leadership is trusted
+//! (the state read against the lease clock before every poll, see `fenced_work`): a leader
+//! paused past its session is cancelled on its first poll after resuming, never stepped. It
+//! is cancelled (dropped at its next await point) when leadership can no longer be trusted: on a disconnect ([`CancelOn::Suspended`],
 //! the default, as Curator advises) or only once it is lost ([`CancelOn::Lost`]). Either way
 //! the task has stopped before our node is deleted, so the next leader starts after ours
 //! stopped; and loss is reported no later than the session's lease runs out, before the server
@@ -22,6 +24,7 @@ use tracing::{error, info, warn};
 use zookeeper_tokio::{Client, ErrorKind, MultiOp, MultiResult};
 
 use crate::error::{Error, Result};
+use crate::fenced_work::{Fenced, FencedWork};
 use crate::guard::{FencingToken, HeldNode, LockGuard};
 use crate::leader::{read_participants, Participant};
 use crate::loss_reason::LossReason;
@@ -489,18 +492,24 @@ where
             id: self.id.clone(),
             term,
         };
-        let mut work = tokio::spawn((self.leader)(context));
+        let trusted = match self.cancel_on {
+            CancelOn::Suspended => |s: LockState| s == LockState::Held,
+            CancelOn::Lost => |s: LockState| !matches!(s, LockState::Lost(_)),
+        };
+        let fenced = FencedWork::new((self.leader)(context), guard.held(), trusted);
+        let mut work = tokio::spawn(fenced);
         let end = tokio::select! {
             biased;
             _ = self.shared.close.cancelled() => TermEnd::Closed,
             state = &mut signal => TermEnd::Cancelled(state),
             _ = interrupt.cancelled() => TermEnd::Interrupted,
             done = &mut work => match done {
-                Ok(()) => TermEnd::Returned,
+                Ok(Fenced::Returned) => TermEnd::Returned,
+                Ok(Fenced::Stopped(state)) => TermEnd::Cancelled(state),
                 Err(_) => TermEnd::Panicked,
             },
         };
-        if !matches!(end, TermEnd::Returned | TermEnd::Panicked) {
+        if !work.is_finished() {
             // The work has stopped once its task is joined: only then may anyone else lead.
             work.abort();
             let _ = work.await;
