@@ -8,8 +8,8 @@ use tracing::field::display;
 use tracing::{debug, info, warn};
 use zookeeper_jute::encode_request_frame;
 
-use super::{handshake, hosts};
 use super::pending::{Pending, PendingAuth};
+use super::{handshake, hosts};
 use super::{Action, Phase, Probe, Session, PROBE_MIN};
 use crate::connect_string::HostPort;
 use crate::error::ErrorKind;
