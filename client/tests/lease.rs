@@ -40,6 +40,9 @@ async fn the_server_expires_a_cut_off_session_only_after_its_lease() {
     let proxy = Proxy::start(server.addr()).await.unwrap();
     let c = Client::builder(&proxy.connect_string())
         .session_timeout(Duration::from_secs(2))
+        // The default connect timeout would be the 2 s session timeout, which only makes
+        // expiry fast: connecting is not under test.
+        .connect_timeout(Duration::from_secs(30))
         .connect()
         .await
         .unwrap();

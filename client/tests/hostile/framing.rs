@@ -3,10 +3,7 @@
 //! `ConnectionLoss`, and the session goes on over one new connection. A reply whose frame is
 //! whole but whose body is cut short fails only its own call.
 
-use std::time::Duration;
-
 use bytes::BytesMut;
-use tokio::time::Instant;
 use zookeeper_jute::{Encode, ErrorCode, ReplyHeader};
 use zookeeper_tokio::{Client, ErrorKind, SessionState};
 
@@ -14,15 +11,18 @@ use crate::common::within;
 use crate::meter::MemoryWatch;
 use crate::server::{FakeServer, Peer, Received, SESSION_ID};
 
-/// How long a broken frame may take to fail its call, and the session to serve again.
-const BOUND: Duration = Duration::from_secs(3);
+/// The session timeout granted: an hour, so that neither the read timeout (40 min) nor a
+/// request deadline (the default 60 s) can end a call within `within`'s 10 s bound. A broken
+/// frame must be noticed as it comes, and the session serve again after a pause of the
+/// backoff's (at most 50 ms for the first), well within that bound however loaded the machine.
+const HOUR_MS: i32 = 3_600_000;
 
 /// On the first connection, answers the first request with `answer(request)`, raw; later
 /// connections are served well. Checks that the call fails with `expected`, that one new
 /// connection serves the session again (the same one), and what it cost.
 async fn broken_answer(answer: fn(&Received) -> Vec<u8>, expected: ErrorKind) {
     let server = FakeServer::start(move |mut peer: Peer| async move {
-        let resumed = peer.handshake().await;
+        let resumed = peer.handshake_granting(HOUR_MS).await;
         if peer.index > 0 {
             let resumed = resumed.map(|r| r.session_id);
             assert_eq!(resumed, Some(SESSION_ID), "the session is resumed");
@@ -38,7 +38,6 @@ async fn broken_answer(answer: fn(&Received) -> Vec<u8>, expected: ErrorKind) {
         .unwrap();
     let mut changes = client.state_changes();
     let memory = MemoryWatch::start();
-    let started = Instant::now();
     let err = within("broken answer", client.get_data("/a"))
         .await
         .unwrap_err();
@@ -48,7 +47,6 @@ async fn broken_answer(answer: fn(&Received) -> Vec<u8>, expected: ErrorKind) {
         "{err}"
     );
     assert_eq!(within("next call", client.exists("/a")).await, Ok(None));
-    assert!(started.elapsed() < BOUND, "{:?}", started.elapsed());
     assert!(memory.peak_growth() < 1 << 20, "{}", memory.peak_growth());
     if err == ErrorKind::ConnectionLoss {
         assert_eq!(

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 use zookeeper_jute::{Encode, ErrorCode, ReplyHeader};
-use zookeeper_tokio::{Client, ErrorKind, SessionState, DEFAULT_MAX_INCOMING_FRAME};
+use zookeeper_tokio::{
+    Client, ErrorKind, SessionState, DEFAULT_MAX_INCOMING_FRAME, DEFAULT_REQUEST_TIMEOUT,
+};
 
 use crate::common::{within, SCHEDULING_SLACK};
 use crate::meter::MemoryWatch;
@@ -55,12 +57,17 @@ async fn an_oversized_reply_fails_only_its_request_and_is_never_held() {
         .await
         .unwrap();
     let memory = MemoryWatch::start();
-    let started = Instant::now();
-    let (before, big, after) = tokio::join!(
-        client.exists("/before"),
-        client.get_children("/big"),
-        client.exists("/after")
-    );
+    // A hang bound only: how fast a debug build on a loaded machine skips 64 MiB is not under
+    // test (the calls' own deadline, the default 60 s, would end them first).
+    let (before, big, after) = tokio::time::timeout(DEFAULT_REQUEST_TIMEOUT * 2, async {
+        tokio::join!(
+            client.exists("/before"),
+            client.get_children("/big"),
+            client.exists("/after")
+        )
+    })
+    .await
+    .expect("the three calls ended");
     assert_eq!(before, Ok(None));
     let err = big.unwrap_err();
     assert_eq!(
@@ -76,7 +83,6 @@ async fn an_oversized_reply_fails_only_its_request_and_is_never_held() {
         format!("get_children /big: reply of {BIG} bytes exceeds the incoming frame limit of {DEFAULT_MAX_INCOMING_FRAME} bytes")
     );
     assert_eq!(after, Ok(None));
-    assert!(started.elapsed() < Duration::from_secs(10));
     // The read buffer, never the reply.
     let peak = memory.peak_growth();
     assert!(peak < 1 << 20, "the client held {peak} bytes at once");
@@ -145,11 +151,15 @@ async fn a_lying_huge_length_fails_its_request_and_the_read_timeout_ends_the_con
         matches!(err.kind(), ErrorKind::ReplyTooLarge { size, .. } if *size == i32::MAX as usize),
         "{err}"
     );
+    // The read timeout counts from the last bytes read, the lying header, which came before
+    // `started`: the connection is left within the read timeout of it, plus what a loaded
+    // machine may add.
     let started = Instant::now();
     let next = within("the call behind it", client.exists("/b")).await;
     assert_eq!(next.unwrap_err(), ErrorKind::ConnectionLoss);
+    let read_timeout = Duration::from_millis(TIMEOUT_MS as u64 * 2 / 3);
     assert!(
-        started.elapsed() <= Duration::from_millis(TIMEOUT_MS as u64) + SCHEDULING_SLACK,
+        started.elapsed() <= read_timeout + SCHEDULING_SLACK,
         "{:?}",
         started.elapsed()
     );
