@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::faults::move_session;
+use common::faults::{self, move_session};
 use common::{bounded, client};
 use tokio::sync::mpsc;
 use zookeeper_recipes::{
@@ -144,6 +144,7 @@ async fn an_expired_session_stops_the_leader_and_frees_the_lease() {
         "resume",
         Client::builder(&direct)
             .session(victim.session_id(), &victim.session_password())
+            .connect_timeout(common::CONNECT_TIMEOUT)
             .connect(),
     )
     .await
@@ -180,16 +181,15 @@ async fn a_member_kill_keeps_leadership_and_leases() {
     bounded("ensemble serving", ensemble.wait_serving())
         .await
         .unwrap();
-    let connect = ensemble.connect_string();
-    let c = bounded(
-        "connect",
-        Client::builder(&connect)
-            .session_timeout(Duration::from_secs(8))
-            .connect(),
-    )
-    .await
-    .unwrap();
-    let other = client(&connect).await;
+    // The session under test is kept off the leader, so that the kill is of a follower: no
+    // election, and the session moves at once to the other follower, well within its 8 s
+    // (a killed leader would make "leads on, untouched" depend on an election ending within
+    // the lease). The bystander is on the members that survive: it sees no fault at all.
+    let c = faults::client_off_the_leader(&ensemble, Duration::from_secs(8)).await;
+    let member = faults::member_serving(&ensemble, c.session_id().0)
+        .await
+        .expect("a member serves the session");
+    let other = client(&faults::members_but(&ensemble, member)).await;
 
     let steady_running = Arc::new(AtomicBool::new(false));
     let (steady_tx, mut steady_terms) = mpsc::unbounded_channel();
@@ -212,9 +212,8 @@ async fn a_member_kill_keeps_leadership_and_leases() {
         .unwrap();
     let mut lease_states = lease.state_watcher();
 
-    bounded("session moved", move_session(&ensemble, &c))
-        .await
-        .expect("a member served the session");
+    let killed = bounded("session moved", move_session(&ensemble, &c)).await;
+    assert_eq!(killed, Some(member));
 
     let again = bounded("careful leads again", careful_terms.recv())
         .await

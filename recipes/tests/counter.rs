@@ -4,13 +4,15 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use common::faults::{expire, move_session};
-use common::{bounded, chroot_connect, client, clients};
+use common::faults::{client_off_the_leader, expire, member_serving, members_but, move_session};
+use common::stale::stale_increment;
+use common::{bounded, chroot_connect, client, clients, join_making_progress, Progress};
 use zookeeper_recipes::{DistributedAtomicLong, Error, PromotedToLock, RetryPolicy, SharedCount};
 use zookeeper_testkit::Ensemble;
-use zookeeper_tokio::{Client, CreateOptions};
+use zookeeper_tokio::CreateOptions;
 
 fn retry() -> RetryPolicy {
     RetryPolicy::n_times(3, Duration::from_millis(5))
@@ -63,32 +65,46 @@ async fn shared_counts_see_each_others_changes_and_stale_sets_fail() {
 async fn concurrent_shared_count_increments_lose_nothing() {
     let connect = chroot_connect("counter_shared_concurrent");
     let cs = clients(&connect, 4).await;
+    // Contention made certain rather than left to the scheduler: all four read the count
+    // before any of them sets it, so their first sets are made on one version, and exactly
+    // one of them may win.
+    let all_read = Arc::new(tokio::sync::Barrier::new(cs.len()));
+    let progress = Progress::default();
     let mut tasks = Vec::new();
     for c in &cs {
         let count = SharedCount::start(c, "/c", 0).await.unwrap();
+        let (all_read, progress) = (all_read.clone(), progress.clone());
         tasks.push(tokio::spawn(async move {
-            let mut tries = 0;
-            for _ in 0..50 {
+            let seen = count.versioned();
+            bounded("all four read", all_read.wait()).await;
+            let first_won = count.try_set_count(seen.count + 1, seen).await.unwrap();
+            let mut tries = 1;
+            for _ in usize::from(first_won)..50 {
                 tries += increment(&count).await;
+                progress.step();
             }
-            tries
+            (first_won, tries)
         }));
     }
-    let mut tries = 0;
-    for t in tasks {
-        tries += bounded("increments", t).await.unwrap();
-    }
+    // Bounded by progress: 200 increments, retried on every conflict, take what they take.
+    let outcomes = join_making_progress("the increments", &progress, tasks).await;
     let check = SharedCount::start(&cs[0], "/c", 0).await.unwrap();
     assert_eq!(check.count(), 200);
-    assert!(tries > 200, "no contention at all? {tries} tries");
+    let winners = outcomes.iter().filter(|(won, _)| *won).count();
+    assert_eq!(winners, 1, "four sets on one version, stale ones refused");
+    let tries: u32 = outcomes.iter().map(|(_, tries)| tries).sum();
+    assert!(tries >= 203, "{tries} tries");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_atomic_long_increments_lose_nothing_and_report_their_tries() {
-    let connect = chroot_connect("counter_long_concurrent");
+    let chroot = zookeeper_testkit::chroot_for("counter_long_concurrent");
+    let connect = zookeeper_testkit::shared_server().connect_string_with_chroot(&chroot);
     let cs = clients(&connect, 6).await;
+    let progress = Progress::default();
     let mut tasks = Vec::new();
     for c in &cs {
+        let progress = progress.clone();
         let counter =
             DistributedAtomicLong::new(c, "/stats/hits", RetryPolicy::n_times(1, Duration::ZERO))
                 .unwrap()
@@ -104,6 +120,7 @@ async fn concurrent_atomic_long_increments_lose_nothing_and_report_their_tries()
                     if r.succeeded {
                         assert_eq!(r.post_value, r.pre_value + 1);
                         results.push(r);
+                        progress.step();
                         break;
                     }
                 }
@@ -111,24 +128,31 @@ async fn concurrent_atomic_long_increments_lose_nothing_and_report_their_tries()
             results
         }));
     }
-    let mut results = Vec::new();
-    for t in tasks {
-        results.extend(bounded("increments", t).await.unwrap());
-    }
+    // Bounded by progress: 240 increments take what they take.
+    let results: Vec<_> = join_making_progress("the increments", &progress, tasks)
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
     let counter = DistributedAtomicLong::new(&cs[0], "/stats/hits", retry()).unwrap();
     assert_eq!(counter.get().await.unwrap().post_value, 240);
     // Every value from 1 to 240 was written exactly once.
     let mut posts: Vec<i64> = results.iter().map(|r| r.post_value).collect();
     posts.sort();
     assert_eq!(posts, (1..=240).collect::<Vec<_>>());
-    assert!(
-        results.iter().any(|r| r.stats.promoted_tries > 0),
-        "some increments went through the lock"
-    );
     assert!(results.iter().all(|r| r.stats.optimistic_tries >= 1));
+
+    // Whether the racing increments above needed the lock is the scheduler's call; here one
+    // does for certain: its optimistic try read a version that is gone by its write.
+    let promoted = PromotedToLock::new("/stats/hits-lock", Duration::from_secs(20), retry());
+    let r = stale_increment(&cs[0], &chroot, "/stats/hits", promoted.unwrap()).await;
+    assert!(r.succeeded);
+    assert_eq!((r.pre_value, r.post_value), (240, 241));
+    assert_eq!(r.stats.optimistic_tries, 1);
+    assert_eq!(r.stats.promoted_tries, 1, "went through the lock");
     // 8 bytes, big-endian.
     let (data, _) = cs[0].get_data("/stats/hits").await.unwrap();
-    assert_eq!(&data[..], &240i64.to_be_bytes());
+    assert_eq!(&data[..], &241i64.to_be_bytes());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -202,21 +226,19 @@ async fn counters_carry_on_when_the_member_serving_them_dies() {
     bounded("ensemble serving", ensemble.wait_serving())
         .await
         .unwrap();
-    let c = bounded(
-        "connect",
-        Client::builder(&ensemble.connect_string())
-            .session_timeout(Duration::from_secs(8))
-            .connect(),
-    )
-    .await
-    .unwrap();
-    let other = client(&ensemble.connect_string()).await;
+    // Off the leader, so that the kill is of a follower (no election: the session moves at
+    // once, well within its 8 s); the bystander on the members that survive, untouched.
+    let c = client_off_the_leader(&ensemble, Duration::from_secs(8)).await;
+    let member = member_serving(&ensemble, c.session_id().0)
+        .await
+        .expect("a member serves the session");
+    let other = client(&members_but(&ensemble, member)).await;
     let count = SharedCount::start(&c, "/shared", 0).await.unwrap();
     let long = DistributedAtomicLong::new(&c, "/long", retry()).unwrap();
     assert_eq!(long.increment().await.unwrap().post_value, 1);
 
     let killed = move_session(&ensemble, &c).await;
-    assert!(killed.is_some());
+    assert_eq!(killed, Some(member));
     SharedCount::start(&other, "/shared", 0)
         .await
         .unwrap()

@@ -1,8 +1,8 @@
-//! Deadlines that are bounds: every recipe call with a timeout returns within it (plus
-//! 100 ms of slack) whatever the connection does — a partition, refused connections, a slow
-//! server — whether the fault starts before the call or while it waits, and once the
-//! connection is back no node of ours is left under the recipe's path. The `try_` calls
-//! return within the session timeout.
+//! Deadlines that are bounds: every recipe call with a timeout returns at it (the recipes
+//! promise within 50 ms; checked with the [`SLACK`] a busy machine needs) whatever the
+//! connection does — a partition, refused connections, a slow server — whether the fault
+//! starts before the call or while it waits, and once the connection is back no node of ours
+//! is left under the recipe's path. The `try_` calls return within the session timeout.
 
 mod common;
 
@@ -15,8 +15,14 @@ use zookeeper_tokio::{Client, ErrorKind};
 
 /// The timeout every timed call is given.
 const TIMEOUT: Duration = Duration::from_millis(1500);
-/// How late a call may return.
-const SLACK: Duration = Duration::from_millis(100);
+/// How late a call may return past its bound. The recipes promise 50 ms past a timeout, and
+/// the session timeout for a `try_` call; the rest is for a starved machine, which can be
+/// that late to run the caller's timer and task. A call that waited on the server instead of
+/// its deadline still misses the bound by far: a reply through the [`Fault::Slow`] proxy
+/// takes 6 s (3 s each way), a partitioned connection is given up only at the read timeout
+/// (2/3 of the 20 s session: 13 s), and refused connections never come back during the
+/// fault.
+const SLACK: Duration = Duration::from_secs(2);
 
 #[derive(Clone, Copy, Debug)]
 enum Fault {
@@ -120,7 +126,12 @@ async fn wait_children(direct: &Client, path: &str, n: usize) {
 async fn connect(connect: &str, timeout: Duration) -> Client {
     bounded(
         "connect",
-        Client::builder(connect).session_timeout(timeout).connect(),
+        Client::builder(connect)
+            .session_timeout(timeout)
+            // The default (the session timeout, 2 s below) is only for the first session:
+            // the servers are up, the wait must only survive a slow machine.
+            .connect_timeout(common::CONNECT_TIMEOUT)
+            .connect(),
     )
     .await
     .expect("connect")
@@ -235,6 +246,7 @@ async fn try_calls_are_bounded(fault: Fault, test: &str) {
     )
     .await;
     let owner = ours.session_id().0;
+    // The promise: within the session timeout (checked with `SLACK` on top).
     let bound = ours.session_timeout();
 
     fault.apply(&proxy);

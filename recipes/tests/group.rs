@@ -12,7 +12,7 @@ use common::peers::Peer;
 use common::{bounded, chroot_connect, client};
 use zookeeper_recipes::{GroupMember, PersistentNode, PersistentNodeState};
 use zookeeper_testkit::Ensemble;
-use zookeeper_tokio::{Client, CreateOptions, Stat};
+use zookeeper_tokio::{CreateOptions, Stat};
 
 /// Waits until the node is ours with a czxid other than `not`; returns its stat.
 async fn created(node: &PersistentNode, not: i64) -> Stat {
@@ -158,14 +158,9 @@ async fn the_node_stays_when_the_member_serving_its_session_dies() {
     bounded("ensemble serving", ensemble.wait_serving())
         .await
         .unwrap();
-    let c = bounded(
-        "connect",
-        Client::builder(&ensemble.connect_string())
-            .session_timeout(Duration::from_secs(8))
-            .connect(),
-    )
-    .await
-    .unwrap();
+    // Off the leader: the member killed is a follower, so no election, and the session moves
+    // to the other follower at once, well within its 8 s.
+    let c = common::faults::client_off_the_leader(&ensemble, Duration::from_secs(8)).await;
     let member = GroupMember::start(&c, "/g", "me", b"p").await.unwrap();
     let PersistentNodeState::Created(before) = member.state() else {
         panic!("{:?}", member.state())

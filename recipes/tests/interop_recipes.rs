@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::peers::Peer;
-use common::{bounded, children, chroot_connect, clients};
+use common::stale::stale_increment;
+use common::{bounded, children, chroot_connect, clients, join_making_progress, Progress};
 use zookeeper_recipes::{
     DistributedAtomicLong, DistributedDoubleBarrier, PromotedToLock, RetryPolicy, SharedCount,
 };
@@ -19,23 +20,25 @@ async fn shared_count_increments_from_curator_and_us_interleave_with_none_lost()
     let cs = clients(&connect, 2).await;
     let mut curator = Peer::curator_recipes(&connect).await;
     curator.send("shared-incr /sc 150").await;
+    let progress = Progress::default();
     let mut tasks = Vec::new();
     for c in &cs {
         let count = SharedCount::start(c, "/sc", 0).await.unwrap();
+        let progress = progress.clone();
         tasks.push(tokio::spawn(async move {
             for _ in 0..150 {
                 loop {
                     let seen = count.versioned();
                     if count.try_set_count(seen.count + 1, seen).await.unwrap() {
+                        progress.step();
                         break;
                     }
                 }
             }
         }));
     }
-    for t in tasks {
-        bounded("our increments", t).await.unwrap();
-    }
+    // Bounded by progress: 300 contended increments take what the machine makes them take.
+    join_making_progress("our increments", &progress, tasks).await;
     curator.expect("shared-done 150").await;
     curator.send("shared-get /sc").await;
     assert_eq!(curator.expect("shared-value ").await, "450");
@@ -45,12 +48,15 @@ async fn shared_count_increments_from_curator_and_us_interleave_with_none_lost()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn atomic_long_increments_from_curator_and_us_interleave_with_none_lost() {
-    let connect = chroot_connect("interop_atomic_long");
+    let chroot = zookeeper_testkit::chroot_for("interop_atomic_long");
+    let connect = zookeeper_testkit::shared_server().connect_string_with_chroot(&chroot);
     let cs = clients(&connect, 2).await;
     let mut curator = Peer::curator_recipes(&connect).await;
     curator.send("along-incr /al /al-lock 150").await;
+    let progress = Progress::default();
     let mut tasks = Vec::new();
     for c in &cs {
+        let progress = progress.clone();
         // Few optimistic tries, so that the promoted lock (shared with Curator's) is used.
         let counter = DistributedAtomicLong::new(c, "/al", RetryPolicy::n_times(1, Duration::ZERO))
             .unwrap()
@@ -69,6 +75,7 @@ async fn atomic_long_increments_from_curator_and_us_interleave_with_none_lost() 
                     let r = counter.increment().await.unwrap();
                     promoted += r.stats.promoted_tries;
                     if r.succeeded {
+                        progress.step();
                         break;
                     }
                 }
@@ -76,16 +83,29 @@ async fn atomic_long_increments_from_curator_and_us_interleave_with_none_lost() 
             promoted
         }));
     }
-    let mut promoted = 0;
-    for t in tasks {
-        promoted += bounded("our increments", t).await.unwrap();
-    }
+    // Bounded by progress: 300 contended increments take what the machine makes them take.
+    let promoted: u32 = join_making_progress("our increments", &progress, tasks)
+        .await
+        .into_iter()
+        .sum();
     curator.expect("along-done 150").await;
+    // Whether the race above sent any of our increments to the lock is the scheduler's call
+    // (`promoted` may be 0): one more of ours goes through the lock Curator's take for
+    // certain, its optimistic try made stale.
+    eprintln!("increments of ours that went through the lock in the race: {promoted}");
+    let lock = PromotedToLock::new(
+        "/al-lock",
+        Duration::from_secs(20),
+        RetryPolicy::n_times(20, Duration::from_millis(10)),
+    );
+    let r = stale_increment(&cs[0], &chroot, "/al", lock.unwrap()).await;
+    assert!(r.succeeded);
+    assert_eq!((r.pre_value, r.post_value), (450, 451));
+    assert_eq!(r.stats.promoted_tries, 1, "the shared lock was used");
     curator.send("along-get /al").await;
-    assert_eq!(curator.expect("along-value ").await, "450");
+    assert_eq!(curator.expect("along-value ").await, "451");
     let counter = DistributedAtomicLong::new(&cs[0], "/al", RetryPolicy::never()).unwrap();
-    assert_eq!(counter.get().await.unwrap().post_value, 450);
-    assert!(promoted > 0, "the shared lock was used");
+    assert_eq!(counter.get().await.unwrap().post_value, 451);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,11 +13,13 @@ use zookeeper_recipes::{LeaderLatch, Leadership, LockState, LossReason, Mutex, S
 use zookeeper_testkit::{Ensemble, Proxy, ZkServer};
 use zookeeper_tokio::{Client, CreateOptions, MultiOp, SessionState};
 
-async fn short_session(connect: &str) -> Client {
+/// A client with a session of `timeout`, waiting for it as patiently as `common::client`.
+async fn session(connect: &str, timeout: Duration) -> Client {
     bounded(
         "connect",
         Client::builder(connect)
-            .session_timeout(Duration::from_millis(1500))
+            .session_timeout(timeout)
+            .connect_timeout(common::CONNECT_TIMEOUT)
             .connect(),
     )
     .await
@@ -36,14 +38,7 @@ async fn short_session(connect: &str) -> Client {
 async fn expired_holder_is_told_before_a_waiter_takes_over_with_a_higher_token() {
     let server = ZkServer::start().await.unwrap();
     let proxy = Proxy::start(server.addr()).await.unwrap();
-    let holder_client = bounded(
-        "connect",
-        Client::builder(&proxy.connect_string())
-            .session_timeout(Duration::from_secs(3))
-            .connect(),
-    )
-    .await
-    .expect("connect");
+    let holder_client = session(&proxy.connect_string(), Duration::from_secs(3)).await;
     proxy.set_latency(Duration::from_millis(500));
     let other = client(&server.connect_string()).await;
 
@@ -113,8 +108,13 @@ fn a_holder_paused_past_its_lease_reads_lost_on_its_first_look() {
         .build()
         .unwrap();
     let connect = common::chroot_connect("loss_paused_holder");
+    // The first looks below come after the runtime stopped, so after the last renewal of the
+    // lease: pings go out a third of the session timeout after the last request, and the
+    // lease runs a session timeout from a request's sending, so they have at least 2/3 of it
+    // (4 s here) to be made in, however slow the machine. The takeover waits for the server
+    // to expire the session, which is what makes the test take these 6 s.
     let (holder_client, g, lease_guard, latch) = paused.block_on(async {
-        let c = short_session(&connect).await;
+        let c = session(&connect, Duration::from_secs(6)).await;
         let g = bounded("acquire", Mutex::new(&c, "/lock").unwrap().acquire())
             .await
             .unwrap();
@@ -386,15 +386,13 @@ async fn holder_keeps_the_lock_when_its_server_dies() {
     bounded("ensemble serving", ensemble.wait_serving())
         .await
         .unwrap();
-    let connect = ensemble.connect_string();
-    let holder_client = bounded(
-        "connect",
-        Client::builder(&connect)
-            .session_timeout(Duration::from_secs(6))
-            .connect(),
-    )
-    .await
-    .unwrap();
+    // The holder's session is kept off the leader: the member killed is a follower, the
+    // quorum stays, and the session moves to the other follower at once. (A killed leader
+    // would make the lock's keeping depend on an election ending within the session timeout.)
+    // Nothing here waits for an expiry, so the session is long: the lease survives a starved
+    // machine's slow reconnect too.
+    let holder_client =
+        common::faults::client_off_the_leader(&ensemble, Duration::from_secs(20)).await;
     let m = Mutex::new(&holder_client, "/lock").unwrap();
     let g = bounded("acquire", m.acquire()).await.unwrap();
     let mut states = g.state_watcher();
@@ -417,7 +415,8 @@ async fn holder_keeps_the_lock_when_its_server_dies() {
         .unwrap();
     assert!(!lost.is_finished());
 
-    let other_client = client(&connect).await;
+    // On the surviving members only.
+    let other_client = client(&common::faults::members_but(&ensemble, serving)).await;
     let other = Mutex::new(&other_client, "/lock").unwrap();
     assert!(
         other.try_acquire().await.unwrap().is_none(),
@@ -434,7 +433,9 @@ async fn holder_keeps_the_lock_when_its_server_dies() {
 async fn cut_off_leader_loses_leadership_and_the_next_leads() {
     let server = ZkServer::start().await.unwrap();
     let proxy = Proxy::start(server.addr()).await.unwrap();
-    let leader_client = short_session(&proxy.connect_string()).await;
+    // The lease runs out 4 s after the black hole: a shorter session could run out before it
+    // on a starved machine, and the leader would then be lost without being suspended first.
+    let leader_client = client(&proxy.connect_string()).await;
     let other = client(&server.connect_string()).await;
     let leader = bounded(
         "start",

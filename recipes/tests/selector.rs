@@ -6,13 +6,11 @@ mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
-use std::time::Duration;
 
 use common::{blip_rig, bounce_connection, bounded, children, chroot_connect, client, clients};
 use tokio::sync::mpsc;
 use zookeeper_recipes::{CancelOn, LeaderContext, LeaderSelector, LockState, SelectorState};
 use zookeeper_testkit::{Proxy, ZkServer};
-use zookeeper_tokio::Client;
 
 /// Waits until `selector` reaches `state`.
 async fn until(selector: &LeaderSelector, state: SelectorState) {
@@ -264,14 +262,10 @@ async fn a_cut_off_leader_stops_before_the_next_leads() {
     use std::sync::atomic::AtomicBool;
     let server = ZkServer::start().await.unwrap();
     let proxy = Proxy::start(server.addr()).await.unwrap();
-    let cut_off = bounded(
-        "connect",
-        Client::builder(&proxy.connect_string())
-            .session_timeout(Duration::from_millis(1500))
-            .connect(),
-    )
-    .await
-    .unwrap();
+    // A 4 s session (`common::client`): its lease, renewed every third of it, leaves a's work
+    // well over 2 s to be seen running before the black hole, even on a starved machine; a
+    // shorter one could run out and cancel it first.
+    let cut_off = client(&proxy.connect_string()).await;
     let other = client(&server.connect_string()).await;
 
     /// Set while a's work runs; cleared when it is dropped.

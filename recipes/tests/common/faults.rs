@@ -24,7 +24,8 @@ pub async fn expiry_rig(test: &str) -> ExpiryRig {
     let proxy = Proxy::start(server.addr()).await.unwrap();
     let direct = server.connect_string_with_chroot(&chroot);
     let builder = Client::builder(&format!("{}{}", proxy.connect_string(), chroot))
-        .session_timeout(Duration::from_secs(4));
+        .session_timeout(Duration::from_secs(4))
+        .connect_timeout(super::CONNECT_TIMEOUT);
     let sessions = bounded("connect", Sessions::connect(builder))
         .await
         .unwrap();
@@ -52,6 +53,7 @@ pub async fn expire(proxy: &Proxy, connect: &str, victim: &Client) {
         "resume",
         Client::builder(connect)
             .session(victim.session_id(), &victim.session_password())
+            .connect_timeout(super::CONNECT_TIMEOUT)
             .connect(),
     )
     .await
@@ -74,6 +76,36 @@ pub async fn member_serving(ensemble: &Ensemble, session: i64) -> Option<usize> 
         }
     }
     None
+}
+
+/// A connect string of every member of `ensemble` but the one at `skip`: a session connected
+/// with it is kept off that member (off the leader, say, whose death would start an election
+/// and drop every client until it ends).
+pub fn members_but(ensemble: &Ensemble, skip: usize) -> String {
+    let addrs: Vec<String> = ensemble
+        .addrs()
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != skip)
+        .map(|(_, a)| a.to_string())
+        .collect();
+    addrs.join(",")
+}
+
+/// A client on every member of `ensemble` but its leader, with `session_timeout`: killing the
+/// member serving it is then never the leader's death, so no election runs and its session
+/// moves to the remaining follower at once, well within the session timeout.
+pub async fn client_off_the_leader(ensemble: &Ensemble, session_timeout: Duration) -> Client {
+    let leader = bounded("a leader", ensemble.leader()).await.unwrap();
+    bounded(
+        "connect",
+        Client::builder(&members_but(ensemble, leader))
+            .session_timeout(session_timeout)
+            .connect_timeout(super::CONNECT_TIMEOUT)
+            .connect(),
+    )
+    .await
+    .unwrap()
 }
 
 /// Kills the member serving `client`'s session and waits until the session is served by

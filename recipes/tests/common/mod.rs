@@ -19,6 +19,46 @@ pub async fn bounded<F: Future>(what: &str, f: F) -> F::Output {
     }
 }
 
+/// The steps of a long run (a grant, an increment), for [`join_making_progress`]. Cloned
+/// into the tasks, which [`Progress::step`] as they go.
+#[derive(Clone, Default)]
+pub struct Progress(std::sync::Arc<tokio::sync::Notify>);
+
+impl Progress {
+    pub fn step(&self) {
+        // Stores a permit when nobody waits: a step is never missed.
+        self.0.notify_one();
+    }
+}
+
+/// Awaits every task of a run whose length depends on the machine's speed (hundreds of
+/// handoffs, say): the test fails only when no task made a step for [`BOUND`], a stall,
+/// however long the whole run takes. Panics in the tasks are passed on.
+pub async fn join_making_progress<T>(
+    what: &str,
+    progress: &Progress,
+    tasks: Vec<tokio::task::JoinHandle<T>>,
+) -> Vec<T> {
+    let all = async {
+        let mut out = Vec::with_capacity(tasks.len());
+        for t in tasks {
+            out.push(t.await.unwrap());
+        }
+        out
+    };
+    tokio::pin!(all);
+    loop {
+        tokio::select! {
+            out = &mut all => return out,
+            stepped = tokio::time::timeout(BOUND, progress.0.notified()) => {
+                if stepped.is_err() {
+                    panic!("{what}: no progress for {BOUND:?}");
+                }
+            }
+        }
+    }
+}
+
 /// Prints `tracing` output when `ZK_RECIPES_LOG` is set (for example `ZK_RECIPES_LOG=trace`),
 /// to see what a failing test did.
 pub fn init_tracing() {
@@ -37,6 +77,13 @@ pub fn chroot_connect(test: &str) -> String {
     shared_server().connect_string_with_chroot(&chroot)
 }
 
+/// How long a test's client waits for its first session. The builder's default, the session
+/// timeout up to 5 s, is for reporting a dead ensemble quickly; here the servers are up, and
+/// a short session (only there to make an expiry quick) must not turn a starved machine's
+/// slow first connect into a failure. The bound stays below [`BOUND`], which callers wrap
+/// around the connect.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(25);
+
 /// A client on `connect` with a short session timeout.
 pub async fn client(connect: &str) -> Client {
     init_tracing();
@@ -44,6 +91,7 @@ pub async fn client(connect: &str) -> Client {
         "connect",
         Client::builder(connect)
             .session_timeout(Duration::from_secs(4))
+            .connect_timeout(CONNECT_TIMEOUT)
             .connect(),
     )
     .await
@@ -204,3 +252,4 @@ pub fn blip_rig(test: &str) -> BlipRig {
 pub mod faults;
 pub mod peers;
 pub mod resource;
+pub mod stale;
