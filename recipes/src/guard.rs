@@ -4,7 +4,6 @@ use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex as StdMutex};
 
-use tokio::sync::watch;
 use zookeeper_tokio::{Client, ErrorKind, MultiOp, MultiResult, Stat};
 
 use crate::error::{Error, Result};
@@ -12,6 +11,7 @@ use crate::loss_reason::LossReason;
 use crate::lost::{LockState, LockStateChanges, LossMonitor};
 use crate::metrics::{Hold, Recipe};
 use crate::release::{delete_until_gone, spawn_delete};
+use crate::transitions::StateWatcher;
 
 /// A number that grows with every grant of a lock: the lock node's creation zxid (`czxid`).
 ///
@@ -280,11 +280,12 @@ impl LockGuard {
         self.node.state()
     }
 
-    /// A receiver of the latest [`LockState`]. It keeps only the latest value: a disconnect
-    /// healed before the receiver looks leaves no trace in it. Use
+    /// A watcher of the latest [`LockState`], read against the lease clock on every look (as
+    /// [`state`](Self::state) is), from any thread. It keeps only the latest value: a
+    /// disconnect healed before the watcher looks leaves no trace in it. Use
     /// [`state_changes`](Self::state_changes) to see every transition.
-    pub fn state_watcher(&self) -> watch::Receiver<LockState> {
-        self.node.monitor.subscribe()
+    pub fn state_watcher(&self) -> StateWatcher<LockState> {
+        self.node.monitor.watcher()
     }
 
     /// Every [`LockState`] from now on, in order: the current one first, then each

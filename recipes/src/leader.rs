@@ -213,11 +213,17 @@ impl LeaderLatch {
         self.token
     }
 
-    /// Every change of [`Leadership`] from now on, in order, starting with the current state.
-    /// Does not borrow the latch.
+    /// Every change of [`Leadership`] from now on, in order, starting with the current state;
+    /// the lease is checked before each, so the first look after a pause past the session
+    /// reads `Lost`. Does not borrow the latch.
     pub fn changes(&self) -> LeadershipChanges {
         self.shared.current();
-        self.shared.state.changes().into()
+        let shared = self.shared.clone();
+        self.shared
+            .state
+            .changes()
+            .refreshed_by(Arc::new(move || shared.current()))
+            .into()
     }
 
     /// Waits until we lead. Fails with [`Error::LatchLost`] (session-terminal when the

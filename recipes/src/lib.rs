@@ -162,6 +162,7 @@ pub use selector::{
 pub use semaphore::{Lease, Semaphore};
 pub use semaphore_mutex::SemaphoreMutex;
 pub use sessions::Sessions;
+pub use transitions::StateWatcher;
 /// The client types a recipe user needs, so that a lock takes one dependency.
 pub use zookeeper_tokio::{
     Client, ClientBuilder, CreateOptions, Error as ClientError, ErrorKind, MultiOp, SessionId,

@@ -30,7 +30,7 @@ use crate::loss_reason::LossReason;
 use crate::metrics::Hold;
 use crate::naming::child_name;
 use crate::session_follower::{SessionFollower, SessionSignal};
-use crate::transitions::{changes_stream, Phase, Transitions};
+use crate::transitions::{changes_stream, Phase, Refresh, StateWatcher, Transitions};
 
 /// Whether a lock (or lease, or leadership) can be trusted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -201,11 +201,27 @@ impl LossMonitor {
         self.shared.state.watch()
     }
 
-    /// Every state from now on, in order; also starts watching the node itself.
+    /// The latest state, read against the lease on every look; also starts watching the node
+    /// itself.
+    pub(crate) fn watcher(&self) -> StateWatcher<LockState> {
+        StateWatcher::new(self.subscribe(), self.refresh())
+    }
+
+    /// Every state from now on, in order, the lease checked before each; also starts watching
+    /// the node itself.
     pub(crate) fn changes(&self) -> LockStateChanges {
         self.arm.notify_one();
         self.shared.current();
-        self.shared.state.changes().into()
+        self.shared
+            .state
+            .changes()
+            .refreshed_by(self.refresh())
+            .into()
+    }
+
+    fn refresh(&self) -> Refresh<LockState> {
+        let shared = self.shared.clone();
+        Arc::new(move || shared.current())
     }
 
     /// Resolves with the reason once the lock is lost; checks the lease on every poll, so

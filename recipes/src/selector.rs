@@ -332,9 +332,15 @@ impl LeaderSelector {
         self.shared.state.current()
     }
 
-    /// True while the leader's work runs.
+    /// True while the leader's work runs and leadership is plainly held: the term's lock read
+    /// against the lease clock (as [`LockGuard::state`] is), so a look right after a pause past
+    /// the session reads false, before the selector's task has run again. (`state()` stays
+    /// `Leading` until that task has ended the term.)
     pub fn has_leadership(&self) -> bool {
         self.state() == SelectorState::Leading
+            && lock(&self.shared.term)
+                .as_ref()
+                .is_some_and(|(_, node)| node.state() == LockState::Held)
     }
 
     /// Every state from now on, in order, starting with the current one.
@@ -362,7 +368,7 @@ impl LeaderSelector {
     /// Cancels the current term's work, if one runs (Curator's `interruptLeadership()`); the
     /// term then ends as if the work had returned.
     pub fn interrupt_leadership(&self) {
-        if let Some(term) = lock(&self.shared.term).as_ref() {
+        if let Some((term, _)) = lock(&self.shared.term).as_ref() {
             term.cancel();
         }
     }
@@ -402,8 +408,9 @@ fn lock<T>(m: &StdMutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// What the selector and its task share.
 struct Shared {
     state: Transitions<SelectorState>,
-    /// The running term's cancellation, for [`LeaderSelector::interrupt_leadership`].
-    term: StdMutex<Option<CancellationToken>>,
+    /// The running term's cancellation, for [`LeaderSelector::interrupt_leadership`], and its
+    /// node, for [`LeaderSelector::has_leadership`].
+    term: StdMutex<Option<(CancellationToken, Arc<HeldNode>)>>,
     requeue: Notify,
     requeue_asked: AtomicBool,
     close: CancellationToken,
@@ -482,7 +489,7 @@ where
             }
         };
         let interrupt = CancellationToken::new();
-        *lock(&self.shared.term) = Some(interrupt.clone());
+        *lock(&self.shared.term) = Some((interrupt.clone(), guard.held()));
         let token = node.fencing_token();
         self.shared.state.set(SelectorState::Leading);
         info!(path = %self.path, id = %self.id, %token, term, "leading");

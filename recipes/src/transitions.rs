@@ -9,6 +9,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures_core::Stream;
@@ -87,6 +88,11 @@ async fn recv_next<S: Phase>(mut rx: broadcast::Receiver<S>) -> Next<S> {
     }
 }
 
+/// Reads the state now, after checking what the clock alone can tell (a session's lease run
+/// out), publishing the change if there is one. What makes every look at a hold, from any
+/// thread, read lost on the first look after a pause, before any task of the process ran.
+pub(crate) type Refresh<S> = Arc<dyn Fn() -> S + Send + Sync>;
+
 /// Every state a [`Transitions`] goes through, in order: the current state first, then each
 /// transition, ending after a final state. A receiver that falls more than [`BACKLOG`]
 /// transitions behind loses the oldest of them.
@@ -95,6 +101,7 @@ pub(crate) struct Changes<S> {
     last: Option<S>,
     next: ReusableBoxFuture<'static, Next<S>>,
     done: bool,
+    refresh: Option<Refresh<S>>,
 }
 
 impl<S: std::fmt::Debug> std::fmt::Debug for Changes<S> {
@@ -113,7 +120,15 @@ impl<S: Phase> Changes<S> {
             last: None,
             next: ReusableBoxFuture::new(recv_next(rx)),
             done: false,
+            refresh: None,
         }
+    }
+
+    /// Looks with `refresh` before every item: a final state it finds is the next item, and
+    /// the last (what came between is moot once the hold is gone).
+    pub(crate) fn refreshed_by(mut self, refresh: Refresh<S>) -> Changes<S> {
+        self.refresh = Some(refresh);
+        self
     }
 
     /// The next state (the first call returns the current one); `None` after a final state
@@ -136,6 +151,13 @@ impl<S: Phase> Stream for Changes<S> {
         if self.done {
             return Poll::Ready(None);
         }
+        if let Some(refresh) = &self.refresh {
+            let now = refresh();
+            if now.is_final() {
+                self.first = None;
+                return self.emit(now);
+            }
+        }
         if let Some(first) = self.first.take() {
             return self.emit(first);
         }
@@ -151,6 +173,69 @@ impl<S: Phase> Stream for Changes<S> {
                 None => return self.emit(S::ENDED),
             }
         }
+    }
+}
+
+/// The latest state of a hold, read against the lease clock on every look: unlike a bare
+/// `tokio::sync::watch::Receiver`, whose value is what a task last published, a look through it
+/// right after a pause past the session timeout reads lost, from any thread, before any task of
+/// the process has run again. It keeps only the latest state: a disconnect healed before anyone
+/// looked leaves no trace (the `changes` streams see every transition).
+pub struct StateWatcher<S> {
+    rx: watch::Receiver<S>,
+    refresh: Refresh<S>,
+}
+
+impl<S> Clone for StateWatcher<S> {
+    fn clone(&self) -> Self {
+        StateWatcher {
+            rx: self.rx.clone(),
+            refresh: self.refresh.clone(),
+        }
+    }
+}
+
+impl<S: std::fmt::Debug + Copy> std::fmt::Debug for StateWatcher<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateWatcher")
+            .field("latest", &*self.rx.borrow())
+            .finish()
+    }
+}
+
+impl<S: Copy + Send + Sync + 'static> StateWatcher<S> {
+    pub(crate) fn new(rx: watch::Receiver<S>, refresh: Refresh<S>) -> StateWatcher<S> {
+        StateWatcher { rx, refresh }
+    }
+
+    /// The state now, the lease checked against the clock first.
+    pub fn get(&self) -> S {
+        (self.refresh)()
+    }
+
+    /// The state now (as [`get`](Self::get)), marked seen: [`changed`](Self::changed) waits
+    /// for the next change after it.
+    pub fn get_and_update(&mut self) -> S {
+        (self.refresh)();
+        *self.rx.borrow_and_update()
+    }
+
+    /// Waits until the state changes from the one last seen, the lease checked first (a look
+    /// after a pause finds the loss at once). Fails once the hold is gone and nothing more
+    /// will be published.
+    pub async fn changed(&mut self) -> Result<(), watch::error::RecvError> {
+        (self.refresh)();
+        self.rx.changed().await
+    }
+
+    /// Waits until `ready` accepts the state, the lease checked first, and returns that state.
+    /// Fails once the hold is gone and nothing more will be published.
+    pub async fn wait_for(
+        &mut self,
+        ready: impl FnMut(&S) -> bool,
+    ) -> Result<S, watch::error::RecvError> {
+        (self.refresh)();
+        self.rx.wait_for(ready).await.map(|state| *state)
     }
 }
 

@@ -1,0 +1,115 @@
+//! A lock holder whose process stood still past its session timeout reads its lock lost on
+//! the first look after resuming, whichever way it looks: the watcher from another OS thread
+//! or from a task, the change stream, or a `biased` select of the loss against work that is
+//! ready at the same moment. The pause is the whole runtime blocked (a current-thread runtime
+//! whose one thread sleeps), as a stopped process is: no task runs during it, nor before the
+//! look, so only a look that reads the lease clock itself can see the loss.
+
+mod common;
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::{bounded, chroot_connect};
+use zookeeper_recipes::{LockState, LossReason, Mutex};
+use zookeeper_tokio::Client;
+
+/// The session timeout: short, so that each trial's pause is short.
+const SESSION: Duration = Duration::from_millis(1000);
+/// The pause: the session timeout and half of it again, so that the lease has run out by the
+/// clock whatever the last reply's timing.
+const PAUSE: Duration = Duration::from_millis(1500);
+
+const LOST: LockState = LockState::Lost(LossReason::LeaseExpired);
+
+/// The first look after the pause.
+#[derive(Clone, Copy, Debug)]
+enum Look {
+    /// `state_watcher().get()` on another OS thread, while the runtime's thread still stands.
+    WatcherFromThread,
+    /// `state_watcher().get()` from the task that stood still.
+    WatcherFromTask,
+    /// The first item of `state_changes()`, polled once.
+    ChangeStream,
+    /// `select! { biased; guard.lost(), work }` where the work is ready too.
+    BiasedSelect,
+}
+
+async fn one_trial(trial: usize, look: Look) {
+    let connect = chroot_connect(&format!("paused_holder_{trial}"));
+    let client = bounded(
+        "connect",
+        Client::builder(&connect)
+            .session_timeout(SESSION)
+            .connect_timeout(Duration::from_secs(30))
+            .connect(),
+    )
+    .await
+    .unwrap();
+    let mutex = Mutex::new(&client, "/lock").unwrap();
+    let guard = bounded("acquire", mutex.acquire()).await.unwrap();
+    let watcher = guard.state_watcher();
+    let mut changes = guard.state_changes();
+    assert_eq!(changes.next().await, Some(LockState::Held));
+    let (ask, asked) = mpsc::channel::<()>();
+    let (tell, told) = mpsc::channel();
+    let reader = {
+        let watcher = watcher.clone();
+        std::thread::spawn(move || {
+            if asked.recv().is_ok() {
+                let _ = tell.send(watcher.get());
+            }
+        })
+    };
+    assert_eq!(
+        watcher.get(),
+        LockState::Held,
+        "trial {trial}: held before the pause"
+    );
+
+    // Stand still: nothing of this runtime runs, as in a stopped process.
+    std::thread::sleep(PAUSE);
+
+    let seen = match look {
+        Look::WatcherFromThread => {
+            // The runtime's thread blocks on the answer: still no task can run.
+            ask.send(()).unwrap();
+            told.recv().unwrap()
+        }
+        Look::WatcherFromTask => watcher.get(),
+        Look::ChangeStream => tokio::time::timeout(Duration::ZERO, changes.next())
+            .await
+            .expect("the first poll answers")
+            .unwrap(),
+        Look::BiasedSelect => {
+            let work = std::future::ready(());
+            tokio::select! {
+                biased;
+                reason = guard.lost() => LockState::Lost(reason),
+                () = work => LockState::Held,
+            }
+        }
+    };
+    assert_eq!(seen, LOST, "trial {trial}: {look:?} after the pause");
+    drop(ask);
+    reader.join().unwrap();
+    drop(guard);
+    client.close().await;
+}
+
+#[test]
+fn every_look_after_a_pause_past_the_session_reads_lost() {
+    let looks = [
+        Look::WatcherFromThread,
+        Look::WatcherFromTask,
+        Look::ChangeStream,
+        Look::BiasedSelect,
+    ];
+    for trial in 0..20 {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(one_trial(trial, looks[trial % looks.len()]));
+    }
+}
