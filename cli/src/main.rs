@@ -12,6 +12,7 @@ mod supervise;
 mod tls;
 mod trust;
 mod walk;
+mod watchdog;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -19,6 +20,10 @@ use std::time::Duration;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // Started by `zk` itself to stand between it and a command (see `watchdog`).
+    if let Some(code) = watchdog::run_if_asked() {
+        return code;
+    }
     // One line on stderr, never a backtrace.
     std::panic::set_hook(Box::new(|info| {
         eprintln!("Error: internal error: {info}");

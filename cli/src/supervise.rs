@@ -2,27 +2,32 @@
 //! can no longer be trusted.
 //!
 //! The command runs in a process group of its own, so that a signal reaches everything it
-//! started (a shell script's children too), not just the first process. When the lock is lost
-//! the group gets `--signal`, and SIGKILL once `--grace` has passed; whatever is left of the
-//! group when the command itself has exited is killed too, since nothing may run on without
-//! the lock. SIGINT, SIGTERM and SIGHUP sent to `zk` are passed on to the group, with the same
-//! grace. On Linux the command is also killed if `zk` itself dies (even by SIGKILL), so that
-//! it never outlives the session that holds its lock by more than the session timeout.
+//! started (a shell script's children too), not just the first process, and it is started
+//! through the watchdog (see `watchdog`), which kills the group if `zk` dies and stops it by
+//! the session's lease if `zk` stands still. When the lock is lost the group gets `--signal`,
+//! and SIGKILL once `--grace` has passed or the session's lease runs out, whichever comes
+//! first; whatever is left of the group when the command itself has exited is killed too,
+//! since nothing may run on without the lock. SIGINT, SIGTERM and SIGHUP sent to `zk` are
+//! passed on to the group, with the same grace.
 
 use std::ffi::OsString;
 use std::future::Future;
 use std::io;
+use std::os::fd::AsRawFd;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::time::Duration;
 
 use clap::Args;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 use tokio::time::Instant;
+use zookeeper_recipes::Client;
 
 use crate::connection::duration;
 use crate::exit::{self, Failure};
 use crate::interrupt::{parse_signal, signal_name, Interrupts};
+use crate::watchdog::{self, kill_group, MARGIN};
 
 /// How the command is stopped.
 #[derive(Args, Debug, Clone)]
@@ -31,15 +36,62 @@ pub struct Supervision {
     #[arg(long, default_value = "TERM", value_parser = parse_signal, value_name = "SIGNAL")]
     pub signal: i32,
 
-    /// How long the command may take to exit after that signal before it gets SIGKILL.
-    #[arg(long, default_value = "10s", value_parser = duration, value_name = "DURATION")]
-    pub grace: Duration,
+    /// How long the command may take to exit after that signal before it gets SIGKILL (default:
+    /// a quarter of the session timeout; less than half of it, and with --suspend-limit less
+    /// than all of it, so that SIGKILL lands before the server can expire the session).
+    #[arg(long, value_parser = duration, value_name = "DURATION")]
+    pub grace: Option<Duration>,
 
     /// Treat the lock as lost once the connection has been down this long (default: a quarter
     /// of the session timeout, well before the server can expire the session and hand the lock
     /// to someone else; 0 stops the command on the first disconnect).
     #[arg(long, value_parser = duration, value_name = "DURATION")]
     pub suspend_limit: Option<Duration>,
+}
+
+/// [`Supervision`] for one session: every duration known and checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    pub signal: i32,
+    pub grace: Duration,
+    pub suspend_limit: Duration,
+    pub session_timeout: Duration,
+}
+
+impl Supervision {
+    /// The timing for a session of timeout `session_timeout`; a usage error that says why when
+    /// the command could outlive the session.
+    pub fn timing(&self, session_timeout: Duration) -> Result<Timing, Failure> {
+        let t = session_timeout;
+        let suspend_limit = self.suspend_limit.unwrap_or(t / 4);
+        let grace = self.grace.unwrap_or(t / 4);
+        let show = |d: Duration| humantime::format_duration(d).to_string();
+        if grace >= t / 2 {
+            return Err(Failure::usage(format!(
+                "--grace {} must be shorter than half the session timeout ({}): the command is \
+                 signalled --grace before the session's lease runs out, and a longer grace \
+                 would stop it while the session is healthy",
+                show(grace),
+                show(t)
+            )));
+        }
+        if suspend_limit + grace >= t {
+            return Err(Failure::usage(format!(
+                "--suspend-limit {} plus --grace {} must stay inside the session timeout ({}), \
+                 so that SIGKILL lands before the server can expire the session and grant the \
+                 lock to someone else",
+                show(suspend_limit),
+                show(grace),
+                show(t)
+            )));
+        }
+        Ok(Timing {
+            signal: self.signal,
+            grace,
+            suspend_limit,
+            session_timeout: t,
+        })
+    }
 }
 
 /// How the command ended.
@@ -62,57 +114,120 @@ pub fn status_code(status: ExitStatus) -> u8 {
 }
 
 /// Runs `command` with `env` added until it exits, `untrusted` resolves (with the reason the
-/// lock can no longer be trusted), or `zk` is asked to stop.
+/// lock can no longer be trusted), the session's lease comes within `--grace` of its end, or
+/// `zk` is asked to stop.
 pub async fn run(
+    client: &Client,
     command: &[OsString],
     env: &[(&str, String)],
     untrusted: impl Future<Output = String>,
-    supervision: &Supervision,
+    timing: &Timing,
     interrupts: &mut Interrupts,
 ) -> Result<End, Failure> {
-    let mut child = spawn(command, env)?;
-    let Some(pid) = child.id() else {
-        return Err(Failure::new(
-            exit::CANNOT_EXECUTE,
-            "the command did not start",
-        ));
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair()?;
+    let left = lease_left(client);
+    let mut watchdog = spawn_watchdog(command, env, timing, left, theirs.as_raw_fd())?;
+    drop(theirs);
+    ours.set_nonblocking(true)?;
+    let (read, mut write) = tokio::net::UnixStream::from_std(ours)?.into_split();
+    let mut lines = BufReader::new(read).lines();
+    let group = match lines.next_line().await? {
+        Some(line) => match line.split_once(' ') {
+            Some(("pid", pid)) => pid.parse::<i32>().map_err(|_| watchdog_failed())?,
+            Some(("spawn-failed", errno)) => {
+                let _ = watchdog.wait().await;
+                let errno = errno.parse().unwrap_or(0);
+                return Err(cannot_run(&command[0], io::Error::from_raw_os_error(errno)));
+            }
+            _ => return Err(watchdog_failed()),
+        },
+        None => return Err(watchdog_failed()),
     };
-    let group = pid as i32;
     tokio::pin!(untrusted);
+    // Renewals of the lease's end for the watchdog: several per session timeout, so that a
+    // `zk` standing still leaves it at most this much behind.
+    let mut renew = tokio::time::interval(timing.session_timeout / 8);
+    renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut stopping: Option<(Instant, Stop)> = None;
     let mut killed = false;
-    let status = loop {
+    let raw_status = loop {
         let deadline = stopping.as_ref().map(|(d, _)| *d);
         tokio::select! {
-            status = child.wait() => break status?,
+            line = lines.next_line() => match line {
+                Ok(Some(line)) => {
+                    if let Some(raw) = line.strip_prefix("status ").and_then(|r| r.parse().ok()) {
+                        break raw;
+                    }
+                }
+                _ => {
+                    // The watchdog is gone without a word: the command must not run on.
+                    kill_group(group, libc::SIGKILL);
+                    let _ = watchdog.wait().await;
+                    return Err(watchdog_failed());
+                }
+            },
             reason = &mut untrusted, if stopping.is_none() => {
-                signal_group(group, supervision.signal);
-                stopping = Some((Instant::now() + supervision.grace, Stop::Lost(reason)));
+                stopping = Some(stop(client, group, timing, Stop::Lost(reason)));
             }
             signal = interrupts.next() => {
-                signal_group(group, signal);
                 if stopping.is_none() {
-                    stopping = Some((Instant::now() + supervision.grace, Stop::Interrupted));
+                    kill_group(group, signal);
+                    stopping = Some((Instant::now() + timing.grace, Stop::Interrupted));
+                } else {
+                    kill_group(group, signal);
+                }
+            }
+            _ = renew.tick() => {
+                let left = lease_left(client);
+                if let Some(left) = left {
+                    let line = format!("deadline {}\n", left.as_millis());
+                    let _ = write.write_all(line.as_bytes()).await;
+                }
+                let running_out = left.map_or(true, |left| left <= timing.grace + MARGIN);
+                if stopping.is_none() && running_out {
+                    let reason = "the session's lease is running out: no server answered \
+                                  within the session timeout"
+                        .to_owned();
+                    stopping = Some(stop(client, group, timing, Stop::Lost(reason)));
                 }
             }
             _ = sleep_until(deadline), if !killed => {
-                signal_group(group, libc::SIGKILL);
+                kill_group(group, libc::SIGKILL);
                 killed = true;
             }
         }
     };
+    let _ = watchdog.wait().await;
+    let status = ExitStatus::from_raw(raw_status);
     Ok(match stopping {
         None => End::Exited(status),
-        Some((_, Stop::Lost(reason))) => {
-            // Nothing of the command may run on without the lock.
-            signal_group(group, libc::SIGKILL);
-            End::Stopped {
-                reason,
-                signal: supervision.signal,
-            }
-        }
+        Some((_, Stop::Lost(reason))) => End::Stopped {
+            reason,
+            signal: timing.signal,
+        },
         Some((_, Stop::Interrupted)) => End::Interrupted(status),
     })
+}
+
+/// The time left on the session's lease; `None` once the session ended.
+fn lease_left(client: &Client) -> Option<Duration> {
+    client
+        .lease_deadline()
+        .map(|end| end.saturating_duration_since(std::time::Instant::now()))
+}
+
+/// Signals the group to stop; SIGKILL is due `--grace` later, or when the lease runs out if
+/// that is sooner.
+fn stop(client: &Client, group: i32, timing: &Timing, why: Stop) -> (Instant, Stop) {
+    kill_group(group, timing.signal);
+    let mut kill_at = Instant::now() + timing.grace;
+    if let Some(end) = client.lease_deadline() {
+        let end = Instant::from_std(end)
+            .checked_sub(MARGIN)
+            .unwrap_or(kill_at);
+        kill_at = kill_at.min(end);
+    }
+    (kill_at, why)
 }
 
 enum Stop {
@@ -127,55 +242,65 @@ async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
-fn spawn(command: &[OsString], env: &[(&str, String)]) -> Result<tokio::process::Child, Failure> {
-    let Some((program, args)) = command.split_first() else {
+/// Starts this program again as the watchdog of `command` (see `watchdog`), handing it the
+/// socket `fd`.
+fn spawn_watchdog(
+    command: &[OsString],
+    env: &[(&str, String)],
+    timing: &Timing,
+    left: Option<Duration>,
+    fd: i32,
+) -> Result<tokio::process::Child, Failure> {
+    if command.is_empty() {
         return Err(Failure::usage("no command given after --"));
-    };
-    let mut cmd = Command::new(program);
-    cmd.args(args)
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .process_group(0);
-    die_with_parent(&mut cmd);
-    cmd.spawn().map_err(|e| {
-        let code = match e.kind() {
-            io::ErrorKind::NotFound => exit::NOT_FOUND,
-            _ => exit::CANNOT_EXECUTE,
-        };
-        Failure::new(
-            code,
-            format!("cannot run {}: {e}", program.to_string_lossy()),
-        )
-    })
-}
-
-/// Sends `signal` to every process of the group; a group already gone is fine.
-fn signal_group(group: i32, signal: i32) {
-    // SAFETY: kill(2) takes plain integers and touches no memory of ours.
-    unsafe {
-        libc::kill(-group, signal);
     }
-}
-
-/// Has the kernel kill the command when `zk` dies, however it dies.
-#[cfg(target_os = "linux")]
-fn die_with_parent(cmd: &mut Command) {
-    let parent = std::process::id() as i32;
-    // SAFETY: the closure runs in the child between fork and exec and only makes
-    // async-signal-safe calls (prctl, getppid, kill) on integers.
+    let exe = std::env::current_exe()?;
+    let mut cmd = Command::new(exe);
+    cmd.args(command).envs(env.iter().map(|(k, v)| (k, v))).env(
+        watchdog::ENV,
+        format!(
+            "{fd} {} {} {}",
+            timing.signal,
+            timing.grace.as_millis(),
+            left.unwrap_or_default().as_millis()
+        ),
+    );
+    // SAFETY: the closure runs in the child between fork and exec and only calls fcntl on an
+    // integer, which is async-signal-safe.
     unsafe {
         cmd.pre_exec(move || {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            // zk died before the request above took effect.
-            if libc::getppid() != parent {
-                libc::kill(libc::getpid(), libc::SIGKILL);
+            // The watchdog's end of the socket survives the exec.
+            if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                return Err(io::Error::last_os_error());
             }
             Ok(())
         });
     }
+    cmd.spawn().map_err(|e| {
+        Failure::new(
+            exit::CANNOT_EXECUTE,
+            format!("cannot start the watchdog: {e}"),
+        )
+    })
 }
 
-#[cfg(not(target_os = "linux"))]
-fn die_with_parent(_cmd: &mut Command) {}
+fn watchdog_failed() -> Failure {
+    Failure::new(
+        exit::CANNOT_EXECUTE,
+        "the command's watchdog ended unexpectedly; the command was killed",
+    )
+}
+
+fn cannot_run(program: &OsString, e: io::Error) -> Failure {
+    let code = match e.kind() {
+        io::ErrorKind::NotFound => exit::NOT_FOUND,
+        _ => exit::CANNOT_EXECUTE,
+    };
+    Failure::new(
+        code,
+        format!("cannot run {}: {e}", program.to_string_lossy()),
+    )
+}
 
 /// The message for a command stopped by `signal` because of `reason`.
 pub fn stopped_message(what: &str, reason: &str, signal: i32) -> String {

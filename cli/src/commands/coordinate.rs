@@ -235,9 +235,15 @@ pub async fn hold(
         ("ZK_FENCING_TOKEN", guard.fencing_token().0.to_string()),
     ];
     env.extend(extra);
-    let limit = suspend_limit(client, supervision);
-    let untrusted = until_untrusted(guard.state_changes(), limit);
-    let end = supervise::run(command, &env, untrusted, supervision, interrupts).await;
+    let timing = match supervision.timing(client.session_timeout()) {
+        Ok(timing) => timing,
+        Err(usage) => {
+            let _ = tokio::time::timeout(Duration::from_secs(3), guard.release()).await;
+            return Err(usage);
+        }
+    };
+    let untrusted = until_untrusted(guard.state_changes(), timing.suspend_limit);
+    let end = supervise::run(client, command, &env, untrusted, &timing, interrupts).await;
     // Bounded: with the connection down the delete goes on in the background, and closing the
     // session (or its expiry) removes the node anyway.
     let _ = tokio::time::timeout(Duration::from_secs(3), guard.release()).await;
@@ -253,13 +259,4 @@ pub fn finish(what: &str, end: End) -> Outcome {
             stopped_message(what, &reason, signal),
         )),
     }
-}
-
-/// `--suspend-limit`, by default a quarter of the negotiated session timeout: the connection
-/// is noticed down at most 2/3 of the timeout after the server last heard from us, so the
-/// command is stopped before the server can expire the session and grant the lock elsewhere.
-pub fn suspend_limit(client: &Client, supervision: &Supervision) -> Duration {
-    supervision
-        .suspend_limit
-        .unwrap_or_else(|| client.session_timeout() / 4)
 }

@@ -12,7 +12,7 @@ use serde_json::json;
 use zookeeper_recipes::{leader_participants, Layout, LeaderLatch, Leadership, Mutex};
 use zookeeper_tokio::{Client, ErrorKind, EventType, OneshotWatcher};
 
-use crate::commands::coordinate::{acquire, finish, hold, identity, suspend_limit, LayoutArg};
+use crate::commands::coordinate::{acquire, finish, hold, identity, LayoutArg};
 use crate::connection::Connection;
 use crate::exit::{self, Failure, Outcome};
 use crate::interrupt::Interrupts;
@@ -115,13 +115,20 @@ pub async fn elect(client: &Client, conn: &Connection, args: Elect, out: &mut Ou
         ("ZK_FENCING_TOKEN", latch.fencing_token().0.to_string()),
         ("ZK_LEADER_ID", id),
     ];
-    let limit = suspend_limit(client, &args.supervision);
-    let untrusted = until_untrusted(latch.changes(), limit);
+    let timing = match args.supervision.timing(client.session_timeout()) {
+        Ok(timing) => timing,
+        Err(usage) => {
+            let _ = tokio::time::timeout(Duration::from_secs(3), latch.resign()).await;
+            return Err(usage);
+        }
+    };
+    let untrusted = until_untrusted(latch.changes(), timing.suspend_limit);
     let end = supervise::run(
+        client,
         &args.command,
         &env,
         untrusted,
-        &args.supervision,
+        &timing,
         &mut interrupts,
     )
     .await;

@@ -1,0 +1,233 @@
+//! The command of `zk lock` never outlives the lock, whatever happens to `zk`: killed, its
+//! command's whole process group goes with it; stopped past its session timeout, the command
+//! is stopped by the session's lease before the next holder starts; a short outage does not
+//! stop it; and a --grace that would let SIGKILL come after the session's end is refused.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::{bounded, chroot, log_lines, run, scratch, wait_file, zk, Running};
+use zookeeper_testkit::{chroot_for, shared_server, Proxy};
+
+fn sh(script: &str) -> [&str; 3] {
+    ["sh", "-c", script]
+}
+
+/// Whether any process of group `group` still exists.
+fn group_alive(group: i32) -> bool {
+    // SAFETY: signal 0 to a process group only checks it.
+    unsafe { libc::kill(-group, 0) == 0 }
+}
+
+/// Waits until the log has a line starting with `prefix`.
+async fn wait_line(log: &Path, prefix: &str) -> Vec<String> {
+    bounded(&format!("{prefix:?} in {}", log.display()), async {
+        loop {
+            let lines = log_lines(log);
+            if lines.iter().any(|l| l.starts_with(prefix)) {
+                return lines;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_zk_takes_its_commands_whole_process_group_with_it() {
+    let (connect, _client) = chroot("cli_killed_group").await;
+    let dir = scratch("killed_group");
+    let pid_file = dir.join("pid");
+    // The command backgrounds a child of its own and waits for it: the child is not the
+    // process zk started, but it is in its group.
+    let script = format!(
+        "echo $$ > {p}.tmp; mv {p}.tmp {p}; sleep 300 & wait",
+        p = pid_file.display()
+    );
+    let mut cmd = zk(&connect);
+    cmd.args(["lock", "/l", "--"]).args(sh(&script));
+    let mut tool = Running::start(cmd);
+    wait_file(&pid_file).await;
+    let group: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(group_alive(group));
+    tool.signal(libc::SIGKILL);
+    tool.wait().await;
+    bounded("every process of the command's group to die", async {
+        while group_alive(group) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+}
+
+/// One trial: `zk lock` stopped with SIGSTOP while it holds, a second `zk lock` waiting; the
+/// first command must have been signalled (and have exited) before the second one starts.
+async fn stopped_holder_trial(trial: usize) {
+    let chroot = chroot_for(&format!("cli_stopped_{trial}"));
+    let connect = shared_server().connect_string_with_chroot(&chroot);
+    let dir = scratch(&format!("stopped_{trial}"));
+    let log = dir.join("log");
+    let first_script = format!(
+        "trap 'echo first-signalled >> {log}; exit 0' TERM; echo first-start >> {log}; \
+         while :; do sleep 0.05; done",
+        log = log.display()
+    );
+    let mut first = zk(&connect);
+    first
+        .args(["--session-timeout", "4s", "lock", "/l", "--"])
+        .args(sh(&first_script));
+    let mut first = Running::start(first);
+    wait_line(&log, "first-start").await;
+    let mut second = zk(&connect);
+    second
+        .args(["--session-timeout", "4s", "lock", "/l", "--"])
+        .args(sh(&format!("echo second-start >> {}", log.display())));
+    let second = second.spawn().unwrap();
+
+    // zk stands still; only the server's expiry of its session lets the second in.
+    first.signal(libc::SIGSTOP);
+    let out = bounded("the second holder", second.wait_with_output())
+        .await
+        .unwrap();
+    first.signal(libc::SIGCONT);
+    assert_eq!(out.status.code(), Some(0), "trial {trial}");
+    let lines = log_lines(&log);
+    assert_eq!(
+        lines,
+        ["first-start", "first-signalled", "second-start"],
+        "trial {trial}: the first command was not stopped before the second started"
+    );
+    let status = first.wait().await;
+    assert_eq!(
+        status.code(),
+        Some(75),
+        "trial {trial}: zk reports the lock lost"
+    );
+}
+
+/// `ZK_TEST_TRIALS` runs more trials than the suite's five.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_zk_has_its_command_stopped_before_the_next_holder_starts() {
+    let trials = std::env::var("ZK_TEST_TRIALS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(5);
+    for trial in 0..trials {
+        stopped_holder_trial(trial).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn short_outages_do_not_stop_the_command() {
+    // With a 4 s session the suspend limit is 1 s, and a client whose server refuses
+    // connections tries again at most 200 ms (a twentieth of the timeout) apart: an outage of
+    // 0.5 s leaves 300 ms for the handshake that takes the session back.
+    for outage_ms in [300, 500] {
+        let chroot = chroot_for(&format!("cli_outage_{outage_ms}"));
+        let proxy = Proxy::start(shared_server().addr()).await.unwrap();
+        let connect = format!("{}{chroot}", proxy.connect_string());
+        let dir = scratch(&format!("outage_{outage_ms}"));
+        let log = dir.join("log");
+        let script = format!(
+            "trap 'echo signalled >> {log}; exit 0' TERM; echo start >> {log}; \
+             while :; do sleep 0.05; done",
+            log = log.display()
+        );
+        let mut cmd = zk(&connect);
+        cmd.args(["--session-timeout", "4s", "lock", "/l", "--"])
+            .args(sh(&script));
+        let mut tool = Running::start(cmd);
+        wait_line(&log, "start").await;
+        let accepted = proxy.accepted();
+        proxy.refuse(true);
+        proxy.drop_all();
+        // The outage's length is the fault itself, not a wait for anything.
+        tokio::time::sleep(Duration::from_millis(outage_ms)).await;
+        proxy.refuse(false);
+        bounded("the session taken back", async {
+            while proxy.accepted() == accepted {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await;
+        // Past the suspend limit from the cut (1 s), with room: a command stopped for the
+        // outage would have been signalled by now.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        tool.signal(libc::SIGTERM);
+        let status = tool.wait().await;
+        let stderr = tool.stderr().await;
+        // Interrupted (the command's trap exits 0), not stopped for a lost lock (75).
+        assert_eq!(
+            status.code(),
+            Some(0),
+            "outage of {outage_ms} ms: the command was stopped for it: {stderr}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_grace_that_outlasts_the_session_is_refused() {
+    let (connect, _client) = chroot("cli_grace_bound").await;
+    let long = run(
+        &connect,
+        &[
+            "--session-timeout",
+            "4s",
+            "lock",
+            "--grace",
+            "3s",
+            "/l",
+            "--",
+            "true",
+        ],
+    )
+    .await;
+    let message = long.failed(64);
+    assert!(
+        message.contains("--grace 3s must be shorter than half the session timeout"),
+        "{message}"
+    );
+    let sum = run(
+        &connect,
+        &[
+            "--session-timeout",
+            "4s",
+            "lock",
+            "--grace",
+            "1s",
+            "--suspend-limit",
+            "3s",
+            "/l",
+            "--",
+            "true",
+        ],
+    )
+    .await;
+    let message = sum.failed(64);
+    assert!(
+        message.contains("must stay inside the session timeout"),
+        "{message}"
+    );
+    // Within the bounds it runs.
+    let fine = run(
+        &connect,
+        &[
+            "--session-timeout",
+            "4s",
+            "lock",
+            "--grace",
+            "1s",
+            "/l",
+            "--",
+            "true",
+        ],
+    )
+    .await;
+    fine.ok();
+}
