@@ -192,7 +192,7 @@ pub(crate) fn first_guard(node: Arc<HeldNode>, slot: Option<&HoldSlot>) -> LockG
 /// for state kept in ZooKeeper, be written through
 /// [`guarded_multi`](LockGuard::guarded_multi).
 ///
-/// Guards taken reentrantly through the same handle share one node, deleted when the last of
+/// Guards made by [`reenter`](LockGuard::reenter) share one node, deleted when the last of
 /// them goes.
 ///
 /// ```
@@ -208,8 +208,8 @@ pub(crate) fn first_guard(node: Arc<HeldNode>, slot: Option<&HoldSlot>) -> LockG
 /// let guard = mutex.acquire().await?;
 /// assert_eq!(guard.state(), LockState::Held);
 ///
-/// // Reentrant through the same handle: one node, two holds.
-/// let again = mutex.acquire().await?;
+/// // Reentrant only when asked: one node, two holds.
+/// let again = guard.reenter()?;
 /// assert_eq!((again.path(), guard.hold_count()), (guard.path(), 2));
 /// again.release().await?;
 ///
@@ -264,9 +264,28 @@ impl LockGuard {
         self.node.wakeups
     }
 
-    /// How many guards share this node (reentrant acquisitions through the same handle).
+    /// How many guards share this node (this one and those made by [`reenter`](Self::reenter)).
     pub fn hold_count(&self) -> usize {
         *lock(&self.node.holds)
+    }
+
+    /// Another hold on the same node, for code that must take the lock again while it holds
+    /// it (a recursive call, or a read under one's own write lock): the node is deleted when
+    /// every guard on it is gone. Fails with [`Error::NotHeld`] once the lock can no longer be
+    /// trusted. Reentrancy is only this: an `acquire` through the lock's handle contends like
+    /// any other caller, so tasks sharing a handle exclude each other.
+    pub fn reenter(&self) -> Result<LockGuard> {
+        if self.node.is_lost() {
+            return Err(Error::NotHeld {
+                path: self.node.path.clone(),
+            });
+        }
+        *lock(&self.node.holds) += 1;
+        Ok(LockGuard {
+            node: self.node.clone(),
+            slot: self.slot.clone(),
+            done: false,
+        })
     }
 
     /// Whether the lock can be trusted right now. Checks the session's lease against the

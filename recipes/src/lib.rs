@@ -85,7 +85,7 @@
 //! |---|---|---|---|
 //! | `zookeeper_lock_wait_seconds` | histogram | `recipe` | time from an acquire call to its grant |
 //! | `zookeeper_lock_hold_seconds` | histogram | `recipe` | time from a grant to its release, or to its loss |
-//! | `zookeeper_lock_acquisitions_total` | counter | `recipe` | acquire calls granted (reentrant ones included) |
+//! | `zookeeper_lock_acquisitions_total` | counter | `recipe` | acquire calls granted (reads sharing a handle's read node included) |
 //! | `zookeeper_lock_timeouts_total` | counter | `recipe` | acquire calls that gave up at their deadline (`acquire_timeout`), or at once (`try_acquire`, `try_read`...) |
 //! | `zookeeper_lock_losses_total` | counter | `recipe`, `reason` | grants lost before their release: `session_expired`, `session_closed`, `lease_expired`, `node_deleted` |
 //! | `zookeeper_leadership_gained_total` | counter | | times a [`LeaderLatch`] became the leader |

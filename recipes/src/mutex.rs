@@ -1,18 +1,15 @@
 //! The distributed mutex, compatible with Curator's `InterProcessMutex` (default) or kazoo's
 //! `Lock`.
 
-use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use zookeeper_tokio::Client;
 
-use crate::contend::{
-    bounded, deadline_after, enter, predecessor, serialize, AheadRule, Line, Patience, Rule,
-};
+use crate::contend::{bounded, deadline_after, enter, predecessor, AheadRule, Line, Patience, Rule};
 use crate::ensure_path::validate;
 use crate::error::Result;
-use crate::guard::{first_guard, reenter, HeldNode, HoldSlot, LockGuard};
+use crate::guard::{first_guard, HeldNode, LockGuard};
 use crate::metrics::{self, Recipe};
 use crate::naming::{attempt_prefix, peer_queue, Layout, CURATOR_LOCK, KAZOO_LOCK};
 use crate::protection::list_children;
@@ -32,10 +29,12 @@ pub(crate) const RULE: AheadRule = predecessor;
 ///
 /// Each acquisition creates an ephemeral-sequential child carrying a fresh GUID and waits for the
 /// child just before it to go, watching it and the child before that one (whose deletion comes
-/// first, so the grant needs no listing of the queue); nobody else is woken. The handle is the
-/// owner: acquiring again through a handle that holds the lock succeeds at once and counts (as
-/// Curator's `InterProcessMutex` does per thread); the node is deleted when every guard is gone. To
-/// contend within one process, give each contender its own `Mutex`.
+/// first, so the grant needs no listing of the queue); nobody else is woken. Every acquisition
+/// contends on its own, through the same handle too: tasks or threads sharing one handle (an
+/// `Arc<Mutex>`) exclude each other as separate processes do. Reentrancy is asked for
+/// explicitly, with [`LockGuard::reenter`]: another hold on the same node, which is deleted
+/// when every guard on it is gone. (An `acquire` through the same handle while holding the
+/// lock waits for that hold to end, as any other contender would.)
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -77,8 +76,6 @@ pub struct Mutex {
     path: String,
     layout: Layout,
     data: Vec<u8>,
-    slot: HoldSlot,
-    serial: tokio::sync::Mutex<()>,
     /// What its grants are recorded as.
     recipe: Recipe,
 }
@@ -107,8 +104,6 @@ impl Mutex {
             path: path.to_owned(),
             layout,
             data: Vec::new(),
-            slot: Arc::new(StdMutex::new(None)),
-            serial: tokio::sync::Mutex::new(()),
             recipe: Recipe::Mutex,
         })
     }
@@ -173,17 +168,6 @@ impl Mutex {
     }
 
     async fn acquire_unbounded(&self, patience: Patience) -> Result<Option<LockGuard>> {
-        if let Some(guard) = reenter(&self.slot) {
-            return Ok(Some(guard));
-        }
-        // One acquisition at a time per handle: a second caller re-enters once the first
-        // has the lock.
-        let Some(_serial) = serialize(&self.serial, &patience).await else {
-            return Ok(None);
-        };
-        if let Some(guard) = reenter(&self.slot) {
-            return Ok(Some(guard));
-        }
         let prefix = attempt_prefix(self.layout, self.marker());
         let markers = [self.marker()];
         let line = Line {
@@ -195,7 +179,7 @@ impl Mutex {
         let won = enter(line, prefix, &self.data, patience, Rule::Ahead(RULE)).await?;
         Ok(won.map(|w| {
             let node = HeldNode::new(&self.client, self.recipe, w.path, w.stat, w.wakeups);
-            first_guard(node, Some(&self.slot))
+            first_guard(node, None)
         }))
     }
 

@@ -49,11 +49,14 @@ pub(crate) fn markers(layout: Layout) -> [&'static str; 2] {
 
 /// A distributed read-write lock: many readers or one writer.
 ///
-/// Reentrant per handle, like the [`Mutex`](crate::Mutex). The holder of the write lock may
-/// take the read lock: that read guard shares the write node, so exclusivity lasts until the
-/// last of the two guards goes (releasing the write guard first does not let writers queued
-/// behind in between). Taking the write lock while holding only the read lock would wait for
-/// ourselves and fails with [`Error::UpgradeWouldDeadlock`].
+/// A write contends on its own, through the same handle too: tasks or threads sharing one
+/// handle exclude each other's writes, and a read through the handle waits for its write as
+/// any reader would. Reads through one handle share its read node. The holder of the write lock
+/// may read under it with [`LockGuard::reenter`](crate::LockGuard::reenter): that guard shares
+/// the write node, so exclusivity lasts until the last of the two guards goes (releasing the
+/// write guard first does not let writers queued behind in between). Taking the write lock
+/// through a handle that holds the read lock would wait for ourselves and fails with
+/// [`Error::UpgradeWouldDeadlock`].
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -88,7 +91,6 @@ pub struct ReadWriteLock {
     layout: Layout,
     data: Vec<u8>,
     read_slot: HoldSlot,
-    write_slot: HoldSlot,
     serial: tokio::sync::Mutex<()>,
 }
 
@@ -136,7 +138,6 @@ impl ReadWriteLock {
             layout,
             data: Vec::new(),
             read_slot: Arc::new(StdMutex::new(None)),
-            write_slot: Arc::new(StdMutex::new(None)),
             serial: tokio::sync::Mutex::new(()),
         })
     }
@@ -194,11 +195,10 @@ impl ReadWriteLock {
         self.acquire(Half::Write, deadline_after(timeout)).await
     }
 
+    /// Readers through one handle share its read node (reads exclude nobody but writers);
+    /// a write never re-enters: it contends like any other, so tasks sharing the handle
+    /// exclude each other (a read under one's own write lock is `write_guard.reenter()`).
     fn reenter(&self, half: Half) -> Result<Option<LockGuard>> {
-        if let Some(guard) = reenter(&self.write_slot) {
-            // A write holder may take either half: both share the write node.
-            return Ok(Some(guard));
-        }
         match half {
             Half::Read => Ok(reenter(&self.read_slot)),
             Half::Write => {
@@ -238,8 +238,8 @@ impl ReadWriteLock {
         }
         let markers = markers(self.layout);
         let (marker, slot) = match half {
-            Half::Read => (markers[READ], &self.read_slot),
-            Half::Write => (markers[WRITE], &self.write_slot),
+            Half::Read => (markers[READ], Some(&self.read_slot)),
+            Half::Write => (markers[WRITE], None),
         };
         let prefix = attempt_prefix(self.layout, marker);
         let line = Line {
@@ -255,7 +255,7 @@ impl ReadWriteLock {
         let won = enter(line, prefix, &self.data, patience, Rule::Ahead(rule)).await?;
         Ok(won.map(|w| {
             let node = HeldNode::new(&self.client, half.recipe(), w.path, w.stat, w.wakeups);
-            first_guard(node, Some(slot))
+            first_guard(node, slot)
         }))
     }
 

@@ -154,7 +154,7 @@ async fn write_holder_may_read_and_upgrade_is_refused() {
     let (a, b) = (client(&connect).await, client(&connect).await);
     let l = ReadWriteLock::new(&a, "/rw").unwrap();
     let w = bounded("write", l.write()).await.unwrap();
-    let r = bounded("read under write", l.read()).await.unwrap();
+    let r = w.reenter().unwrap();
     assert_eq!(r.fencing_token(), w.fencing_token());
     let other = ReadWriteLock::new(&b, "/rw").unwrap();
     w.release().await.unwrap();
