@@ -4,15 +4,18 @@
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
-use zookeeper_tokio::Client;
 
-use crate::contend::{bounded, deadline_after, enter, predecessor, AheadRule, Line, Patience, Rule};
+use crate::contend::{
+    bounded, deadline_after, enter, predecessor, AheadRule, Line, Patience, Rule,
+};
 use crate::ensure_path::validate;
 use crate::error::Result;
 use crate::guard::{first_guard, HeldNode, LockGuard};
 use crate::metrics::{self, Recipe};
 use crate::naming::{attempt_prefix, peer_queue, Layout, CURATOR_LOCK, KAZOO_LOCK};
 use crate::protection::list_children;
+use crate::sessions::Sessions;
+use zookeeper_tokio::Client;
 
 /// The name of a mutex node in `layout`.
 pub(crate) fn marker(layout: Layout) -> &'static str {
@@ -72,7 +75,7 @@ pub(crate) const RULE: AheadRule = predecessor;
 /// # }
 /// ```
 pub struct Mutex {
-    client: Client,
+    sessions: Sessions,
     path: String,
     layout: Layout,
     data: Vec<u8>,
@@ -91,16 +94,21 @@ impl std::fmt::Debug for Mutex {
 
 impl Mutex {
     /// A mutex in Curator's `InterProcessMutex` layout (`_c_<uuid>-lock-<seq>`).
-    pub fn new(client: &Client, path: &str) -> Result<Mutex> {
-        Mutex::with_layout(client, path, Layout::Curator)
+    ///
+    /// Takes a `&Client`, and then ends with its session, or a [`Sessions`]: on one that
+    /// renews, a waiter whose session expires queues again on the next session by itself, and
+    /// a holder whose session expired reads lost and acquires again through the same handle,
+    /// nothing rebuilt.
+    pub fn new(sessions: impl Into<Sessions>, path: &str) -> Result<Mutex> {
+        Mutex::with_layout(sessions, path, Layout::Curator)
     }
 
     /// A mutex in the given layout. [`Layout::Kazoo`] interoperates with kazoo's `Lock`
     /// (`<hex>__lock__<seq>`); the two layouts do not see each other.
-    pub fn with_layout(client: &Client, path: &str, layout: Layout) -> Result<Mutex> {
+    pub fn with_layout(sessions: impl Into<Sessions>, path: &str, layout: Layout) -> Result<Mutex> {
         validate(path)?;
         Ok(Mutex {
-            client: client.clone(),
+            sessions: sessions.into(),
             path: path.to_owned(),
             layout,
             data: Vec::new(),
@@ -160,7 +168,7 @@ impl Mutex {
 
     async fn acquire_with(&self, patience: Patience) -> Result<Option<LockGuard>> {
         let acquisition = bounded(
-            &self.client,
+            &self.sessions.client(),
             &patience,
             self.acquire_unbounded(patience.clone()),
         );
@@ -168,17 +176,24 @@ impl Mutex {
     }
 
     async fn acquire_unbounded(&self, patience: Patience) -> Result<Option<LockGuard>> {
+        self.sessions
+            .each_session(|client| self.attempt(client, patience.clone()))
+            .await
+    }
+
+    /// One acquisition on `client`'s session.
+    async fn attempt(&self, client: Client, patience: Patience) -> Result<Option<LockGuard>> {
         let prefix = attempt_prefix(self.layout, self.marker());
         let markers = [self.marker()];
         let line = Line {
-            client: &self.client,
+            client: &client,
             dir: &self.path,
             layout: self.layout,
             markers: &markers,
         };
         let won = enter(line, prefix, &self.data, patience, Rule::Ahead(RULE)).await?;
         Ok(won.map(|w| {
-            let node = HeldNode::new(&self.client, self.recipe, w.path, w.stat, w.wakeups);
+            let node = HeldNode::new(&client, self.recipe, w.path, w.stat, w.wakeups);
             first_guard(node, None)
         }))
     }
@@ -187,7 +202,8 @@ impl Mutex {
     /// peer orders them (in Curator's layout every child of the path counts, as it does for
     /// Curator; in kazoo's, only children matching kazoo's pattern).
     pub async fn participants(&self) -> Result<Vec<String>> {
-        let children = list_children(&self.client, &self.path)
+        let client = self.sessions.live().await?;
+        let children = list_children(&client, &self.path)
             .await?
             .unwrap_or_default();
         let queue = peer_queue(self.layout, &children, &[self.marker()], None);

@@ -34,6 +34,7 @@ use crate::naming::{
     KAZOO_READ,
 };
 use crate::protection::list_children;
+use crate::sessions::Sessions;
 
 /// The kinds a read-write lock tells apart, readers first (Curator strips `__READ__` before
 /// `__WRIT__` when it sorts).
@@ -86,7 +87,7 @@ pub(crate) fn markers(layout: Layout) -> [&'static str; 2] {
 /// # }
 /// ```
 pub struct ReadWriteLock {
-    client: Client,
+    sessions: Sessions,
     path: String,
     layout: Layout,
     data: Vec<u8>,
@@ -120,9 +121,11 @@ impl Half {
 }
 
 impl ReadWriteLock {
-    /// A read-write lock on `path` in Curator's layout (`InterProcessReadWriteLock`).
-    pub fn new(client: &Client, path: &str) -> Result<ReadWriteLock> {
-        ReadWriteLock::with_layout(client, path, Layout::Curator)
+    /// A read-write lock on `path` in Curator's layout (`InterProcessReadWriteLock`), on a
+    /// `&Client` or on [`Sessions`] (which carry it across expiry, as for a
+    /// [`Mutex`](crate::Mutex::new)).
+    pub fn new(sessions: impl Into<Sessions>, path: &str) -> Result<ReadWriteLock> {
+        ReadWriteLock::with_layout(sessions, path, Layout::Curator)
     }
 
     /// A read-write lock in the given layout. [`Layout::Kazoo`] interoperates with kazoo's
@@ -130,10 +133,14 @@ impl ReadWriteLock {
     /// `<hex>__lock__<seq>`), with kazoo 2.9's order: only lower sequences block, so a reader
     /// and a writer never wait for each other (kazoo 2.8's `ReadLock` still can, with a writer
     /// queued after it: its own bug, kazoo #649).
-    pub fn with_layout(client: &Client, path: &str, layout: Layout) -> Result<ReadWriteLock> {
+    pub fn with_layout(
+        sessions: impl Into<Sessions>,
+        path: &str,
+        layout: Layout,
+    ) -> Result<ReadWriteLock> {
         validate(path)?;
         Ok(ReadWriteLock {
-            client: client.clone(),
+            sessions: sessions.into(),
             path: path.to_owned(),
             layout,
             data: Vec::new(),
@@ -219,7 +226,7 @@ impl ReadWriteLock {
 
     async fn acquire(&self, half: Half, patience: Patience) -> Result<Option<LockGuard>> {
         let acquisition = bounded(
-            &self.client,
+            &self.sessions.client(),
             &patience,
             self.acquire_unbounded(half, patience.clone()),
         );
@@ -236,6 +243,18 @@ impl ReadWriteLock {
         if let Some(guard) = self.reenter(half)? {
             return Ok(Some(guard));
         }
+        self.sessions
+            .each_session(|client| self.attempt(client, half, patience.clone()))
+            .await
+    }
+
+    /// One acquisition of `half` on `client`'s session.
+    async fn attempt(
+        &self,
+        client: Client,
+        half: Half,
+        patience: Patience,
+    ) -> Result<Option<LockGuard>> {
         let markers = markers(self.layout);
         let (marker, slot) = match half {
             Half::Read => (markers[READ], Some(&self.read_slot)),
@@ -243,7 +262,7 @@ impl ReadWriteLock {
         };
         let prefix = attempt_prefix(self.layout, marker);
         let line = Line {
-            client: &self.client,
+            client: &client,
             dir: &self.path,
             layout: self.layout,
             markers: &markers,
@@ -254,14 +273,15 @@ impl ReadWriteLock {
         };
         let won = enter(line, prefix, &self.data, patience, Rule::Ahead(rule)).await?;
         Ok(won.map(|w| {
-            let node = HeldNode::new(&self.client, half.recipe(), w.path, w.stat, w.wakeups);
+            let node = HeldNode::new(&client, half.recipe(), w.path, w.stat, w.wakeups);
             first_guard(node, slot)
         }))
     }
 
     /// The contenders' node names in queue order, as the layout's peer orders them.
     pub async fn participants(&self) -> Result<Vec<String>> {
-        let children = list_children(&self.client, &self.path)
+        let client = self.sessions.live().await?;
+        let children = list_children(&client, &self.path)
             .await?
             .unwrap_or_default();
         let queue = peer_queue(self.layout, &children, &markers(self.layout), None);

@@ -145,6 +145,27 @@ impl Sessions {
         Ok(client)
     }
 
+    /// Runs `attempt` on the current session, and again on the next one whenever the session
+    /// ends under it (when new sessions can be opened): a lock waiter whose session expired
+    /// queues again by itself. Other errors, and the session's end without a way to open
+    /// another, are returned.
+    pub(crate) async fn each_session<T, F, Fut>(&self, mut attempt: F) -> Result<T>
+    where
+        F: FnMut(Client) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        loop {
+            let client = self.live().await?;
+            match attempt(client.clone()).await {
+                Err(e) if e.is_session_terminal() && self.renews() => {
+                    info!(error = %e, "the session ended while waiting: trying again on the next");
+                    self.replace(&client).await?;
+                }
+                outcome => return outcome,
+            }
+        }
+    }
+
     /// Whether a new session is opened after expiry.
     pub fn renews(&self) -> bool {
         self.inner.open.is_some()

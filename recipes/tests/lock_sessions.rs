@@ -1,0 +1,116 @@
+//! Locks on `Sessions` live through session expiry: a waiter whose session expires queues
+//! again on the next session by itself; a holder whose session expires reads lost, the waiter
+//! gets the lock, and the holder's handle acquires again on its own next session. No user code
+//! rebuilds a client or a lock.
+
+mod common;
+
+use std::time::Duration;
+
+use common::faults::expire;
+use common::{bounded, client, CONNECT_TIMEOUT};
+use zookeeper_recipes::{LockState, LossReason, Mutex, ReadWriteLock, Sessions};
+use zookeeper_testkit::{chroot_for, shared_server, Proxy};
+use zookeeper_tokio::Client;
+
+/// Sessions through a proxy of their own (so that each can be expired alone) on `chroot`.
+async fn renewing_behind_proxy(chroot: &str) -> (Proxy, Sessions) {
+    let proxy = Proxy::start(shared_server().addr()).await.unwrap();
+    let builder = Client::builder(&format!("{}{chroot}", proxy.connect_string()))
+        .session_timeout(Duration::from_secs(4))
+        .connect_timeout(CONNECT_TIMEOUT);
+    let sessions = bounded("connect", Sessions::connect(builder))
+        .await
+        .unwrap();
+    (proxy, sessions)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mutex_on_sessions_outlives_the_expiry_of_holder_and_waiter() {
+    let chroot = chroot_for("lock_sessions_mutex");
+    let direct = shared_server().connect_string_with_chroot(&chroot);
+    let (holder_proxy, holder_sessions) = renewing_behind_proxy(&chroot).await;
+    let (waiter_proxy, waiter_sessions) = renewing_behind_proxy(&chroot).await;
+    let observer = client(&direct).await;
+    let holder = Mutex::new(&holder_sessions, "/lock").unwrap();
+    let waiter = std::sync::Arc::new(Mutex::new(&waiter_sessions, "/lock").unwrap());
+
+    let held = bounded("the holder acquires", holder.acquire())
+        .await
+        .unwrap();
+    let waiting = {
+        let waiter = waiter.clone();
+        tokio::spawn(async move { waiter.acquire().await })
+    };
+    common::until_children(&observer, "/lock", 2).await;
+
+    // The waiter's session expires while it waits: it queues again on its next session.
+    let first_waiter_session = waiter_sessions.client().session_id();
+    expire(&waiter_proxy, &direct, &waiter_sessions.client()).await;
+    bounded("the waiter queued again", async {
+        loop {
+            let (children, _) = observer.get_children("/lock").await.unwrap();
+            let owners = session_owners(&observer, &children).await;
+            if owners.len() == 2 && !owners.contains(&first_waiter_session.0) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(!waiting.is_finished(), "the waiter still waits");
+
+    // The holder's session expires: its guard reads lost, the waiter gets the lock.
+    expire(&holder_proxy, &direct, &holder_sessions.client()).await;
+    assert_eq!(
+        held.state(),
+        LockState::Lost(LossReason::SessionExpired),
+        "the holder reads lost"
+    );
+    let granted = bounded("the waiter's grant", waiting)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_ne!(
+        waiter_sessions.client().session_id(),
+        first_waiter_session,
+        "granted on the next session"
+    );
+    assert!(granted.fencing_token() > held.fencing_token());
+    drop(held);
+
+    // The holder's handle acquires again, on its next session, once the waiter lets go.
+    let again = tokio::spawn(async move { holder.acquire().await.map(|g| (g, holder)) });
+    granted.release().await.unwrap();
+    let (again, _holder) = bounded("the old holder acquires again", again)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(again.state(), LockState::Held);
+    again.release().await.unwrap();
+}
+
+/// The session owners of `children` of `/lock`.
+async fn session_owners(observer: &Client, children: &[String]) -> Vec<i64> {
+    let mut owners = Vec::new();
+    for child in children {
+        if let Ok(Some(stat)) = observer.exists(&format!("/lock/{child}")).await {
+            owners.push(stat.ephemeral_owner);
+        }
+    }
+    owners
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_write_lock_on_sessions_writes_again_after_expiry() {
+    let chroot = chroot_for("lock_sessions_rw");
+    let direct = shared_server().connect_string_with_chroot(&chroot);
+    let (proxy, sessions) = renewing_behind_proxy(&chroot).await;
+    let lock = ReadWriteLock::new(&sessions, "/rw").unwrap();
+    let write = bounded("write", lock.write()).await.unwrap();
+    expire(&proxy, &direct, &sessions.client()).await;
+    assert!(matches!(write.state(), LockState::Lost(_)));
+    let again = bounded("write again", lock.write()).await.unwrap();
+    assert_eq!(again.state(), LockState::Held);
+    again.release().await.unwrap();
+}
