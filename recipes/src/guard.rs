@@ -71,6 +71,11 @@ impl HeldNode {
         &self.path
     }
 
+    /// The client of the session that holds the node.
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
+    }
+
     pub(crate) fn fencing_token(&self) -> FencingToken {
         FencingToken(self.stat.czxid)
     }

@@ -31,6 +31,7 @@ use crate::loss_reason::LossReason;
 use crate::lost::{LockState, LockStateChanges};
 use crate::metrics::Recipe;
 use crate::mutex::Mutex;
+use crate::sessions::Sessions;
 use crate::naming::CURATOR_LOCK;
 use crate::transitions::{changes_stream, Phase, Transitions};
 
@@ -68,7 +69,9 @@ pub enum SelectorState {
     /// Out of the queue: a term ended and no requeue was asked for
     /// ([`LeaderSelector::requeue`]).
     Idle,
-    /// The session behind the selector ended (a new client is needed): no term can follow.
+    /// The session behind the selector ended and no new one can be opened (it runs on a
+    /// `&Client`; on renewing [`Sessions`] it queues again on the next session): no term can
+    /// follow.
     Ended(LossReason),
     /// Closed.
     Closed,
@@ -149,7 +152,7 @@ impl LeaderContext {
         self.node.path()
     }
 
-    /// The client the selector runs on.
+    /// The client of this term's session.
     pub fn client(&self) -> &Client {
         &self.client
     }
@@ -193,7 +196,7 @@ impl LeaderContext {
 /// and when its work is cancelled.
 #[derive(Debug)]
 pub struct LeaderSelectorBuilder {
-    client: Client,
+    sessions: Sessions,
     path: String,
     id: String,
     auto_requeue: bool,
@@ -231,7 +234,7 @@ impl LeaderSelectorBuilder {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
             Error::InvalidArgument("a LeaderSelector must be started within a tokio runtime")
         })?;
-        let mutex = Mutex::new(&self.client, &self.path)?
+        let mutex = Mutex::new(&self.sessions, &self.path)?
             .with_data(self.id.as_bytes())
             .recorded_as(Recipe::LeaderSelector);
         let shared = Arc::new(Shared {
@@ -245,7 +248,6 @@ impl LeaderSelectorBuilder {
             mutex,
             leader,
             shared: shared.clone(),
-            client: self.client.clone(),
             path: self.path.clone(),
             id: self.id.clone(),
             auto_requeue: self.auto_requeue,
@@ -253,7 +255,7 @@ impl LeaderSelectorBuilder {
         };
         let task = runtime.spawn(task.run());
         Ok(LeaderSelector {
-            client: self.client,
+            sessions: self.sessions,
             path: self.path,
             id: self.id,
             shared,
@@ -297,7 +299,7 @@ impl LeaderSelectorBuilder {
 /// # }
 /// ```
 pub struct LeaderSelector {
-    client: Client,
+    sessions: Sessions,
     path: String,
     id: String,
     shared: Arc<Shared>,
@@ -317,9 +319,9 @@ impl std::fmt::Debug for LeaderSelector {
 impl LeaderSelector {
     /// A selector on `path`, in Curator's `LeaderSelector` layout; configure it, then
     /// [`start`](LeaderSelectorBuilder::start) it with the leader's work.
-    pub fn builder(client: &Client, path: &str) -> LeaderSelectorBuilder {
+    pub fn builder(sessions: impl Into<Sessions>, path: &str) -> LeaderSelectorBuilder {
         LeaderSelectorBuilder {
-            client: client.clone(),
+            sessions: sessions.into(),
             path: path.to_owned(),
             id: String::new(),
             auto_requeue: false,
@@ -376,7 +378,8 @@ impl LeaderSelector {
     /// The participants in queue order, the leader first, each with its id. Curator's
     /// participants on the same path are among them.
     pub async fn participants(&self) -> Result<Vec<Participant>> {
-        read_participants(&self.client, &self.path, CURATOR_LOCK).await
+        let client = self.sessions.live().await?;
+        read_participants(&client, &self.path, CURATOR_LOCK).await
     }
 
     /// The current leader, if anyone leads.
@@ -421,7 +424,6 @@ struct Selection<F> {
     mutex: Mutex,
     leader: F,
     shared: Arc<Shared>,
-    client: Client,
     path: String,
     id: String,
     auto_requeue: bool,
@@ -494,8 +496,8 @@ where
         self.shared.state.set(SelectorState::Leading);
         info!(path = %self.path, id = %self.id, %token, term, "leading");
         let context = LeaderContext {
+            client: node.client().clone(),
             node,
-            client: self.client.clone(),
             id: self.id.clone(),
             term,
         };

@@ -114,3 +114,35 @@ async fn a_read_write_lock_on_sessions_writes_again_after_expiry() {
     assert_eq!(again.state(), LockState::Held);
     again.release().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_selector_on_sessions_leads_again_after_expiry() {
+    let chroot = chroot_for("lock_sessions_selector");
+    let direct = shared_server().connect_string_with_chroot(&chroot);
+    let (proxy, sessions) = renewing_behind_proxy(&chroot).await;
+    let (terms_tx, mut terms) = tokio::sync::mpsc::unbounded_channel();
+    let selector = zookeeper_recipes::LeaderSelector::builder(&sessions, "/election")
+        .id("renewing")
+        .auto_requeue(true)
+        .start(move |context| {
+            let terms_tx = terms_tx.clone();
+            async move {
+                let _ = terms_tx.send((context.term(), context.client().session_id()));
+                std::future::pending::<()>().await;
+            }
+        })
+        .unwrap();
+    let (first_term, first_session) = bounded("the first term", terms.recv()).await.unwrap();
+    expire(&proxy, &direct, &sessions.client()).await;
+    let (second_term, second_session) = bounded("a term on the next session", terms.recv())
+        .await
+        .unwrap();
+    assert!(second_term > first_term);
+    assert_ne!(second_session, first_session);
+    assert!(
+        !matches!(selector.state(), zookeeper_recipes::SelectorState::Ended(_)),
+        "{}",
+        selector.state()
+    );
+    selector.close().await;
+}
