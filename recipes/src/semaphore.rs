@@ -23,6 +23,7 @@ use crate::metrics::{self, Recipe};
 use crate::mutex::Mutex;
 use crate::naming::{attempt_prefix, join, Contender, Layout, CURATOR_LEASE};
 use crate::protection::list_children;
+use crate::sessions::Sessions;
 
 /// A lease on a [`Semaphore`]: a guard like a lock's, with a fencing token and a lost signal.
 pub type Lease = LockGuard;
@@ -55,7 +56,7 @@ pub type Lease = LockGuard;
 /// ```
 #[derive(Debug)]
 pub struct Semaphore {
-    client: Client,
+    sessions: Sessions,
     leases_path: String,
     max_leases: MaxLeases,
     data: Vec<u8>,
@@ -72,14 +73,22 @@ enum MaxLeases {
 impl Semaphore {
     /// A semaphore on `path` granting at most `max_leases` leases at once. Every participant
     /// must use the same number (Curator does not check it either).
-    pub fn new(client: &Client, path: &str, max_leases: usize) -> Result<Semaphore> {
+    ///
+    /// On a `&Client` it ends with the session; on renewing [`Sessions`] an acquisition whose
+    /// session expires while it waits starts again on the next session, and a lease whose
+    /// session expired reads lost while the semaphore grants new ones on the next session.
+    pub fn new(sessions: impl Into<Sessions>, path: &str, max_leases: usize) -> Result<Semaphore> {
         validate(path)?;
         if max_leases == 0 {
             return Err(Error::InvalidArgument(
                 "a semaphore needs at least one lease",
             ));
         }
-        Ok(Semaphore::make(client, path, MaxLeases::Fixed(max_leases)))
+        Ok(Semaphore::make(
+            sessions.into(),
+            path,
+            MaxLeases::Fixed(max_leases),
+        ))
     }
 
     /// A semaphore on `path` granting as many leases at once as `count` holds (Curator's
@@ -118,21 +127,21 @@ impl Semaphore {
     /// # }
     /// ```
     pub fn with_shared_count(
-        client: &Client,
+        sessions: impl Into<Sessions>,
         path: &str,
         count: &SharedCount,
     ) -> Result<Semaphore> {
         validate(path)?;
         Ok(Semaphore::make(
-            client,
+            sessions.into(),
             path,
             MaxLeases::Shared(count.clone()),
         ))
     }
 
-    fn make(client: &Client, path: &str, max_leases: MaxLeases) -> Semaphore {
+    fn make(sessions: Sessions, path: &str, max_leases: MaxLeases) -> Semaphore {
         Semaphore {
-            client: client.clone(),
+            sessions,
             leases_path: join(path, "leases"),
             max_leases,
             data: Vec::new(),
@@ -178,7 +187,7 @@ impl Semaphore {
 
     async fn acquire_with(&self, patience: Patience) -> Result<Option<Lease>> {
         let acquisition = bounded(
-            &self.client,
+            &self.sessions.client(),
             &patience,
             self.acquire_unbounded(patience.clone()),
         );
@@ -186,9 +195,16 @@ impl Semaphore {
     }
 
     async fn acquire_unbounded(&self, patience: Patience) -> Result<Option<Lease>> {
+        self.sessions
+            .each_session(|client| self.attempt(client, patience.clone()))
+            .await
+    }
+
+    /// One acquisition on `client`'s session.
+    async fn attempt(&self, client: Client, patience: Patience) -> Result<Option<Lease>> {
         // A gate handle per acquisition (not per semaphore): concurrent acquisitions through
         // one handle queue in ZooKeeper like any others instead of re-entering the gate.
-        let mutex = Mutex::new(&self.client, &self.locks_path)?.recorded_as(Recipe::SemaphoreGate);
+        let mutex = Mutex::new(&client, &self.locks_path)?.recorded_as(Recipe::SemaphoreGate);
         let gate = match &patience {
             Patience::Forever => Some(mutex.acquire().await?),
             Patience::NoWait => mutex.try_acquire().await?,
@@ -201,7 +217,7 @@ impl Semaphore {
         let Some(gate) = gate else {
             return Ok(None);
         };
-        let lease = self.take_lease(patience).await;
+        let lease = self.take_lease(&client, patience).await;
         // The gate's delete keeps retrying in the background if this fails; a lease we hold
         // is not given up for it.
         if let Err(e) = gate.release().await {
@@ -211,10 +227,10 @@ impl Semaphore {
     }
 
     /// With the gate held: create our lease and wait until the leases fit.
-    async fn take_lease(&self, patience: Patience) -> Result<Option<Lease>> {
+    async fn take_lease(&self, client: &Client, patience: Patience) -> Result<Option<Lease>> {
         let prefix = attempt_prefix(Layout::Curator, CURATOR_LEASE);
         let line = Line {
-            client: &self.client,
+            client,
             dir: &self.leases_path,
             layout: Layout::Curator,
             markers: &[CURATOR_LEASE],
@@ -225,14 +241,15 @@ impl Semaphore {
         };
         let won = enter(line, prefix, &self.data, patience, Rule::Whole(&mut room)).await?;
         Ok(won.map(|w| {
-            let node = HeldNode::new(&self.client, Recipe::Semaphore, w.path, w.stat, w.wakeups);
+            let node = HeldNode::new(client, Recipe::Semaphore, w.path, w.stat, w.wakeups);
             first_guard(node, None)
         }))
     }
 
     /// The lease node names currently held.
     pub async fn participants(&self) -> Result<Vec<String>> {
-        Ok(list_children(&self.client, &self.leases_path)
+        let client = self.sessions.live().await?;
+        Ok(list_children(&client, &self.leases_path)
             .await?
             .unwrap_or_default())
     }

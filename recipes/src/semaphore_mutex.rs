@@ -3,10 +3,9 @@
 
 use std::time::Duration;
 
-use zookeeper_tokio::Client;
-
 use crate::error::Result;
 use crate::semaphore::{Lease, Semaphore};
+use crate::sessions::Sessions;
 
 /// A distributed mutex that is not reentrant: Curator's `InterProcessSemaphoreMutex`, which is
 /// `InterProcessSemaphoreV2` with one lease (`<path>/locks` and `<path>/leases`, shared with
@@ -45,9 +44,9 @@ pub struct SemaphoreMutex {
 
 impl SemaphoreMutex {
     /// A mutex on `path` in Curator's `InterProcessSemaphoreMutex` layout.
-    pub fn new(client: &Client, path: &str) -> Result<SemaphoreMutex> {
+    pub fn new(sessions: impl Into<Sessions>, path: &str) -> Result<SemaphoreMutex> {
         Ok(SemaphoreMutex {
-            semaphore: Semaphore::new(client, path, 1)?,
+            semaphore: Semaphore::new(sessions, path, 1)?,
         })
     }
 

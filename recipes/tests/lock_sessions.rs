@@ -146,3 +146,17 @@ async fn a_selector_on_sessions_leads_again_after_expiry() {
     );
     selector.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_semaphore_on_sessions_leases_again_after_expiry() {
+    let chroot = chroot_for("lock_sessions_semaphore");
+    let direct = shared_server().connect_string_with_chroot(&chroot);
+    let (proxy, sessions) = renewing_behind_proxy(&chroot).await;
+    let semaphore = zookeeper_recipes::Semaphore::new(&sessions, "/sem", 1).unwrap();
+    let lease = bounded("lease", semaphore.acquire()).await.unwrap();
+    expire(&proxy, &direct, &sessions.client()).await;
+    assert!(matches!(lease.state(), LockState::Lost(_)));
+    let again = bounded("lease again", semaphore.acquire()).await.unwrap();
+    assert_eq!(again.state(), LockState::Held);
+    again.release().await.unwrap();
+}
