@@ -174,60 +174,27 @@ async fn short_outages_do_not_stop_the_command() {
 #[tokio::test]
 async fn a_grace_that_outlasts_the_session_is_refused() {
     let (connect, _client) = chroot("cli_grace_bound").await;
-    let long = run(
-        &connect,
-        &[
-            "--session-timeout",
-            "4s",
-            "lock",
-            "--grace",
-            "3s",
-            "/l",
-            "--",
-            "true",
-        ],
-    )
-    .await;
-    let message = long.failed(64);
-    assert!(
-        message.contains("--grace 3s must be shorter than half the session timeout"),
-        "{message}"
-    );
-    let sum = run(
-        &connect,
-        &[
-            "--session-timeout",
-            "4s",
-            "lock",
-            "--grace",
-            "1s",
-            "--suspend-limit",
-            "3s",
-            "/l",
-            "--",
-            "true",
-        ],
-    )
-    .await;
-    let message = sum.failed(64);
-    assert!(
-        message.contains("must stay inside the session timeout"),
-        "{message}"
-    );
+    // zk --session-timeout 4s lock FLAGS /l -- true
+    let lock = |flags: &[&'static str]| {
+        let mut args = vec!["--session-timeout", "4s", "lock"];
+        args.extend_from_slice(flags);
+        args.extend_from_slice(&["/l", "--", "true"]);
+        args
+    };
+    for (flags, refusal) in [
+        (
+            &["--grace", "3s"][..],
+            "--grace 3s must be shorter than half the session timeout",
+        ),
+        (
+            &["--grace", "1s", "--suspend-limit", "3s"][..],
+            "must stay inside the session timeout",
+        ),
+    ] {
+        let refused = run(&connect, &lock(flags)).await;
+        let message = refused.failed(64);
+        assert!(message.contains(refusal), "{flags:?}: {message}");
+    }
     // Within the bounds it runs.
-    let fine = run(
-        &connect,
-        &[
-            "--session-timeout",
-            "4s",
-            "lock",
-            "--grace",
-            "1s",
-            "/l",
-            "--",
-            "true",
-        ],
-    )
-    .await;
-    fine.ok();
+    run(&connect, &lock(&["--grace", "1s"])).await.ok();
 }

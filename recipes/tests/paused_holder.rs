@@ -10,9 +10,8 @@ mod common;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::{bounded, chroot_connect};
+use common::{bounded, chroot_connect, client_with_session};
 use zookeeper_recipes::{LockState, LossReason, Mutex};
-use zookeeper_tokio::Client;
 
 /// The session timeout: short, so that each trial's pause is short.
 const SESSION: Duration = Duration::from_millis(1000);
@@ -37,15 +36,7 @@ enum Look {
 
 async fn one_trial(trial: usize, look: Look) {
     let connect = chroot_connect(&format!("paused_holder_{trial}"));
-    let client = bounded(
-        "connect",
-        Client::builder(&connect)
-            .session_timeout(SESSION)
-            .connect_timeout(Duration::from_secs(30))
-            .connect(),
-    )
-    .await
-    .unwrap();
+    let client = client_with_session(&connect, SESSION).await;
     let mutex = Mutex::new(&client, "/lock").unwrap();
     let guard = bounded("acquire", mutex.acquire()).await.unwrap();
     let watcher = guard.state_watcher();

@@ -8,9 +8,8 @@ mod common;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
 
-use common::{bounded, chroot_connect};
+use common::{bounded, chroot_connect, client_with_session};
 use zookeeper_recipes::{LeaderSelector, SelectorState};
-use zookeeper_tokio::Client;
 
 /// The session timeout: short, so that each trial's pause is short.
 const SESSION: Duration = Duration::from_millis(1000);
@@ -23,15 +22,7 @@ type Steps = Arc<StdMutex<Vec<(u64, Instant)>>>;
 
 async fn one_trial(trial: usize) {
     let connect = chroot_connect(&format!("paused_leader_{trial}"));
-    let client = bounded(
-        "connect",
-        Client::builder(&connect)
-            .session_timeout(SESSION)
-            .connect_timeout(Duration::from_secs(30))
-            .connect(),
-    )
-    .await
-    .unwrap();
+    let client = client_with_session(&connect, SESSION).await;
     let steps: Steps = Arc::default();
     let (stepped, mut first_step) = tokio::sync::watch::channel(0u64);
     let recorded = steps.clone();

@@ -41,16 +41,21 @@ async fn inside(client: &Client, guard: &LockGuard, who: usize) {
     client.delete("/inside", None).await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tasks_sharing_one_mutex_handle_never_overlap() {
-    let c = client(&chroot_connect("shared_mutex_handle")).await;
-    let mutex = Arc::new(Mutex::new(&c, "/lock").unwrap());
+/// Three tasks sharing `handle`, five turns each: `take` acquires through the shared handle,
+/// and the holder goes inside.
+async fn three_tasks_share<H, F, Fut>(c: &Client, handle: H, take: F)
+where
+    H: Send + Sync + 'static,
+    F: Fn(Arc<H>) -> Fut + Send + Sync + Copy + 'static,
+    Fut: std::future::Future<Output = LockGuard> + Send,
+{
+    let handle = Arc::new(handle);
     let tasks: Vec<_> = (0..3)
         .map(|who| {
-            let (mutex, c) = (mutex.clone(), c.clone());
+            let (handle, c) = (handle.clone(), c.clone());
             tokio::spawn(async move {
                 for _ in 0..5 {
-                    let guard = mutex.acquire().await.unwrap();
+                    let guard = take(handle.clone()).await;
                     inside(&c, &guard, who).await;
                     guard.release().await.unwrap();
                 }
@@ -63,24 +68,23 @@ async fn tasks_sharing_one_mutex_handle_never_overlap() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_sharing_one_mutex_handle_never_overlap() {
+    let c = client(&chroot_connect("shared_mutex_handle")).await;
+    let mutex = Mutex::new(&c, "/lock").unwrap();
+    three_tasks_share(&c, mutex, |m: Arc<Mutex>| async move {
+        m.acquire().await.unwrap()
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tasks_sharing_one_read_write_lock_handle_never_write_together() {
     let c = client(&chroot_connect("shared_rwlock_handle")).await;
-    let lock = Arc::new(ReadWriteLock::new(&c, "/rw").unwrap());
-    let tasks: Vec<_> = (0..3)
-        .map(|who| {
-            let (lock, c) = (lock.clone(), c.clone());
-            tokio::spawn(async move {
-                for _ in 0..5 {
-                    let guard = lock.write().await.unwrap();
-                    inside(&c, &guard, who).await;
-                    guard.release().await.unwrap();
-                }
-            })
-        })
-        .collect();
-    for task in tasks {
-        bounded("a task's turns", task).await.unwrap();
-    }
+    let lock = ReadWriteLock::new(&c, "/rw").unwrap();
+    three_tasks_share(&c, lock, |l: Arc<ReadWriteLock>| async move {
+        l.write().await.unwrap()
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::faults::{expire, member_serving};
+use common::faults::{expire, member_serving, members_but};
 use common::{bounded, children, client, clients, until_children, until_watching_the_leases};
 use zookeeper_recipes::{Lease, LockState, Semaphore, Sessions, SharedCount};
 use zookeeper_testkit::{chroot_for, shared_server, Ensemble, Proxy};
@@ -219,16 +219,4 @@ async fn a_change_made_while_the_waiters_member_is_down_is_obeyed() {
         "a third lease of two"
     );
     release_all(vec![held, lease]).await;
-}
-
-/// A connect string of every member of `ensemble` but the one at `skip`.
-fn members_but(ensemble: &Ensemble, skip: usize) -> String {
-    let addrs: Vec<String> = ensemble
-        .addrs()
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| *i != skip)
-        .map(|(_, a)| a.to_string())
-        .collect();
-    addrs.join(",")
 }

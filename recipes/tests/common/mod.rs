@@ -86,11 +86,16 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(25);
 
 /// A client on `connect` with a short session timeout.
 pub async fn client(connect: &str) -> Client {
+    client_with_session(connect, Duration::from_secs(4)).await
+}
+
+/// A client on `connect` with a session timeout of `session`, and a patient connect.
+pub async fn client_with_session(connect: &str, session: Duration) -> Client {
     init_tracing();
     bounded(
         "connect",
         Client::builder(connect)
-            .session_timeout(Duration::from_secs(4))
+            .session_timeout(session)
             .connect_timeout(CONNECT_TIMEOUT)
             .connect(),
     )
