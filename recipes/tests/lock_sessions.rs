@@ -160,3 +160,27 @@ async fn a_semaphore_on_sessions_leases_again_after_expiry() {
     assert_eq!(again.state(), LockState::Held);
     again.release().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_latch_ends_with_its_session_and_starts_again_on_the_next() {
+    let chroot = chroot_for("lock_sessions_latch");
+    let direct = shared_server().connect_string_with_chroot(&chroot);
+    let (proxy, sessions) = renewing_behind_proxy(&chroot).await;
+    let client = sessions.live().await.unwrap();
+    let latch = zookeeper_recipes::LeaderLatch::start(&client, "/e", "renewing")
+        .await
+        .unwrap();
+    bounded("lead", latch.await_leadership()).await.unwrap();
+    expire(&proxy, &direct, &client).await;
+    let err = latch.await_leadership().await.unwrap_err();
+    assert!(err.is_session_terminal(), "{err:?}");
+    let next = sessions.live().await.unwrap();
+    assert_ne!(next.session_id(), client.session_id());
+    let again = zookeeper_recipes::LeaderLatch::start(&next, "/e", "renewing")
+        .await
+        .unwrap();
+    bounded("lead again", again.await_leadership())
+        .await
+        .unwrap();
+    again.resign().await.unwrap();
+}
