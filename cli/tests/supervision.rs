@@ -128,11 +128,20 @@ async fn short_outages_do_not_stop_the_command() {
     // With a 4 s session the suspend limit is 1 s, and a client whose server refuses
     // connections tries again at most 200 ms (a twentieth of the timeout) apart: an outage of
     // 0.5 s leaves 300 ms for the handshake that takes the session back.
-    for outage_ms in [300, 500] {
-        let chroot = chroot_for(&format!("cli_outage_{outage_ms}"));
+    // ZK_TEST_OUTAGES_MS (e.g. "300,500,700,700,700") tries others, closer to the limit.
+    let outages: Vec<u64> = std::env::var("ZK_TEST_OUTAGES_MS")
+        .ok()
+        .map(|list| {
+            list.split(',')
+                .filter_map(|ms| ms.trim().parse().ok())
+                .collect()
+        })
+        .unwrap_or_else(|| vec![300, 500]);
+    for (trial, outage_ms) in outages.into_iter().enumerate() {
+        let chroot = chroot_for(&format!("cli_outage_{trial}"));
         let proxy = Proxy::start(shared_server().addr()).await.unwrap();
         let connect = format!("{}{chroot}", proxy.connect_string());
-        let dir = scratch(&format!("outage_{outage_ms}"));
+        let dir = scratch(&format!("outage_{trial}"));
         let log = dir.join("log");
         let script = format!(
             "trap 'echo signalled >> {log}; exit 0' TERM; echo start >> {log}; \

@@ -11,12 +11,13 @@
 //! handshakes said. The first reconnect after a healthy connection still goes out at once, so
 //! that failing over stays fast.
 //!
-//! While a session may still be alive, a server that refused the connection outright (nothing
-//! listening: a restart, a short outage) is tried again a small fraction of the session
-//! timeout apart ([`live_session_cap`]), so that the session is taken back well before a lock
-//! holder's suspend limit, a quarter of the timeout. A refused connection costs a server
-//! nothing; a server that accepts and then closes (no quorum, a failing handshake) still gets
-//! the growing pause up to [`BACKOFF_MAX`].
+//! While a session may still be alive, failed attempts (a connection refused, reset, or closed
+//! before the handshake's reply: a restart, a short outage, a member without a quorum) are
+//! retried a small fraction of the session timeout apart ([`live_session_cap`]), so that the
+//! session is taken back well before a lock holder's suspend limit, a quarter of the timeout.
+//! That is at most twenty attempts per client in a session timeout, after which the session is
+//! over; a server that completes handshakes and then closes the connections still gets the
+//! growing pause up to [`BACKOFF_MAX`].
 
 use std::time::{Duration, Instant};
 
@@ -30,8 +31,8 @@ pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(1);
 /// a server closing every connection sooner gets at most one connection per pause.
 pub(crate) const HEALTHY_AFTER: Duration = BACKOFF_MAX;
 
-/// The longest pause after refused connections while a session of timeout `timeout` may still
-/// be alive: a twentieth of it (200 ms for a 4 s session), so that an outage is over for the
+/// The longest pause after failed attempts while a session of timeout `timeout` may still be
+/// alive: a twentieth of it (200 ms for a 4 s session), so that an outage is over for the
 /// client at most that long after it is over for the server; never more than [`BACKOFF_MAX`]
 /// nor less than [`BACKOFF_MIN`].
 pub(crate) fn live_session_cap(timeout: Duration) -> Duration {

@@ -52,9 +52,10 @@ impl Session {
             self.state_tx.info.record_attempt_failure(host, reason);
         }
         self.tls_failures_in_a_row = 0;
-        // No connection was made (nothing listening, or no answer): while the session may
-        // live, come back soon, so that a short outage ends before a holder's suspend limit.
-        let cap = if matches!(self.phase, Phase::Connecting { .. }) && self.session_id != 0 {
+        // No session was taken back (nothing listening, no answer, or the connection closed
+        // before the handshake's reply): while the session may live, come back soon, so that
+        // a short outage ends before a holder's suspend limit.
+        let cap = if self.session_id != 0 {
             hosts::live_session_cap(self.timeout())
         } else {
             hosts::BACKOFF_MAX
