@@ -31,8 +31,8 @@ use crate::loss_reason::LossReason;
 use crate::lost::{LockState, LockStateChanges};
 use crate::metrics::Recipe;
 use crate::mutex::Mutex;
-use crate::sessions::Sessions;
 use crate::naming::CURATOR_LOCK;
+use crate::sessions::Sessions;
 use crate::transitions::{changes_stream, Phase, Transitions};
 
 /// How long the selector waits before queueing again after an acquisition failed for a reason
