@@ -21,9 +21,16 @@ async fn a_guarded_write_on_a_guard_known_lost_fails_at_once_with_not_held() {
     // Cut off for good: the lease runs out one session timeout after the last reply.
     proxy.refuse(true);
     proxy.drop_all();
+    // The lease runs out first, unless a starved runtime saw the local expiry first.
     let reason = bounded("the lease to run out", guard.lost()).await;
-    assert_eq!(reason, LossReason::LeaseExpired);
-    assert_eq!(guard.state(), LockState::Lost(LossReason::LeaseExpired));
+    assert!(
+        matches!(
+            reason,
+            LossReason::LeaseExpired | LossReason::SessionExpired
+        ),
+        "{reason:?}"
+    );
+    assert_eq!(guard.state(), LockState::Lost(reason));
 
     // Still cut off: a write that was sent could only wait for the connection or fail as a
     // retryable connection loss. Refused before sending, it says the lock is not ours.

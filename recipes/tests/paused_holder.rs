@@ -34,14 +34,18 @@ enum Look {
     BiasedSelect,
 }
 
-async fn one_trial(trial: usize, look: Look) {
+/// One pause and one look; false, with nothing checked, when the lock was lost before the
+/// pause (a machine starved past the whole session), which proves nothing.
+async fn one_trial(trial: usize, look: Look) -> bool {
     let connect = chroot_connect(&format!("paused_holder_{trial}"));
     let client = client_with_session(&connect, SESSION).await;
     let mutex = Mutex::new(&client, "/lock").unwrap();
     let guard = bounded("acquire", mutex.acquire()).await.unwrap();
     let watcher = guard.state_watcher();
     let mut changes = guard.state_changes();
-    assert_eq!(changes.next().await, Some(LockState::Held));
+    // The current state first; a disconnect on a starved machine may make it `Suspended`,
+    // which changes nothing below: the lease runs out during the pause either way.
+    changes.next().await;
     let (ask, asked) = mpsc::channel::<()>();
     let (tell, told) = mpsc::channel();
     let reader = {
@@ -52,11 +56,11 @@ async fn one_trial(trial: usize, look: Look) {
             }
         })
     };
-    assert_eq!(
-        watcher.get(),
-        LockState::Held,
-        "trial {trial}: held before the pause"
-    );
+    if matches!(watcher.get(), LockState::Lost(_)) {
+        drop(ask);
+        reader.join().unwrap();
+        return false;
+    }
 
     // Stand still: nothing of this runtime runs, as in a stopped process.
     std::thread::sleep(PAUSE);
@@ -86,6 +90,7 @@ async fn one_trial(trial: usize, look: Look) {
     reader.join().unwrap();
     drop(guard);
     client.close().await;
+    true
 }
 
 #[test]
@@ -96,11 +101,18 @@ fn every_look_after_a_pause_past_the_session_reads_lost() {
         Look::ChangeStream,
         Look::BiasedSelect,
     ];
-    for trial in 0..20 {
+    let mut checked = 0;
+    for trial in 0..60 {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
-        runtime.block_on(one_trial(trial, looks[trial % looks.len()]));
+        if runtime.block_on(one_trial(trial, looks[checked % looks.len()])) {
+            checked += 1;
+        }
+        if checked == 20 {
+            return;
+        }
     }
+    panic!("only {checked} trials held their lock until the pause");
 }
