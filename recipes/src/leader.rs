@@ -100,34 +100,10 @@ changes_stream! {
     LeadershipChanges of Leadership
 }
 
-/// A participant in a leader election on a path.
-///
-/// ```
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use zookeeper_recipes::{LeaderLatch, Leadership};
-///
-/// let servers = "127.0.0.1:2181";
-/// # let servers = &zookeeper_testkit::shared_server()
-/// #     .connect_string_with_chroot(&zookeeper_testkit::chroot_for("doc_leader_latch"));
-/// let client = zookeeper_tokio::Client::connect(servers).await?;
-/// let a = LeaderLatch::start(&client, "/election/scheduler", "node-a").await?;
-/// a.await_leadership().await?;
-/// println!("{} leads with token {}", a.id(), a.fencing_token());
-///
-/// // A second participant (normally another process) follows until the leader resigns.
-/// let b = LeaderLatch::start(&client, "/election/scheduler", "node-b").await?;
-/// let mut changes = b.changes();
-/// while changes.next().await != Some(Leadership::Follower) {}
-/// a.resign().await?;
-/// b.await_leadership().await?;
-/// assert!(b.fencing_token() > a.fencing_token());
-/// assert_eq!(a.state(), Leadership::Closed);
-/// b.resign().await?;
-/// # Ok(())
-/// # }
-/// ```
-pub struct LeaderLatch {
+/// One participation in an election, on one session: our node, and the task that follows the
+/// queue for it. It ends with its session; the public [`LeaderLatch`](crate::LeaderLatch)
+/// starts a new one on the next session when it can.
+pub(crate) struct Participation {
     client: Client,
     path: String,
     id: String,
@@ -137,9 +113,9 @@ pub struct LeaderLatch {
     stop: StdMutex<Option<oneshot::Sender<()>>>,
 }
 
-impl std::fmt::Debug for LeaderLatch {
+impl std::fmt::Debug for Participation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LeaderLatch")
+        f.debug_struct("Participation")
             .field("node", &self.node)
             .field("id", &self.id)
             .field("state", &self.state())
@@ -147,10 +123,10 @@ impl std::fmt::Debug for LeaderLatch {
     }
 }
 
-impl LeaderLatch {
+impl Participation {
     /// Joins the election on `path` as `id`: creates our node (protected like a lock's) and
     /// starts following the queue in a background task.
-    pub async fn start(client: &Client, path: &str, id: &str) -> Result<LeaderLatch> {
+    pub(crate) async fn start(client: &Client, path: &str, id: &str) -> Result<Participation> {
         validate(path)?;
         let prefix = attempt_prefix(Layout::Curator, CURATOR_LATCH);
         let mut pending = PendingNode::new(client, path, prefix, id.as_bytes());
@@ -174,7 +150,7 @@ impl LeaderLatch {
             shared: shared.clone(),
         };
         tokio::spawn(task.run(follower, stop_rx));
-        Ok(LeaderLatch {
+        Ok(Participation {
             client: client.clone(),
             path: path.to_owned(),
             id: id.to_owned(),
@@ -188,35 +164,35 @@ impl LeaderLatch {
     /// Where we stand now. Checks the session's lease against the monotonic clock on every
     /// call, before anything the background task published: once the lease has run out this
     /// reads `Lost`, also on the first look of a process resuming from a pause.
-    pub fn state(&self) -> Leadership {
+    pub(crate) fn state(&self) -> Leadership {
         self.shared.current()
     }
 
     /// True while we lead (not while suspended, nor once the lease ran out).
-    pub fn has_leadership(&self) -> bool {
+    pub(crate) fn has_leadership(&self) -> bool {
         self.state() == Leadership::Leader
     }
 
-    /// Our id.
-    pub fn id(&self) -> &str {
-        &self.id
+    /// The client of this participation's session.
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
     }
 
     /// The full path of our node.
-    pub fn node(&self) -> &str {
+    pub(crate) fn node(&self) -> &str {
         &self.node
     }
 
     /// Our node's czxid: grows with every participant that joins later, so a resource can
     /// refuse an old leader.
-    pub fn fencing_token(&self) -> FencingToken {
+    pub(crate) fn fencing_token(&self) -> FencingToken {
         self.token
     }
 
     /// Every change of [`Leadership`] from now on, in order, starting with the current state;
     /// the lease is checked before each, so the first look after a pause past the session
     /// reads `Lost`. Does not borrow the latch.
-    pub fn changes(&self) -> LeadershipChanges {
+    pub(crate) fn changes(&self) -> LeadershipChanges {
         self.shared.current();
         let shared = self.shared.clone();
         self.shared
@@ -229,7 +205,7 @@ impl LeaderLatch {
     /// Waits until we lead. Fails with [`Error::LatchLost`] (session-terminal when the
     /// session ended) if the latch loses its place first, [`Error::LatchClosed`] if it is
     /// closed first.
-    pub async fn await_leadership(&self) -> Result<()> {
+    pub(crate) async fn await_leadership(&self) -> Result<()> {
         let mut rx = self.shared.state.watch();
         loop {
             let s = self.shared.current();
@@ -246,22 +222,11 @@ impl LeaderLatch {
         }
     }
 
-    /// Waits at most `timeout` until we lead: `Ok(true)` when we do, `Ok(false)` when the
-    /// time ran out first (we stay in the election). Returns within the timeout whatever the
-    /// connection does. Fails as [`await_leadership`](Self::await_leadership) does if the
-    /// latch ends first.
-    pub async fn await_leadership_timeout(&self, timeout: Duration) -> Result<bool> {
-        match tokio::time::timeout(timeout, self.await_leadership()).await {
-            Ok(r) => r.map(|()| true),
-            Err(_) => Ok(false),
-        }
-    }
-
     /// Resolves when leadership (or participation) ends for a reason other than
     /// [`resign`](Self::resign); returns the final state. Use it like a lock's `lost()`: it
     /// resolves no later than the session's lease runs out, and every poll checks the lease
     /// first.
-    pub fn lost(&self) -> impl std::future::Future<Output = Leadership> + Send + 'static {
+    pub(crate) fn lost(&self) -> impl std::future::Future<Output = Leadership> + Send + 'static {
         let mut rx = self.shared.state.watch();
         let shared = self.shared.clone();
         let ended = async move {
@@ -285,13 +250,13 @@ impl LeaderLatch {
     }
 
     /// The participants in queue order, the leader first.
-    pub async fn participants(&self) -> Result<Vec<Participant>> {
+    pub(crate) async fn participants(&self) -> Result<Vec<Participant>> {
         participants(&self.client, &self.path).await
     }
 
     /// Leaves the election: stops following and deletes our node (retried across reconnects
     /// until it or the session is gone).
-    pub async fn resign(&self) -> Result<()> {
+    pub(crate) async fn resign(&self) -> Result<()> {
         self.halt(Leadership::Closed);
         match spawn_delete(self.client.clone(), self.node.clone()) {
             Some(task) => task.await.unwrap_or(Ok(())),
@@ -307,7 +272,7 @@ impl LeaderLatch {
     }
 }
 
-impl Drop for LeaderLatch {
+impl Drop for Participation {
     fn drop(&mut self) {
         let was_running = self
             .stop

@@ -109,6 +109,7 @@ mod error;
 mod fenced_work;
 mod group;
 mod guard;
+mod latch;
 mod leader;
 mod lease;
 mod loss_reason;
@@ -146,9 +147,8 @@ pub use double_barrier::DistributedDoubleBarrier;
 pub use error::{Error, Result};
 pub use group::GroupMember;
 pub use guard::{FencingToken, LockGuard};
-pub use leader::{
-    participants as leader_participants, LeaderLatch, Leadership, LeadershipChanges, Participant,
-};
+pub use latch::LeaderLatch;
+pub use leader::{participants as leader_participants, Leadership, LeadershipChanges, Participant};
 pub use loss_reason::LossReason;
 pub use lost::{LockState, LockStateChanges};
 pub use mutex::Mutex;

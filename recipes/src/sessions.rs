@@ -136,8 +136,8 @@ impl Sessions {
     }
 
     /// The current client, replaced first if its session is over and new sessions can be
-    /// opened: what a recipe's next call should use, and what a recipe that ends with its
-    /// session (a `LeaderLatch`) is started again on after an expiry.
+    /// opened: what a recipe's next call should use, or a recipe made on a bare `Client`
+    /// after an expiry.
     pub async fn live(&self) -> Result<Client> {
         let client = self.client();
         if client.state().is_terminal() && self.renews() {

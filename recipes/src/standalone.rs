@@ -7,7 +7,7 @@
 use zookeeper_tokio::{Client, ClientBuilder};
 
 use crate::error::Result;
-use crate::leader::LeaderLatch;
+use crate::latch::LeaderLatch;
 use crate::mutex::Mutex;
 use crate::naming::Layout;
 use crate::rwlock::ReadWriteLock;

@@ -55,7 +55,7 @@ async fn leadership_is_lost_when_our_node_is_deleted() {
         .unwrap();
     bounded("leads", latch.await_leadership()).await.unwrap();
     let lost = latch.lost();
-    cs[1].delete(latch.node(), None).await.unwrap();
+    cs[1].delete(&latch.node(), None).await.unwrap();
     assert_eq!(
         bounded("lost", lost).await,
         Leadership::Lost(LossReason::NodeDeleted)

@@ -163,26 +163,43 @@ async fn a_semaphore_on_sessions_leases_again_after_expiry() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_latch_ends_with_its_session_and_starts_again_on_the_next() {
+async fn a_latch_on_sessions_joins_again_after_expiry_waiting_or_leading() {
     let chroot = chroot_for("lock_sessions_latch");
     let direct = shared_server().connect_string_with_chroot(&chroot);
     let (proxy, sessions) = renewing_behind_proxy(&chroot).await;
-    let client = sessions.live().await.unwrap();
-    let latch = zookeeper_recipes::LeaderLatch::start(&client, "/e", "renewing")
+    let other = client(&direct).await;
+    let leader = zookeeper_recipes::LeaderLatch::start(&other, "/e", "leader")
         .await
         .unwrap();
-    bounded("lead", latch.await_leadership()).await.unwrap();
-    expire(&proxy, &direct, &client).await;
-    // Session-terminal once the expiry is known; retryable when the lease ran out first.
-    let err = latch.await_leadership().await.unwrap_err();
-    assert!(err.is_session_terminal() || err.is_retryable(), "{err:?}");
-    let next = sessions.live().await.unwrap();
-    assert_ne!(next.session_id(), client.session_id());
-    let again = zookeeper_recipes::LeaderLatch::start(&next, "/e", "renewing")
+    bounded("lead", leader.await_leadership()).await.unwrap();
+
+    // A waiter whose session expires joins again on the next session by itself.
+    let latch = std::sync::Arc::new(
+        zookeeper_recipes::LeaderLatch::start(&sessions, "/e", "renewing")
+            .await
+            .unwrap(),
+    );
+    let first_token = latch.fencing_token();
+    let waiting = {
+        let latch = latch.clone();
+        tokio::spawn(async move { latch.await_leadership().await })
+    };
+    let first_session = sessions.client().session_id();
+    expire(&proxy, &direct, &sessions.client()).await;
+    common::until_children(&other, "/e", 2).await;
+    leader.resign().await.unwrap();
+    bounded("the waiter leads", waiting).await.unwrap().unwrap();
+    assert_ne!(sessions.client().session_id(), first_session);
+    assert!(latch.fencing_token() > first_token, "a new node");
+
+    // A leader whose session expires reads lost; its next wait joins again and leads.
+    expire(&proxy, &direct, &sessions.client()).await;
+    assert!(matches!(
+        latch.state(),
+        zookeeper_recipes::Leadership::Lost(_)
+    ));
+    bounded("lead again", latch.await_leadership())
         .await
         .unwrap();
-    bounded("lead again", again.await_leadership())
-        .await
-        .unwrap();
-    again.resign().await.unwrap();
+    latch.resign().await.unwrap();
 }

@@ -175,7 +175,7 @@ fn leadership_gained_and_lost_are_counted() {
         first.resign().await.unwrap();
         bounded("b leads", second.await_leadership()).await.unwrap();
         let lost = second.lost();
-        cs[0].delete(second.node(), None).await.unwrap();
+        cs[0].delete(&second.node(), None).await.unwrap();
         assert_eq!(
             bounded("b lost", lost).await,
             Leadership::Lost(LossReason::NodeDeleted)

@@ -131,7 +131,7 @@ async fn lock_and_leadership_changes_are_logged_with_path_node_and_token() {
     ];
     let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
     logs.line("leadership gained", &fields).await;
-    b.delete(latch.node(), None).await.unwrap();
+    b.delete(&latch.node(), None).await.unwrap();
     assert_eq!(
         bounded("leadership lost", latch.lost()).await,
         Leadership::Lost(LossReason::NodeDeleted)

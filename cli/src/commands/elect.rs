@@ -111,7 +111,7 @@ pub async fn elect(client: &Client, conn: &Connection, args: Elect, out: &mut Ou
     }
     let env = [
         ("ZK_LOCK_PATH", args.path.clone()),
-        ("ZK_LOCK_NODE", latch.node().to_owned()),
+        ("ZK_LOCK_NODE", latch.node()),
         ("ZK_FENCING_TOKEN", latch.fencing_token().0.to_string()),
         ("ZK_LEADER_ID", id),
     ];
