@@ -27,7 +27,7 @@ use zookeeper_recipes::Client;
 use crate::connection::duration;
 use crate::exit::{self, Failure};
 use crate::interrupt::{parse_signal, signal_name, Interrupts};
-use crate::watchdog::{self, kill_group, MARGIN};
+use crate::watchdog::{self, kill_group, sleep_until, MARGIN};
 
 /// How the command is stopped.
 #[derive(Args, Debug, Clone)]
@@ -170,11 +170,9 @@ pub async fn run(
                 stopping = Some(stop(client, group, timing, Stop::Lost(reason)));
             }
             signal = interrupts.next() => {
+                kill_group(group, signal);
                 if stopping.is_none() {
-                    kill_group(group, signal);
                     stopping = Some((Instant::now() + timing.grace, Stop::Interrupted));
-                } else {
-                    kill_group(group, signal);
                 }
             }
             _ = renew.tick() => {
@@ -233,13 +231,6 @@ fn stop(client: &Client, group: i32, timing: &Timing, why: Stop) -> (Instant, St
 enum Stop {
     Lost(String),
     Interrupted,
-}
-
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
-    }
 }
 
 /// Starts this program again as the watchdog of `command` (see `watchdog`), handing it the

@@ -189,7 +189,8 @@ async fn write_line(write: &mut tokio::net::unix::OwnedWriteHalf, line: &str) ->
     write.write_all(&bytes).await
 }
 
-async fn sleep_until(deadline: Option<Instant>) {
+/// Sleeps until `deadline`, or forever when there is none (a `select!` branch that may be off).
+pub async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,
