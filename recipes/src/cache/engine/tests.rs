@@ -10,6 +10,7 @@ use zookeeper_tokio::Stat;
 
 use super::*;
 use crate::cache::events::CacheEvents;
+use crate::cache::{child, depth, parent, within, CacheEvent, CachedNode};
 
 fn node(czxid: i64, version: i32, mzxid: i64, children: i32) -> NodeState {
     NodeState::Present(CachedNode {
