@@ -1,10 +1,13 @@
 // Curator contenders for the chaos run: COUNT threads, each with its own CuratorFramework
 // (its own session), taking an InterProcessMutex on LOCK over and over. Inside, each creates
-// the ephemeral MARKER (a second holder's create fails), prints its fencing token (the czxid
-// of its lock node), holds, deletes the marker in a transaction that checks its lock node
-// first, and releases. Lines as in chaos/src/journal.rs. Ends when stdin closes.
+// the ephemeral MARKER in a transaction that checks its lock node (a second holder's create
+// fails), prints its fencing token (the czxid of its lock node), holds, deletes the marker in
+// a transaction that checks its lock node first, and releases. Lines as in chaos/src/journal.rs. Ends when stdin closes.
 //
 // Usage: java -cp <curator jars>:<dir> ChaosCurator CONNECT LOCK MARKER COUNT HOLD_MS SESSION_MS
+//        java -cp <curator jars>:<dir> ChaosCurator enter-once CONNECT NODE MARKER
+// The second form tries to enter once as the holder of the lock node NODE and prints `inside
+// CZXID`, `occupied WHO` or `lost`: the check of the entry itself (chaos/tests/peer_entry.rs).
 import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
@@ -34,6 +37,41 @@ public class ChaosCurator {
         Method get = InterProcessMutex.class.getDeclaredMethod("getLockPath");
         get.setAccessible(true);
         return (String) get.invoke(m);
+    }
+
+    // Creates the marker in a transaction that checks our lock node first. Returns the czxid
+    // of our marker (a Long), who is inside (a String) when someone else's marker is there while
+    // our lock node is, or null when the lock node is gone. Curator retries an operation across
+    // a session expiry, on the new session: an unguarded create would then make the marker
+    // after the lock went with the old session, and the next holder would find it.
+    private static Object enter(CuratorFramework client, String node, String marker, byte[] data) throws Exception {
+        while (true) {
+            try {
+                client.transaction().forOperations(
+                        client.transactionOp().check().forPath(node),
+                        client.transactionOp().create().withMode(CreateMode.EPHEMERAL).forPath(marker, data));
+            } catch (Exception e) {
+                // Below: whose marker is there, and whether the lock is still ours.
+            }
+            Stat there = new Stat();
+            byte[] inside;
+            try {
+                inside = client.getData().storingStatIn(there).forPath(marker);
+            } catch (KeeperException.NoNodeException e) {
+                inside = null;
+            }
+            long session = client.getZookeeperClient().getZooKeeper().getSessionId();
+            if (inside != null && there.getEphemeralOwner() == session) {
+                return there.getCzxid();
+            }
+            // Looked at after the marker: a lock node still there was ours when it was read.
+            if (client.checkExists().forPath(node) == null) {
+                return null;
+            }
+            if (inside != null) {
+                return new String(inside, StandardCharsets.UTF_8);
+            }
+        }
     }
 
     // Deletes the marker while our lock node exists, retried until it is gone: the lock is
@@ -84,23 +122,17 @@ public class ChaosCurator {
                         continue;
                     }
                     long token = lockStat.getCzxid();
-                    long markerCzxid;
-                    try {
-                        Stat created = new Stat();
-                        client.create().storingStatIn(created).withMode(CreateMode.EPHEMERAL).forPath(marker, data);
-                        markerCzxid = created.getCzxid();
-                    } catch (KeeperException.NodeExistsException e) {
-                        // Curator retries a create whose reply was lost: the marker may be ours.
-                        Stat there = new Stat();
-                        byte[] inside = client.getData().storingStatIn(there).forPath(marker);
-                        long session = client.getZookeeperClient().getZooKeeper().getSessionId();
-                        if (there.getEphemeralOwner() != session) {
-                            out("violation " + who + " found " + new String(inside, StandardCharsets.UTF_8)
-                                    + " inside while holding token 0x" + Long.toHexString(token));
-                            continue;
-                        }
-                        markerCzxid = there.getCzxid();
+                    Object entered = enter(client, node, marker, data);
+                    if (entered == null) {
+                        out("error " + who + " lost the lock before entering");
+                        continue;
                     }
+                    if (entered instanceof String) {
+                        out("violation " + who + " found " + entered
+                                + " inside while holding token 0x" + Long.toHexString(token));
+                        continue;
+                    }
+                    long markerCzxid = (Long) entered;
                     out("grant " + who + " " + token + " " + markerCzxid + " " + nowNs());
                     Thread.sleep(holdMs);
                     if (leave(client, node, marker)) {
@@ -116,6 +148,15 @@ public class ChaosCurator {
     }
 
     public static void main(String[] args) throws Exception {
+        if (args[0].equals("enter-once")) {
+            CuratorFramework client = CuratorFrameworkFactory.newClient(args[1], new RetryForever(100));
+            client.start();
+            client.blockUntilConnected();
+            Object entered = enter(client, args[2], args[3], "curator-once".getBytes(StandardCharsets.UTF_8));
+            out(entered == null ? "lost" : entered instanceof String ? "occupied " + entered : "inside " + entered);
+            client.close();
+            return;
+        }
         String connect = args[0], lock = args[1], marker = args[2];
         int count = Integer.parseInt(args[3]);
         long holdMs = Long.parseLong(args[4]);

@@ -1,10 +1,13 @@
 """kazoo contenders for the chaos run: COUNT threads, each with its own KazooClient (its own
 session), taking a kazoo Lock on LOCK over and over. Inside, each creates the ephemeral
-MARKER (a second holder's create fails), prints its fencing token (the czxid of its lock
+MARKER in a transaction that checks its lock node (a second holder's create fails), prints its fencing token (the czxid of its lock
 node), holds, deletes the marker in a transaction that checks its lock node first, and
 releases. Lines as in chaos/src/journal.rs. Ends when stdin closes.
 
 Usage: python3 chaos_kazoo.py CONNECT LOCK MARKER COUNT HOLD_MS SESSION_MS
+       python3 chaos_kazoo.py enter-once CONNECT NODE MARKER
+The second form tries to enter once as the holder of the lock node NODE and prints `inside
+CZXID`, `occupied WHO` or `lost`: the check of the entry itself (chaos/tests/peer_entry.rs).
 """
 import sys
 import threading
@@ -34,35 +37,48 @@ def ours(zk, stat):
     return None if cid is None else stat.ephemeralOwner == cid[0]
 
 
-def enter(zk, marker, who):
-    """Creates the marker: (its czxid, None), or (None, who is inside). A create whose reply
-    was lost is looked for again: the marker is ours if our session owns it."""
+def enter(zk, node, marker, who):
+    """Creates the marker in a transaction that checks our lock node first: (its czxid, None),
+    (None, who is inside) when someone else's marker is there while our lock node is, or
+    (None, None) when the lock node is gone. A create whose reply was lost is looked for again:
+    the marker is ours if our session owns it. Unguarded, a create tried again after kazoo
+    started a new session would make the marker after the lock went with the old one."""
     while True:
         try:
-            _, created = zk.create(marker, who.encode(), ephemeral=True, include_data=True)
-            return created.czxid, None
-        except NodeExistsError:
-            pass
+            t = zk.transaction()
+            t.check(node, -1)
+            t.create(marker, who.encode(), ephemeral=True)
+            t.commit()
         except SessionExpiredError:
             raise
         except KazooException:
-            pass  # a lost connection: the create may have been applied
+            pass  # a lost connection: the transaction may have been applied
         try:
             inside, there = zk.get(marker)
         except NoNodeError:
-            continue
+            inside, there = None, None
         except SessionExpiredError:
             raise
         except KazooException:
             time.sleep(0.05)
             continue
-        mine = ours(zk, there)
-        if mine is None:
+        mine = None if there is None else ours(zk, there)
+        if there is not None and mine is None:
             time.sleep(0.05)
             continue
         if mine:
             return there.czxid, None
-        return None, inside.decode(errors="replace")
+        # Looked at after the marker: a lock node still there was ours when it was read.
+        try:
+            if zk.exists(node) is None:
+                return None, None
+        except SessionExpiredError:
+            raise
+        except KazooException:
+            time.sleep(0.05)
+            continue
+        if inside is not None:
+            return None, inside.decode(errors="replace")
 
 
 def leave(zk, node, marker, who):
@@ -114,7 +130,10 @@ def contend(connect, lock_path, marker, who, hold_ms, session_ms):
                     out("error %s granted, but the lock node is gone" % who)
                     continue
                 token = stat.czxid
-                marker_czxid, inside = enter(zk, marker, who)
+                marker_czxid, inside = enter(zk, node, marker, who)
+                if marker_czxid is None and inside is None:
+                    out("error %s lost the lock before entering" % who)
+                    continue
                 if inside is not None:
                     out("violation %s found %s inside while holding token %#x"
                         % (who, inside, token))
@@ -129,7 +148,23 @@ def contend(connect, lock_path, marker, who, hold_ms, session_ms):
             out("error %s %r" % (who, e))
 
 
+def enter_once(connect, node, marker):
+    zk = KazooClient(hosts=connect)
+    zk.start(timeout=60)
+    czxid, inside = enter(zk, node, marker, "kazoo-once")
+    if czxid is not None:
+        out("inside %d" % czxid)
+    elif inside is not None:
+        out("occupied %s" % inside)
+    else:
+        out("lost")
+    zk.stop()
+
+
 def main():
+    if sys.argv[1] == "enter-once":
+        enter_once(sys.argv[2], sys.argv[3], sys.argv[4])
+        return
     connect, lock_path, marker = sys.argv[1], sys.argv[2], sys.argv[3]
     count, hold_ms, session_ms = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
     for i in range(count):

@@ -14,7 +14,7 @@
 //!
 //! Times are wall-clock nanoseconds (one clock for all processes of the machine).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 /// One line of a contender.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -129,7 +129,13 @@ pub struct LockLog {
     pub grants: Vec<Grant>,
     pub violations: Vec<String>,
     pub errors: BTreeMap<String, usize>,
+    /// The last errors reported, for a failed run's report: what a contender went through
+    /// before a violation tells which side was wrong.
+    pub recent_errors: VecDeque<String>,
 }
+
+/// How many of the last errors a lock's log keeps.
+const RECENT_ERRORS: usize = 30;
 
 impl LockLog {
     pub fn record(&mut self, event: &Event) {
@@ -159,7 +165,13 @@ impl LockLog {
             Event::Violation { who, detail } => {
                 self.violations.push(format!("{who}: {detail}"));
             }
-            Event::Error { who, .. } => *self.errors.entry(who.clone()).or_default() += 1,
+            Event::Error { who, detail } => {
+                *self.errors.entry(who.clone()).or_default() += 1;
+                if self.recent_errors.len() == RECENT_ERRORS {
+                    self.recent_errors.pop_front();
+                }
+                self.recent_errors.push_back(format!("{who}: {detail}"));
+            }
             _ => {}
         }
     }
@@ -215,5 +227,19 @@ mod tests {
         log.record(&Event::parse("error a lost"));
         assert_eq!(log.grants[0].exited_ns, Some(150));
         assert_eq!(log.errors["a"], 1);
+    }
+
+    #[test]
+    fn the_last_errors_are_kept_for_the_report() {
+        let mut log = LockLog::default();
+        for i in 0..RECENT_ERRORS + 5 {
+            log.record(&Event::parse(&format!("error curator-1 attempt {i}")));
+        }
+        assert_eq!(log.errors["curator-1"], RECENT_ERRORS + 5);
+        assert_eq!(log.recent_errors.len(), RECENT_ERRORS);
+        assert_eq!(
+            log.recent_errors.back().map(String::as_str),
+            Some(format!("curator-1: attempt {}", RECENT_ERRORS + 4).as_str())
+        );
     }
 }

@@ -66,6 +66,8 @@ pub struct LockSummary {
     pub order_breaks: Vec<String>,
     pub longest_stall: Duration,
     pub errors: usize,
+    /// The last errors reported, shown when the lock failed a check.
+    pub recent_errors: Vec<String>,
 }
 
 /// Orders `grants` by the creation of their markers: the order the server let them in.
@@ -106,6 +108,7 @@ pub fn summarize(path: &str, layout: &'static str, log: &LockLog) -> LockSummary
         order_breaks,
         longest_stall,
         errors: log.errors.values().sum(),
+        recent_errors: log.recent_errors.iter().cloned().collect(),
     }
 }
 
@@ -197,6 +200,13 @@ impl fmt::Display for Report {
                 }
             )?;
             writeln!(f, "  errors reported by contenders: {}", l.errors)?;
+            let failed =
+                !l.violations.is_empty() || !l.order_breaks.is_empty() || l.longest_stall > bound;
+            if failed {
+                for e in &l.recent_errors {
+                    writeln!(f, "    {e}")?;
+                }
+            }
         }
         let elections = &self.faults.elections;
         let longest = elections.iter().max().copied().unwrap_or_default();
