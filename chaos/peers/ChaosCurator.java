@@ -5,12 +5,12 @@
 // a transaction that checks its lock node first, and releases. Lines as in chaos/src/journal.rs. Ends when stdin closes.
 //
 // Usage: java -cp <curator jars>:<dir> ChaosCurator CONNECT LOCK MARKER COUNT HOLD_MS SESSION_MS
-//        java -cp <curator jars>:<dir> ChaosCurator enter-once CONNECT NODE MARKER
-// The second form tries to enter once as the holder of the lock node NODE and prints `inside
-// CZXID`, `occupied WHO` or `lost`: the check of the entry itself (chaos/tests/peer_entry.rs).
+//        java -cp <curator jars>:<dir> ChaosCurator enter-once CONNECT LOCKDIR MARKER CASE
+// The second form checks one entry (see enterOnce).
 import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
+import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
@@ -19,6 +19,9 @@ import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.retry.RetryForever;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.Op;
+import org.apache.zookeeper.ZooDefs;
+import org.apache.zookeeper.ZooKeeper;
 import org.apache.zookeeper.data.Stat;
 
 public class ChaosCurator {
@@ -39,18 +42,26 @@ public class ChaosCurator {
         return (String) get.invoke(m);
     }
 
-    // Creates the marker in a transaction that checks our lock node first. Returns the czxid
-    // of our marker (a Long), who is inside (a String) when someone else's marker is there while
-    // our lock node is, or null when the lock node is gone. Curator retries an operation across
-    // a session expiry, on the new session: an unguarded create would then make the marker
-    // after the lock went with the old session, and the next holder would find it.
-    private static Object enter(CuratorFramework client, String node, String marker, byte[] data) throws Exception {
+    // Creates the marker in one transaction with a check of our lock node, sent through the
+    // handle of the session that owns the lock node. Returns the czxid of our marker (a Long),
+    // who is inside (a String) when someone else's marker is there while our lock node is, or
+    // null when the lock is no longer ours. Through Curator, a marker could be made by another
+    // session than the lock node's: Curator retries an operation on a new session after an
+    // expiry, and it declares a session expired by its own clock (a connection lost for a
+    // session timeout) and starts a new one while the server still keeps the old one, and the
+    // lock node with it. Such a marker outlives the lock node, and the next holder finds it.
+    private static Object enter(CuratorFramework client, String node, long owner, String marker, byte[] data)
+            throws Exception {
         while (true) {
+            ZooKeeper zk = client.getZookeeperClient().getZooKeeper();
+            if (zk.getSessionId() != owner) {
+                return null;
+            }
             try {
-                client.transaction().forOperations(
-                        client.transactionOp().check().forPath(node),
-                        client.transactionOp().create().withMode(CreateMode.EPHEMERAL).forPath(marker, data));
-            } catch (Exception e) {
+                zk.multi(Arrays.asList(
+                        Op.check(node, -1),
+                        Op.create(marker, data, ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.EPHEMERAL)));
+            } catch (KeeperException e) {
                 // Below: whose marker is there, and whether the lock is still ours.
             }
             Stat there = new Stat();
@@ -60,8 +71,7 @@ public class ChaosCurator {
             } catch (KeeperException.NoNodeException e) {
                 inside = null;
             }
-            long session = client.getZookeeperClient().getZooKeeper().getSessionId();
-            if (inside != null && there.getEphemeralOwner() == session) {
+            if (inside != null && there.getEphemeralOwner() == owner) {
                 return there.getCzxid();
             }
             // Looked at after the marker: a lock node still there was ours when it was read.
@@ -71,6 +81,7 @@ public class ChaosCurator {
             if (inside != null) {
                 return new String(inside, StandardCharsets.UTF_8);
             }
+            Thread.sleep(20);
         }
     }
 
@@ -122,7 +133,7 @@ public class ChaosCurator {
                         continue;
                     }
                     long token = lockStat.getCzxid();
-                    Object entered = enter(client, node, marker, data);
+                    Object entered = enter(client, node, lockStat.getEphemeralOwner(), marker, data);
                     if (entered == null) {
                         out("error " + who + " lost the lock before entering");
                         continue;
@@ -147,14 +158,37 @@ public class ChaosCurator {
         }
     }
 
+    // One entry, for chaos/tests/peer_entry.rs: takes a lock node under LOCKDIR (an ephemeral
+    // sequential node of its session), then, for CASE `gone`, deletes it, or for `expired`,
+    // has Curator declare the session expired by its own clock (the server keeps it, and the
+    // lock node) and waits for the new session; then enters as the node's holder and prints
+    // `inside CZXID`, `occupied WHO` or `lost`.
+    private static void enterOnce(String connect, String lockDir, String marker, String kase) throws Exception {
+        CuratorFramework client = CuratorFrameworkFactory.newClient(connect, new RetryForever(100));
+        client.start();
+        client.blockUntilConnected();
+        String node = client.create().creatingParentsIfNeeded()
+                .withMode(CreateMode.EPHEMERAL_SEQUENTIAL).forPath(lockDir + "/lock-");
+        Stat lock = client.checkExists().forPath(node);
+        if (kase.equals("gone")) {
+            client.delete().forPath(node);
+        } else if (kase.equals("expired")) {
+            long old = lock.getEphemeralOwner();
+            client.getZookeeperClient().getZooKeeper().getTestable().injectSessionExpiration();
+            while (client.getZookeeperClient().getZooKeeper().getSessionId() == old
+                    || !client.getZookeeperClient().isConnected()) {
+                Thread.sleep(20);
+            }
+        }
+        Object entered = enter(client, node, lock.getEphemeralOwner(), marker,
+                "curator-once".getBytes(StandardCharsets.UTF_8));
+        out(entered == null ? "lost" : entered instanceof String ? "occupied " + entered : "inside " + entered);
+        client.close();
+    }
+
     public static void main(String[] args) throws Exception {
         if (args[0].equals("enter-once")) {
-            CuratorFramework client = CuratorFrameworkFactory.newClient(args[1], new RetryForever(100));
-            client.start();
-            client.blockUntilConnected();
-            Object entered = enter(client, args[2], args[3], "curator-once".getBytes(StandardCharsets.UTF_8));
-            out(entered == null ? "lost" : entered instanceof String ? "occupied " + entered : "inside " + entered);
-            client.close();
+            enterOnce(args[1], args[2], args[3], args[4]);
             return;
         }
         String connect = args[0], lock = args[1], marker = args[2];

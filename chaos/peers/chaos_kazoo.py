@@ -5,9 +5,8 @@ node), holds, deletes the marker in a transaction that checks its lock node firs
 releases. Lines as in chaos/src/journal.rs. Ends when stdin closes.
 
 Usage: python3 chaos_kazoo.py CONNECT LOCK MARKER COUNT HOLD_MS SESSION_MS
-       python3 chaos_kazoo.py enter-once CONNECT NODE MARKER
-The second form tries to enter once as the holder of the lock node NODE and prints `inside
-CZXID`, `occupied WHO` or `lost`: the check of the entry itself (chaos/tests/peer_entry.rs).
+       python3 chaos_kazoo.py enter-once CONNECT LOCKDIR MARKER CASE
+The second form checks one entry (see enter_once).
 """
 import sys
 import threading
@@ -37,13 +36,17 @@ def ours(zk, stat):
     return None if cid is None else stat.ephemeralOwner == cid[0]
 
 
-def enter(zk, node, marker, who):
-    """Creates the marker in a transaction that checks our lock node first: (its czxid, None),
-    (None, who is inside) when someone else's marker is there while our lock node is, or
-    (None, None) when the lock node is gone. A create whose reply was lost is looked for again:
-    the marker is ours if our session owns it. Unguarded, a create tried again after kazoo
-    started a new session would make the marker after the lock went with the old one."""
+def enter(zk, node, owner, marker, who):
+    """Creates the marker in one transaction with a check of our lock node, while our session
+    is the one that owns it (`owner`): (its czxid, None), (None, who is inside) when someone
+    else's marker is there while our lock node is, or (None, None) when the lock is no longer
+    ours. A transaction whose reply was lost is looked for again: the marker is ours if the
+    lock node's session owns it. Tried again after kazoo started a new session, an unguarded
+    create would make the marker after the lock went with the old one."""
     while True:
+        cid = zk.client_id
+        if cid is not None and cid[0] != owner:
+            return None, None
         try:
             t = zk.transaction()
             t.check(node, -1)
@@ -62,11 +65,7 @@ def enter(zk, node, marker, who):
         except KazooException:
             time.sleep(0.05)
             continue
-        mine = None if there is None else ours(zk, there)
-        if there is not None and mine is None:
-            time.sleep(0.05)
-            continue
-        if mine:
+        if there is not None and there.ephemeralOwner == owner:
             return there.czxid, None
         # Looked at after the marker: a lock node still there was ours when it was read.
         try:
@@ -79,6 +78,7 @@ def enter(zk, node, marker, who):
             continue
         if inside is not None:
             return None, inside.decode(errors="replace")
+        time.sleep(0.02)
 
 
 def leave(zk, node, marker, who):
@@ -130,7 +130,7 @@ def contend(connect, lock_path, marker, who, hold_ms, session_ms):
                     out("error %s granted, but the lock node is gone" % who)
                     continue
                 token = stat.czxid
-                marker_czxid, inside = enter(zk, node, marker, who)
+                marker_czxid, inside = enter(zk, node, stat.ephemeralOwner, marker, who)
                 if marker_czxid is None and inside is None:
                     out("error %s lost the lock before entering" % who)
                     continue
@@ -148,10 +148,17 @@ def contend(connect, lock_path, marker, who, hold_ms, session_ms):
             out("error %s %r" % (who, e))
 
 
-def enter_once(connect, node, marker):
+def enter_once(connect, lock_dir, marker, case):
+    """One entry, for chaos/tests/peer_entry.rs: takes a lock node under LOCKDIR (an ephemeral
+    sequential node of its session), deletes it for CASE `gone`, then enters as its holder and
+    prints `inside CZXID`, `occupied WHO` or `lost`."""
     zk = KazooClient(hosts=connect)
     zk.start(timeout=60)
-    czxid, inside = enter(zk, node, marker, "kazoo-once")
+    node = zk.create(lock_dir + "/lock-", ephemeral=True, sequence=True, makepath=True)
+    owner = zk.exists(node).ephemeralOwner
+    if case == "gone":
+        zk.delete(node)
+    czxid, inside = enter(zk, node, owner, marker, "kazoo-once")
     if czxid is not None:
         out("inside %d" % czxid)
     elif inside is not None:
@@ -163,7 +170,7 @@ def enter_once(connect, node, marker):
 
 def main():
     if sys.argv[1] == "enter-once":
-        enter_once(sys.argv[2], sys.argv[3], sys.argv[4])
+        enter_once(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
         return
     connect, lock_path, marker = sys.argv[1], sys.argv[2], sys.argv[3]
     count, hold_ms, session_ms = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])

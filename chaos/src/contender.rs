@@ -120,7 +120,7 @@ async fn one_grant(
     }
     tokio::time::sleep(o.hold).await;
     if let Err(e) = leave(&guard, &o.marker).await {
-        return Err(end_session(client, e).await);
+        return Err(end_session(client, &o.who, e).await);
     }
     say(format!("exit {} {token} {}", o.who, now_ns()));
     guard.release().await
@@ -130,8 +130,10 @@ async fn one_grant(
 /// lost, or the session suspended past its lease): the marker, an ephemeral node of that
 /// session, goes with the lock node in one step, so that no later holder finds it. Returns
 /// the error as session-terminal, so that the contender starts a new session.
-async fn end_session(client: &Client, e: Error) -> Error {
-    say(format!("error {e}: closing the session to end the marker"));
+async fn end_session(client: &Client, who: &str, e: Error) -> Error {
+    say(format!(
+        "error {who} {e}: closing the session to end the marker"
+    ));
     client.close().await;
     Error::Client(ErrorKind::Closed.into())
 }
@@ -213,7 +215,7 @@ async fn held_through_a_pause(
     let look = tokio::task::spawn_blocking(move || busy_look(&looking, &watched, give_up, holding));
     let Ok(Some(first)) = look.await else {
         say(format!("error {} no pause came while holding", o.who));
-        return Err(end_session(client, Error::Client(ErrorKind::Closed.into())).await);
+        return Err(end_session(client, &o.who, Error::Client(ErrorKind::Closed.into())).await);
     };
     say(format!(
         "resumed {} {} {} {:?} {:?}",
@@ -229,7 +231,7 @@ async fn held_through_a_pause(
     // Normally the session expired during the pause and took the marker with it; if it
     // outlived the pause, the marker goes under the lock, or with the session.
     if let Err(e) = leave(&guard, &o.marker).await {
-        return Err(end_session(client, e).await);
+        return Err(end_session(client, &o.who, e).await);
     }
     drop(guard);
     Ok(())

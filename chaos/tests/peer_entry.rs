@@ -1,12 +1,14 @@
 //! The peers' entry into the critical section, checked on its own: a Curator or kazoo
-//! contender creates its marker only while its lock node exists.
+//! contender creates its marker only on the session that owns its lock node, while the node
+//! exists.
 //!
-//! Both peers' libraries retry an operation after a session expiry on the new session
-//! (Curator's retry loop does it for every operation; the kazoo contender tries its create
-//! again after a lost connection, by which time kazoo may have started a new session). A
-//! marker created unguarded then appears after the lock went with the old session, while the
-//! next holder is inside: the checker reports a violation that the peer contender made, not
-//! the lock. A lock node that is gone stands for that case here.
+//! Otherwise the marker can outlive the lock node, and every later holder finds it: a
+//! violation the peer contender made, not the lock. Curator retries an operation on a new
+//! session after an expiry, and declares a session expired by its own clock after a connection
+//! lost for a session timeout, starting a new session while the server still keeps the old one
+//! and its lock node (the `expired` case); kazoo's contender tries its create again after a
+//! lost connection, by which time kazoo may have started a new session (the `gone` case: the
+//! lock node went with the old session).
 
 use std::path::Path;
 use std::time::Duration;
@@ -41,7 +43,7 @@ async fn enter_once(mut command: Command) -> String {
         .to_owned()
 }
 
-fn curator(connect: &str, node: &str, marker: &str) -> Command {
+fn curator(connect: &str, base: &str, case: &str) -> Command {
     let cache = std::env::temp_dir().join("zookeeper-chaos-peer-entry");
     let classpath = compile_curator_peers(&[peers_dir().join("ChaosCurator.java")], &cache)
         .expect("compile the Curator contenders");
@@ -52,60 +54,77 @@ fn curator(connect: &str, node: &str, marker: &str) -> Command {
         "ChaosCurator",
         "enter-once",
         connect,
-        node,
-        marker,
+        &format!("{base}/lock"),
+        &format!("{base}/inside"),
+        case,
     ]);
     command
 }
 
-fn kazoo(connect: &str, node: &str, marker: &str) -> Command {
+fn kazoo(connect: &str, base: &str, case: &str) -> Command {
     let mut command = Command::new(kazoo_python());
     command.arg(peers_dir().join("chaos_kazoo.py"));
-    command.args(["enter-once", connect, node, marker]);
+    command.args([
+        "enter-once",
+        connect,
+        &format!("{base}/lock"),
+        &format!("{base}/inside"),
+        case,
+    ]);
     command
 }
 
-/// Lock node gone: no marker. Lock node there: the marker is created, and a second entry
-/// finds it occupied.
-async fn check_peer(peer: fn(&str, &str, &str) -> Command, name: &str) {
-    let connect =
-        shared_server().connect_string_with_chroot(&chroot_for(&format!("peer_entry_{name}")));
-    let client = Client::builder(&connect).connect().await.expect("connect");
+/// A peer's `enter-once` command: the connect string (no chroot: Curator's ensemble tracker
+/// drops a chroot from it when it reconnects), the chroot its nodes go under, the case.
+type Peer = fn(&str, &str, &str) -> Command;
 
-    let line = enter_once(peer(&connect, "/lock/gone-0000000001", "/inside")).await;
-    assert_eq!(line, "lost", "{name}: entered without its lock node");
-    assert_eq!(
-        client.exists("/inside").await.expect("exists"),
-        None,
-        "{name} made a marker without its lock node"
-    );
+/// Enters once for `case` (see the peers' `enter-once`) and checks the answer, and that no
+/// marker was left when the answer is `lost`.
+async fn entry(peer: Peer, base: &str, case: &str) -> String {
+    let line = enter_once(peer(&shared_server().connect_string(), base, case)).await;
+    if line == "lost" {
+        let client = Client::builder(&shared_server().connect_string_with_chroot(base))
+            .connect()
+            .await
+            .expect("connect");
+        assert_eq!(
+            client.exists("/inside").await.expect("exists"),
+            None,
+            "a marker made without the lock ({case})"
+        );
+    }
+    line
+}
 
-    client
-        .create("/lock", b"", &CreateOptions::persistent())
-        .await
-        .expect("create the lock's parent");
-    client
-        .create("/lock/held-0000000001", b"", &CreateOptions::persistent())
-        .await
-        .expect("create a lock node");
-    let line = enter_once(peer(&connect, "/lock/held-0000000001", "/inside")).await;
-    assert!(line.starts_with("inside "), "{name}: {line}");
+/// The peer's own session takes the lock node in each case. Gone (or, for Curator, the session
+/// declared expired by the client while the server keeps it): no entry, no marker. Held: the
+/// marker is created; held while another's marker is there: occupied.
+async fn check_peer(peer: Peer, cases: &[&str]) {
+    let name = cases.join("_");
+    let base = chroot_for(&format!("peer_entry_{name}"));
+    for case in cases {
+        assert_eq!(entry(peer, &base, case).await, "lost", "{case}");
+    }
+    let line = entry(peer, &base, "held").await;
+    assert!(line.starts_with("inside "), "{line}");
     // The peer closed its session before it ended, and its ephemeral marker went with it.
-    let other = Client::builder(&connect).connect().await.expect("connect");
+    let other = Client::builder(&shared_server().connect_string_with_chroot(&base))
+        .connect()
+        .await
+        .expect("connect");
     other
         .create("/inside", b"someone", &CreateOptions::ephemeral())
         .await
         .expect("another holder's marker");
-    let line = enter_once(peer(&connect, "/lock/held-0000000001", "/inside")).await;
-    assert_eq!(line, "occupied someone", "{name}");
+    assert_eq!(entry(peer, &base, "held").await, "occupied someone");
 }
 
 #[tokio::test]
-async fn a_curator_contender_enters_only_while_its_lock_node_exists() {
-    check_peer(curator, "curator").await;
+async fn a_curator_contender_enters_only_on_its_lock_nodes_session() {
+    check_peer(curator, &["gone", "expired"]).await;
 }
 
 #[tokio::test]
 async fn a_kazoo_contender_enters_only_while_its_lock_node_exists() {
-    check_peer(kazoo, "kazoo").await;
+    check_peer(kazoo, &["gone"]).await;
 }
