@@ -12,7 +12,7 @@ use tokio::sync::{oneshot, watch};
 use zookeeper_jute::{encode_request_frame, OpCode, Request};
 
 use crate::builder::ClientBuilder;
-use crate::error::{ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::home;
 use crate::metrics::ClientMetrics;
 use crate::packet::{Packet, PacketKind, RawReply, ReplyRx, WatchRegistration};
@@ -117,6 +117,9 @@ pub(crate) struct Call {
     sleep: Option<Pin<Box<tokio::time::Sleep>>>,
     /// The client's metric handles, for the operation's future to take.
     metrics: ClientMetrics,
+    /// The request changes the tree: failed by this call itself once it may have been sent,
+    /// it may have been applied.
+    write: bool,
 }
 
 impl Call {
@@ -146,7 +149,8 @@ impl Future for Call {
         // when first polled never registers a timer at all. The session task never drops a
         // request without answering it; a closed channel means the task itself is gone.
         if let Poll::Ready(r) = Pin::new(&mut this.rx).poll(cx) {
-            return Poll::Ready(r.unwrap_or(Err(ErrorKind::Closed.into())));
+            let gone = || Error::from(ErrorKind::Closed).unanswered(this.write);
+            return Poll::Ready(r.unwrap_or_else(|_| Err(gone())));
         }
         this.poll_deadline(cx)
     }
@@ -166,8 +170,11 @@ impl Call {
         }
         match self.sleep.as_mut().map(|sleep| sleep.as_mut().poll(cx)) {
             // Dropping the receiver (with the call) tells the session not to send it if it
-            // has not gone out yet.
-            Some(Poll::Ready(())) => Poll::Ready(Err(ErrorKind::Timeout.into())),
+            // has not gone out yet; but it may have. Still waiting for room, it was not queued.
+            Some(Poll::Ready(())) => {
+                let sent = self.admit.is_none() && self.write;
+                Poll::Ready(Err(Error::from(ErrorKind::Timeout).unanswered(sent)))
+            }
             _ => Poll::Pending,
         }
     }
@@ -442,6 +449,7 @@ impl Client {
             deadline_kept_on,
             sleep: None,
             metrics: self.inner.metrics.clone(),
+            write: crate::packet::is_write(opcode),
         }
     }
 }

@@ -71,6 +71,23 @@ pub(crate) fn xid_after(xid: i32) -> i32 {
     }
 }
 
+/// Whether a request changes the tree (or the ensemble): failed without its reply, such a
+/// request may have been applied ([`Error::is_outcome_unknown`]).
+pub(crate) fn is_write(opcode: OpCode) -> bool {
+    matches!(
+        opcode,
+        OpCode::Create
+            | OpCode::Create2
+            | OpCode::CreateContainer
+            | OpCode::CreateTtl
+            | OpCode::Delete
+            | OpCode::SetData
+            | OpCode::SetAcl
+            | OpCode::Multi
+            | OpCode::Reconfig
+    )
+}
+
 /// What the session must do besides routing the reply.
 #[derive(Debug)]
 pub(crate) enum PacketKind {

@@ -434,8 +434,13 @@ impl RequestQueue {
         for item in items {
             match item {
                 Item::Packet(p) => p.fail(err.clone()),
-                Item::Staged(Staged { reply, .. }) | Item::Written(Written { reply, .. }) => {
+                Item::Staged(Staged { reply, .. }) => {
                     let _ = reply.send(Err(err.clone()));
+                }
+                // On the wire already: the server may run it.
+                Item::Written(Written { reply, opcode, .. }) => {
+                    let err = err.clone().unanswered(crate::packet::is_write(opcode));
+                    let _ = reply.send(Err(err));
                 }
                 Item::Close(Some(done)) => {
                     let _ = done.send(());

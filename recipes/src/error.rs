@@ -106,6 +106,17 @@ impl Error {
         }
     }
 
+    /// True when a write of the recipe failed but may have been applied: its reply was lost
+    /// ([`zookeeper_tokio::Error::is_outcome_unknown`]), or [`Error::Indeterminate`]. Read
+    /// the state back before repeating it.
+    pub fn is_outcome_unknown(&self) -> bool {
+        match self {
+            Error::Client(e) => e.is_outcome_unknown(),
+            Error::Indeterminate { .. } => true,
+            _ => false,
+        }
+    }
+
     /// True when the session behind the recipe is finished (expired, closed, failed
     /// authentication), whether a request failed on it or a wait ended with it: a new client
     /// is needed.

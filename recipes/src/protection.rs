@@ -1,8 +1,9 @@
 //! Our contender node from the moment its create is sent until it is either handed to a guard
 //! or gone.
 //!
-//! * A create whose reply was lost may have been applied. After reconnecting we list the
-//!   parent and adopt the child that carries this attempt's GUID, but only if its
+//! * A create whose reply was lost may have been applied (the client says so:
+//!   `is_outcome_unknown`). After reconnecting we list the parent and adopt the child that
+//!   carries this attempt's GUID, but only if its
 //!   `ephemeralOwner` is our session: a server may still list a node of an ended session, and
 //!   any session may create a node with the same name. Such a node is not ours and is left
 //!   alone: we create our own, and the queue treats the other like any contender.
@@ -87,7 +88,7 @@ impl PendingNode {
                     ensure_path(&self.client, &self.dir).await?;
                     self.send_create();
                 }
-                Err(e) if e.is_retryable() => {
+                Err(e) if e.is_outcome_unknown() && e.is_retryable() => {
                     self.maybe_applied = true;
                     wait_connected(&self.client).await?;
                     if let Some(found) = find_ours(&self.client, &self.dir, &self.prefix).await? {
@@ -98,6 +99,12 @@ impl PendingNode {
                     }
                     // Listed after reconnecting and not there: the create was not applied.
                     self.maybe_applied = false;
+                    self.send_create();
+                }
+                // Never ran (not sent, or refused by a busy or read-only server): no node to
+                // look for.
+                Err(e) if e.is_retryable() => {
+                    wait_connected(&self.client).await?;
                     self.send_create();
                 }
                 Err(e) => return Err(Error::Client(e)),
@@ -169,7 +176,7 @@ async fn cleanup_after(
 ) -> Result<()> {
     match create.await {
         Ok((path, _)) => delete_until_gone(client, &path).await,
-        Err(e) if e.is_retryable() => delete_by_prefix(client, dir, prefix).await,
+        Err(e) if e.is_outcome_unknown() => delete_by_prefix(client, dir, prefix).await,
         Err(_) => Ok(()),
     }
 }

@@ -51,7 +51,9 @@ impl Session {
         if let Some(deadline) = deadline {
             self.follow_deadline(deadline);
         }
-        self.pending.push_user(xid, reply, watch, deadline, sent);
+        let write = crate::packet::is_write(opcode);
+        self.pending
+            .push_user(xid, reply, watch, deadline, write, sent);
         self.last_send = self.last_send.max(sent);
     }
 }

@@ -655,7 +655,9 @@ impl Session {
                 self.out.extend_from_slice(&frame);
                 self.out[start + 4..start + 8].copy_from_slice(&xid.to_be_bytes());
                 debug!(xid, ?opcode, "request sent");
-                self.pending.push_user(xid, reply, watch, deadline, now);
+                let write = crate::packet::is_write(opcode);
+                self.pending
+                    .push_user(xid, reply, watch, deadline, write, now);
             }
             PacketKind::Auth { scheme, auth } => {
                 self.out.extend_from_slice(&frame);
