@@ -18,6 +18,7 @@ use crate::metrics::ClientMetrics;
 use crate::packet::{Packet, PacketKind, RawReply, ReplyRx, WatchRegistration};
 use crate::path::{validate_path, Chroot};
 use crate::queue::{Admission, Admit, Request as QueuedRequest, RequestQueue};
+use crate::span::{request_path, RequestSpan};
 use crate::state::SessionInfo;
 use crate::state::{SessionId, SessionState, StateChanges, StatePublisher};
 
@@ -120,12 +121,20 @@ pub(crate) struct Call {
     /// The request changes the tree: failed by this call itself once it may have been sent,
     /// it may have been applied.
     write: bool,
+    /// The request's span (with the feature `tracing-spans`), closed by the operation's future
+    /// when the reply is in.
+    span: RequestSpan,
 }
 
 impl Call {
     /// The client's metric handles (taken once, by the operation's future).
     pub(crate) fn take_metrics(&mut self) -> ClientMetrics {
         std::mem::take(&mut self.metrics)
+    }
+
+    /// Records how the operation ended on its span, and closes it.
+    pub(crate) fn finish_span<T>(&mut self, outcome: &Result<T>) {
+        self.span.finish(outcome);
     }
 }
 
@@ -346,12 +355,16 @@ impl Client {
     ) -> Result<Call> {
         let len = Packet::frame_len(&request, self.inner.max_frame)?;
         let opcode = request.opcode();
+        let span = RequestSpan::start(opcode, || {
+            request_path(&request).map(|p| self.inner.chroot.strip(p))
+        });
         Ok(self.submit(
             len,
             move |buf: &mut BytesMut| encode_request_frame(buf, xid, &request),
             opcode,
             kind,
             watch,
+            span,
         ))
     }
 
@@ -391,12 +404,14 @@ impl Client {
             frame.put_slice(tail.as_bytes());
             frame.put_u8(flag);
         };
+        let span = RequestSpan::start(opcode, || Some(path.to_owned()));
         Ok(self.submit(
             4 + payload,
             encode,
             opcode,
             PacketKind::Request,
             registration,
+            span,
         ))
     }
 
@@ -407,6 +422,7 @@ impl Client {
         opcode: OpCode,
         kind: PacketKind,
         watch: Option<WatchRegistration>,
+        span: RequestSpan,
     ) -> Call {
         let (tx, rx) = oneshot::channel();
         let queue = &self.inner.queue;
@@ -430,11 +446,12 @@ impl Client {
             watch,
             reply: tx,
             deadline,
+            span: span.for_session(),
         };
         let (admit, flush) = match queue.submit_request(request) {
             Admission::Admitted => (None, None),
             Admission::Deferred => (None, Some(queue.clone())),
-            Admission::Wait(admit) => (Some(Box::new(admit)), None),
+            Admission::Wait(admit) => (Some(admit), None),
         };
         // Waiting for room is bounded by the call's own timer.
         let deadline_kept_on = match (&admit, deadline) {
@@ -450,6 +467,7 @@ impl Client {
             sleep: None,
             metrics: self.inner.metrics.clone(),
             write: crate::packet::is_write(opcode),
+            span,
         }
     }
 }

@@ -11,6 +11,7 @@ use zookeeper_jute::{Encode, OpCode, Request, WatcherType};
 use crate::error::{Error, ErrorKind, Result};
 use crate::event_queue::EventSender;
 use crate::secret::Secret;
+use crate::span::SentSpan;
 use crate::watcher::WatchedEvent;
 
 /// The body of a successful reply (`err == 0`), still encoded: the caller decodes it in its own
@@ -110,6 +111,8 @@ pub(crate) struct Packet {
     /// When the caller stops waiting: the session answers `Timeout` then (see `deadlines`).
     /// `None` when the caller keeps its own deadline, or waits as long as the session lives.
     pub deadline: Option<Instant>,
+    /// Where the request's span (if any) learns how it was sent.
+    pub span: SentSpan,
 }
 
 impl std::fmt::Debug for Packet {
@@ -180,6 +183,8 @@ pub(crate) struct Written {
     /// What the socket did not take at once of this frame and the ones written with it, on
     /// the first of them it cut; the session writes it before anything else.
     pub rest: Bytes,
+    /// See [`Packet::span`].
+    pub span: SentSpan,
 }
 
 impl std::fmt::Debug for Written {

@@ -37,7 +37,9 @@ impl Session {
             deadline,
             sent,
             rest,
+            span,
         } = written;
+        span.sent(xid, self.session_id, self.current_host.as_ref());
         self.in_flight.taken();
         // Lends are single-use and taken back before the machine acts again, and the requests
         // of one lent write are numbered in order, so the xid is the next one; anything else

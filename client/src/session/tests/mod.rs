@@ -245,6 +245,7 @@ impl Harness {
                 watch,
                 reply: tx,
                 deadline,
+                span: Default::default(),
             },
             self.now,
         );
