@@ -226,3 +226,54 @@ pub(crate) async fn list_children(client: &Client, dir: &str) -> Result<Option<V
         Err(e) => Err(e),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use zookeeper_testkit::{FrameEvent, Proxy};
+
+    use super::*;
+
+    /// Requests the proxy forwarded, as opcodes.
+    fn opcodes(proxy: &Proxy) -> Vec<i32> {
+        proxy
+            .take_frame_log()
+            .into_iter()
+            .filter_map(|e| match e {
+                FrameEvent::ClientToServer { opcode, .. } if opcode > 0 => Some(opcode),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A create that failed with a retryable error of known outcome (here one that never left
+    /// the client, as under `fail_fast` while disconnected) made no node: it is sent again at
+    /// once, without listing the parent for a node to adopt. Listing then would cost a round
+    /// trip, and after a lost reply is what protects against a second node.
+    #[tokio::test]
+    async fn a_create_that_was_never_sent_is_sent_again_without_a_search() {
+        let chroot = zookeeper_testkit::chroot_for("protection_unsent");
+        let proxy = Proxy::start(zookeeper_testkit::shared_server().addr())
+            .await
+            .unwrap();
+        let c = Client::builder(&format!("{}{chroot}", proxy.connect_string()))
+            .connect_timeout(Duration::from_secs(30))
+            .connect()
+            .await
+            .unwrap();
+        c.create("/lock", b"", &CreateOptions::persistent())
+            .await
+            .unwrap();
+        proxy.record_frames(true);
+        let mut pending = PendingNode::new(&c, "/lock", "_c_test-lock-".into(), b"");
+        let never_sent = zookeeper_tokio::Error::from(ErrorKind::ConnectionLoss);
+        assert!(never_sent.is_retryable() && !never_sent.is_outcome_unknown());
+        pending.in_flight = Some(Box::pin(async move { Err(never_sent) }));
+        let (path, _) = pending.created().await.unwrap();
+        assert!(path.starts_with("/lock/_c_test-lock-"), "{path}");
+        // 15 is create2; a search would have listed /lock (12, getChildren2) first.
+        assert_eq!(opcodes(&proxy), [15]);
+        pending.abandon().await.unwrap();
+    }
+}
