@@ -132,3 +132,22 @@ impl Error {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use zookeeper_tokio::ErrorKind;
+
+    use super::*;
+
+    #[test]
+    fn an_unknown_outcome_is_the_clients_or_an_indeterminate_write() {
+        let lost = Error::Indeterminate {
+            path: "/counter".into(),
+        };
+        assert!(lost.is_outcome_unknown());
+        // Retryable, but never sent: known not applied.
+        let never_sent = Error::Client(ErrorKind::ConnectionLoss.into());
+        assert!(never_sent.is_retryable() && !never_sent.is_outcome_unknown());
+        assert!(!Error::Disconnected.is_outcome_unknown());
+    }
+}
