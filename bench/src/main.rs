@@ -22,6 +22,8 @@ mod report;
 mod rusage;
 mod server_metrics;
 mod stats;
+#[cfg(feature = "tracing-spans")]
+mod subscriber;
 mod wire;
 mod workloads;
 
@@ -64,8 +66,12 @@ fn main() {
         .expect("tokio multi-thread runtime");
     #[cfg(feature = "metrics")]
     let recorder = recorder::install();
+    #[cfg(feature = "tracing-spans")]
+    let subscribed = subscriber::install();
+    #[cfg(not(feature = "tracing-spans"))]
+    let subscribed = false;
     let mut report = Report::default();
-    runtime.block_on(run(opts, mt.handle().clone(), &mut report));
+    runtime.block_on(run(opts, mt.handle().clone(), subscribed, &mut report));
     drop(runtime);
     mt.shutdown_background();
     #[cfg(feature = "metrics")]
@@ -74,7 +80,7 @@ fn main() {
     println!("{}", report.markdown());
 }
 
-async fn run(opts: Options, mt: tokio::runtime::Handle, report: &mut Report) {
+async fn run(opts: Options, mt: tokio::runtime::Handle, subscribed: bool, report: &mut Report) {
     // Kept alive for the whole run; dropping it stops the server.
     let mut _started = None;
     let zk = match opts.server {
@@ -111,6 +117,14 @@ async fn run(opts: Options, mt: tokio::runtime::Handle, report: &mut Report) {
             "recorded (feature `metrics`); the recorder is said at the end"
         } else {
             "off (the client and recipes built without their `metrics` feature)"
+        }
+    );
+    println!(
+        "# spans: {}",
+        match (cfg!(feature = "tracing-spans"), subscribed) {
+            (true, true) => "a span per request and recipe operation (feature `tracing-spans`), into a tracing-subscriber Registry",
+            (true, false) => "compiled in (feature `tracing-spans`), no subscriber (ZOOKEEPER_BENCH_SUBSCRIBER=none)",
+            _ => "off (the client and recipes built without their `tracing-spans` feature)",
         }
     );
     let ctx = Ctx { opts, zk, mt };

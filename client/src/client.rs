@@ -12,12 +12,13 @@ use tokio::sync::{oneshot, watch};
 use zookeeper_jute::{encode_request_frame, OpCode, Request};
 
 use crate::builder::ClientBuilder;
-use crate::error::{ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::home;
 use crate::metrics::ClientMetrics;
 use crate::packet::{Packet, PacketKind, RawReply, ReplyRx, WatchRegistration};
 use crate::path::{validate_path, Chroot};
 use crate::queue::{Admission, Admit, Request as QueuedRequest, RequestQueue};
+use crate::span::{request_path, RequestSpan};
 use crate::state::SessionInfo;
 use crate::state::{SessionId, SessionState, StateChanges, StatePublisher};
 
@@ -117,12 +118,23 @@ pub(crate) struct Call {
     sleep: Option<Pin<Box<tokio::time::Sleep>>>,
     /// The client's metric handles, for the operation's future to take.
     metrics: ClientMetrics,
+    /// The request changes the tree: failed by this call itself once it may have been sent,
+    /// it may have been applied.
+    write: bool,
+    /// The request's span (with the feature `tracing-spans`), closed by the operation's future
+    /// when the reply is in.
+    span: RequestSpan,
 }
 
 impl Call {
     /// The client's metric handles (taken once, by the operation's future).
     pub(crate) fn take_metrics(&mut self) -> ClientMetrics {
         std::mem::take(&mut self.metrics)
+    }
+
+    /// Records how the operation ended on its span, and closes it.
+    pub(crate) fn finish_span<T>(&mut self, outcome: &Result<T>) {
+        self.span.finish(outcome);
     }
 }
 
@@ -146,7 +158,8 @@ impl Future for Call {
         // when first polled never registers a timer at all. The session task never drops a
         // request without answering it; a closed channel means the task itself is gone.
         if let Poll::Ready(r) = Pin::new(&mut this.rx).poll(cx) {
-            return Poll::Ready(r.unwrap_or(Err(ErrorKind::Closed.into())));
+            let gone = || Error::from(ErrorKind::Closed).unanswered(this.write);
+            return Poll::Ready(r.unwrap_or_else(|_| Err(gone())));
         }
         this.poll_deadline(cx)
     }
@@ -166,8 +179,11 @@ impl Call {
         }
         match self.sleep.as_mut().map(|sleep| sleep.as_mut().poll(cx)) {
             // Dropping the receiver (with the call) tells the session not to send it if it
-            // has not gone out yet.
-            Some(Poll::Ready(())) => Poll::Ready(Err(ErrorKind::Timeout.into())),
+            // has not gone out yet; but it may have. Still waiting for room, it was not queued.
+            Some(Poll::Ready(())) => {
+                let sent = self.admit.is_none() && self.write;
+                Poll::Ready(Err(Error::from(ErrorKind::Timeout).unanswered(sent)))
+            }
             _ => Poll::Pending,
         }
     }
@@ -339,12 +355,16 @@ impl Client {
     ) -> Result<Call> {
         let len = Packet::frame_len(&request, self.inner.max_frame)?;
         let opcode = request.opcode();
+        let span = RequestSpan::start(opcode, || {
+            request_path(&request).map(|p| self.inner.chroot.strip(p))
+        });
         Ok(self.submit(
             len,
             move |buf: &mut BytesMut| encode_request_frame(buf, xid, &request),
             opcode,
             kind,
             watch,
+            span,
         ))
     }
 
@@ -384,12 +404,14 @@ impl Client {
             frame.put_slice(tail.as_bytes());
             frame.put_u8(flag);
         };
+        let span = RequestSpan::start(opcode, || Some(path.to_owned()));
         Ok(self.submit(
             4 + payload,
             encode,
             opcode,
             PacketKind::Request,
             registration,
+            span,
         ))
     }
 
@@ -400,6 +422,7 @@ impl Client {
         opcode: OpCode,
         kind: PacketKind,
         watch: Option<WatchRegistration>,
+        span: RequestSpan,
     ) -> Call {
         let (tx, rx) = oneshot::channel();
         let queue = &self.inner.queue;
@@ -423,11 +446,12 @@ impl Client {
             watch,
             reply: tx,
             deadline,
+            span: span.for_session(),
         };
         let (admit, flush) = match queue.submit_request(request) {
             Admission::Admitted => (None, None),
             Admission::Deferred => (None, Some(queue.clone())),
-            Admission::Wait(admit) => (Some(Box::new(admit)), None),
+            Admission::Wait(admit) => (Some(admit), None),
         };
         // Waiting for room is bounded by the call's own timer.
         let deadline_kept_on = match (&admit, deadline) {
@@ -442,6 +466,8 @@ impl Client {
             deadline_kept_on,
             sleep: None,
             metrics: self.inner.metrics.clone(),
+            write: crate::packet::is_write(opcode),
+            span,
         }
     }
 }

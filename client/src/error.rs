@@ -13,8 +13,9 @@ use zookeeper_jute::{DecodeError, ErrorCode};
 ///
 /// A **write** that failed with [`ErrorKind::ConnectionLoss`] or [`ErrorKind::Timeout`] may or
 /// may not have been applied by the server: the request could have been sent before the answer
-/// was lost. Use versions (or read back) before retrying a non-idempotent write such as a
-/// sequential create.
+/// was lost. The kind alone cannot tell; [`Error::is_outcome_unknown`] can, since the client
+/// knows whether the request went out. Use versions (or read back) before retrying such a
+/// write when it is not idempotent, a sequential create above all.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -239,8 +240,8 @@ pub type Result<T> = std::result::Result<T, Error>;
 /// from the kind: [`Error::is_retryable`], [`Error::is_session_terminal`], or match on
 /// [`Error::kind`]; an error also compares equal to its kind (`err == ErrorKind::NoNode`).
 ///
-/// A **write** that failed with [`ErrorKind::ConnectionLoss`] or [`ErrorKind::Timeout`] may or
-/// may not have been applied; see [`ErrorKind`].
+/// A **write** that failed after it was sent, without its reply, may or may not have been
+/// applied: [`Error::is_outcome_unknown`] says so.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -273,6 +274,9 @@ pub struct Error {
     /// Boxed, and allocated only when an operation fails: every operation's future holds a
     /// `Result<_, Error>`, which must stay small.
     context: Option<Box<Context>>,
+    /// A write reached the connection and no reply came back: see
+    /// [`Error::is_outcome_unknown`].
+    outcome_unknown: bool,
 }
 
 /// Where a request failed.
@@ -438,6 +442,59 @@ impl Error {
         self.kind.is_session_terminal()
     }
 
+    /// True exactly when the failed request was a **write** that may nevertheless have been
+    /// applied: it was sent, and the client stopped waiting before the server answered. The
+    /// connection was lost ([`ErrorKind::ConnectionLoss`]), the request's deadline passed
+    /// ([`ErrorKind::Timeout`]), or the session ended ([`ErrorKind::SessionExpired`],
+    /// [`ErrorKind::Closed`], [`ErrorKind::AuthFailed`]) while it was in flight.
+    ///
+    /// False for reads, and for every definite failure: an answer of the server (any error
+    /// code, `SESSIONMOVED` included: the server refused the request without running it), an
+    /// argument refused before sending, and a write that never left the client (queued while
+    /// disconnected under [`ClientBuilder::fail_fast`](crate::ClientBuilder::fail_fast), its
+    /// deadline passed before a connection took it, or the session ended first).
+    ///
+    /// A write of unknown outcome must not be repeated blindly unless repeating it is
+    /// harmless: a sequential create would make a second node, a delete would fail with
+    /// [`ErrorKind::NoNode`] after deleting, an unconditional `set_data` would undo a later
+    /// writer's. Read back first (versions help: a conditional write applied once fails with
+    /// [`ErrorKind::BadVersion`] when repeated), or give the node a name the retry can
+    /// recognise, as the lock recipes' protected names do.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> zookeeper_tokio::Result<()> {
+    /// use zookeeper_tokio::{Client, CreateOptions, ErrorKind};
+    ///
+    /// let servers = "127.0.0.1:2181";
+    /// # let servers = &zookeeper_testkit::shared_server()
+    /// #     .connect_string_with_chroot(&zookeeper_testkit::chroot_for("doc_outcome_unknown"));
+    /// let client = Client::connect(servers).await?;
+    /// match client.create("/job-", b"", &CreateOptions::persistent_sequential()).await {
+    ///     Ok((path, _)) => println!("queued as {path}"),
+    ///     // Perhaps created: list the jobs before queueing another.
+    ///     Err(e) if e.is_outcome_unknown() => { /* look, then decide */ }
+    ///     // Not created: retrying is safe.
+    ///     Err(e) if e.is_retryable() => { /* retry */ }
+    ///     Err(e) => return Err(e),
+    /// }
+    /// // An answer of the server is never of unknown outcome.
+    /// client.create("/config", b"", &CreateOptions::persistent()).await?;
+    /// let err = client.create("/config", b"", &CreateOptions::persistent()).await.unwrap_err();
+    /// assert!(err == ErrorKind::NodeExists && !err.is_outcome_unknown());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn is_outcome_unknown(&self) -> bool {
+        self.outcome_unknown
+    }
+
+    /// Marks a failure of a request that was sent and not answered, if it was a write.
+    pub(crate) fn unanswered(mut self, write: bool) -> Error {
+        self.outcome_unknown = write;
+        self
+    }
+
     /// Names the operation and the caller's path, unless a context closer to the failure was
     /// already set.
     pub(crate) fn at(mut self, operation: &'static str, path: Option<String>) -> Error {
@@ -509,6 +566,7 @@ impl From<ErrorKind> for Error {
         Error {
             kind,
             context: None,
+            outcome_unknown: false,
         }
     }
 }
@@ -582,6 +640,17 @@ mod tests {
                 assert_eq!(err.code(), kind.code());
             }
         }
+    }
+
+    #[test]
+    fn an_unknown_outcome_is_kept_through_the_context_and_not_shown() {
+        let bare = Error::from(ErrorKind::ConnectionLoss);
+        assert!(!bare.is_outcome_unknown());
+        assert!(!bare.clone().unanswered(false).is_outcome_unknown());
+        let lost = bare.unanswered(true).at("create", Some("/a".into()));
+        assert!(lost.is_outcome_unknown());
+        assert_eq!(lost.to_string(), "create /a: connection lost");
+        assert_eq!(lost, ErrorKind::ConnectionLoss);
     }
 
     #[test]

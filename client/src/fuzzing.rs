@@ -513,6 +513,7 @@ impl Run {
                 watch,
                 reply: tx,
                 deadline: None,
+                span: Default::default(),
             },
             self.now,
         );

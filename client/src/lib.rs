@@ -30,6 +30,12 @@
 //! * With the cargo feature `metrics`, requests, connections, the session state, watches and
 //!   bytes are recorded through the [`metrics`](https://docs.rs/metrics) facade, into whatever
 //!   recorder the application installed (see [Metrics](#metrics)).
+//! * With the cargo feature `tracing-spans`, every request is a `tracing` span named after the
+//!   operation, a child of the caller's span, closed when the reply arrives, with
+//!   OpenTelemetry's database attributes (`db.system.name`, `db.operation.name`,
+//!   `server.address`, `error.type`...) and ZooKeeper's own (`zookeeper.path`,
+//!   `zookeeper.session_id`, `zookeeper.xid`, `zookeeper.outcome_unknown`). Without it no span
+//!   code is compiled in.
 //!
 //! ```
 //! use zookeeper_tokio::{Client, CreateOptions, MultiOp, Error};
@@ -127,6 +133,7 @@ mod sasl;
 mod secret;
 mod servers;
 mod session;
+mod span;
 mod state;
 #[cfg(feature = "tls")]
 mod tls;

@@ -11,6 +11,7 @@ use zookeeper_jute::{Encode, OpCode, Request, WatcherType};
 use crate::error::{Error, ErrorKind, Result};
 use crate::event_queue::EventSender;
 use crate::secret::Secret;
+use crate::span::SentSpan;
 use crate::watcher::WatchedEvent;
 
 /// The body of a successful reply (`err == 0`), still encoded: the caller decodes it in its own
@@ -71,6 +72,23 @@ pub(crate) fn xid_after(xid: i32) -> i32 {
     }
 }
 
+/// Whether a request changes the tree (or the ensemble): failed without its reply, such a
+/// request may have been applied ([`Error::is_outcome_unknown`]).
+pub(crate) fn is_write(opcode: OpCode) -> bool {
+    matches!(
+        opcode,
+        OpCode::Create
+            | OpCode::Create2
+            | OpCode::CreateContainer
+            | OpCode::CreateTtl
+            | OpCode::Delete
+            | OpCode::SetData
+            | OpCode::SetAcl
+            | OpCode::Multi
+            | OpCode::Reconfig
+    )
+}
+
 /// What the session must do besides routing the reply.
 #[derive(Debug)]
 pub(crate) enum PacketKind {
@@ -93,6 +111,8 @@ pub(crate) struct Packet {
     /// When the caller stops waiting: the session answers `Timeout` then (see `deadlines`).
     /// `None` when the caller keeps its own deadline, or waits as long as the session lives.
     pub deadline: Option<Instant>,
+    /// Where the request's span (if any) learns how it was sent.
+    pub span: SentSpan,
 }
 
 impl std::fmt::Debug for Packet {
@@ -163,6 +183,8 @@ pub(crate) struct Written {
     /// What the socket did not take at once of this frame and the ones written with it, on
     /// the first of them it cut; the session writes it before anything else.
     pub rest: Bytes,
+    /// See [`Packet::span`].
+    pub span: SentSpan,
 }
 
 impl std::fmt::Debug for Written {

@@ -37,6 +37,7 @@ use crate::error::Error;
 use crate::home::SessionHome;
 use crate::metrics;
 use crate::packet::{xid_after, Packet, PacketKind, ReplyTx, WatchRegistration, Written};
+use crate::span::SentSpan;
 use crate::transport::Wire;
 
 /// What the session task takes from the queue.
@@ -75,6 +76,7 @@ pub(crate) struct Staged {
     pub watch: Option<WatchRegistration>,
     pub reply: ReplyTx,
     pub deadline: Option<Instant>,
+    pub span: SentSpan,
 }
 
 impl Staged {
@@ -86,6 +88,7 @@ impl Staged {
             watch: self.watch,
             reply: self.reply,
             deadline: self.deadline,
+            span: self.span,
         }
     }
 }
@@ -101,6 +104,8 @@ pub(crate) struct Request<E> {
     pub reply: ReplyTx,
     /// See [`Packet::deadline`].
     pub deadline: Option<Instant>,
+    /// See [`Packet::span`].
+    pub span: SentSpan,
 }
 
 struct Inner {
@@ -157,8 +162,9 @@ pub(crate) enum Admission {
     /// Queued, and nobody told the session task yet: the caller owes a
     /// [`RequestQueue::flush`] when it first waits for the reply.
     Deferred,
-    /// The queue was full: wait with [`Admit`].
-    Wait(Admit),
+    /// The queue was full: wait with [`Admit`] (boxed: it holds the whole request, and the
+    /// caller's future keeps it only in this case).
+    Wait(Box<Admit>),
 }
 
 impl RequestQueue {
@@ -215,6 +221,7 @@ impl RequestQueue {
                 watch: request.watch,
                 reply: request.reply,
                 deadline: request.deadline,
+                span: request.span,
             }));
             if !deferred {
                 // An `auth` has no caller waiting on a reply future to flush it.
@@ -237,6 +244,7 @@ impl RequestQueue {
             watch: request.watch,
             reply: request.reply,
             deadline: request.deadline,
+            span: request.span,
         })
     }
 
@@ -310,6 +318,7 @@ impl RequestQueue {
                 deadline: request.deadline,
                 sent,
                 rest: std::mem::take(&mut rest),
+                span: request.span,
             });
             xid = xid_after(xid);
         }
@@ -356,11 +365,11 @@ impl RequestQueue {
             self.admit(&mut inner, packet);
             return Admission::Admitted;
         }
-        Admission::Wait(Admit {
+        Admission::Wait(Box::new(Admit {
             queue: self.clone(),
             ticket,
             packet: Some(packet),
-        })
+        }))
     }
 
     fn admit(&self, inner: &mut Inner, packet: Packet) {
@@ -434,8 +443,13 @@ impl RequestQueue {
         for item in items {
             match item {
                 Item::Packet(p) => p.fail(err.clone()),
-                Item::Staged(Staged { reply, .. }) | Item::Written(Written { reply, .. }) => {
+                Item::Staged(Staged { reply, .. }) => {
                     let _ = reply.send(Err(err.clone()));
+                }
+                // On the wire already: the server may run it.
+                Item::Written(Written { reply, opcode, .. }) => {
+                    let err = err.clone().unanswered(crate::packet::is_write(opcode));
+                    let _ = reply.send(Err(err));
                 }
                 Item::Close(Some(done)) => {
                     let _ = done.send(());
@@ -530,6 +544,7 @@ mod tests {
             watch: None,
             reply: tx,
             deadline: None,
+            span: Default::default(),
         };
         (p, rx)
     }
@@ -645,6 +660,7 @@ mod tests {
                 watch: None,
                 reply: tx,
                 deadline: None,
+                span: Default::default(),
             };
             (request, rx)
         };
@@ -738,6 +754,7 @@ mod tests {
             watch: None,
             reply: tx,
             deadline,
+            span: Default::default(),
         };
         (request, rx)
     }
@@ -793,6 +810,7 @@ mod tests {
             watch: None,
             reply: tx,
             deadline: None,
+            span: Default::default(),
         };
         assert!(matches!(q.submit_request(auth), Admission::Admitted));
         assert!(woken(&q));

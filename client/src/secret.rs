@@ -114,6 +114,7 @@ mod tests {
             watch: None,
             reply,
             deadline: None,
+            span: Default::default(),
         };
         assert_hidden("Packet", &format!("{packet:?}"));
         let (reply, _rx) = oneshot::channel();
@@ -139,6 +140,7 @@ mod tests {
             watch: None,
             reply,
             deadline: None,
+            span: Default::default(),
         });
         let _waiting = queue.submit(packet);
         assert_hidden("RequestQueue", &format!("{queue:?}"));

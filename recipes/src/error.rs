@@ -106,6 +106,17 @@ impl Error {
         }
     }
 
+    /// True when a write of the recipe failed but may have been applied: its reply was lost
+    /// ([`zookeeper_tokio::Error::is_outcome_unknown`]), or [`Error::Indeterminate`]. Read
+    /// the state back before repeating it.
+    pub fn is_outcome_unknown(&self) -> bool {
+        match self {
+            Error::Client(e) => e.is_outcome_unknown(),
+            Error::Indeterminate { .. } => true,
+            _ => false,
+        }
+    }
+
     /// True when the session behind the recipe is finished (expired, closed, failed
     /// authentication), whether a request failed on it or a wait ended with it: a new client
     /// is needed.
@@ -119,5 +130,24 @@ impl Error {
             ),
             _ => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use zookeeper_tokio::ErrorKind;
+
+    use super::*;
+
+    #[test]
+    fn an_unknown_outcome_is_the_clients_or_an_indeterminate_write() {
+        let lost = Error::Indeterminate {
+            path: "/counter".into(),
+        };
+        assert!(lost.is_outcome_unknown());
+        // Retryable, but never sent: known not applied.
+        let never_sent = Error::Client(ErrorKind::ConnectionLoss.into());
+        assert!(never_sent.is_retryable() && !never_sent.is_outcome_unknown());
+        assert!(!Error::Disconnected.is_outcome_unknown());
     }
 }

@@ -11,6 +11,7 @@ use crate::loss_reason::LossReason;
 use crate::lost::{LockState, LockStateChanges, LossMonitor};
 use crate::metrics::{Hold, Recipe};
 use crate::release::{delete_until_gone, spawn_delete};
+use crate::spans::{self, Op};
 use crate::transitions::StateWatcher;
 
 /// A number that grows with every grant of a lock: the lock node's creation zxid (`czxid`).
@@ -385,10 +386,14 @@ impl LockGuard {
         let Some(node) = self.let_go() else {
             return Ok(());
         };
-        match spawn_delete(node.client.clone(), node.path.clone()) {
-            Some(_following) => Ok(()),
-            None => delete_until_gone(&node.client, &node.path).await,
-        }
+        let path = node.path.clone();
+        let releasing = async move {
+            match spawn_delete(node.client.clone(), node.path.clone()) {
+                Some(_following) => Ok(()),
+                None => delete_until_gone(&node.client, &node.path).await,
+            }
+        };
+        spans::traced(Op::Release, "lock", &path, releasing).await
     }
 
     /// [`release`](Self::release), returning only once the node is gone (or our session
@@ -398,10 +403,14 @@ impl LockGuard {
         let Some(node) = self.let_go() else {
             return Ok(());
         };
-        match spawn_delete(node.client.clone(), node.path.clone()) {
-            Some(task) => task.await.unwrap_or(Ok(())),
-            None => delete_until_gone(&node.client, &node.path).await,
-        }
+        let path = node.path.clone();
+        let releasing = async move {
+            match spawn_delete(node.client.clone(), node.path.clone()) {
+                Some(task) => task.await.unwrap_or(Ok(())),
+                None => delete_until_gone(&node.client, &node.path).await,
+            }
+        };
+        spans::traced(Op::Release, "lock", &path, releasing).await
     }
 
     /// Drops one hold; returns the node when it was the last one.

@@ -26,6 +26,7 @@ use crate::naming::{attempt_prefix, child_name, join, peer_queue, Layout, CURATO
 use crate::protection::{list_children, PendingNode};
 use crate::release::{delete_until_gone, spawn_delete};
 use crate::session_follower::{SessionFollower, SessionSignal};
+use crate::spans::{self, Op};
 use crate::transitions::{changes_stream, Phase, Transitions};
 
 /// The rule a latch hands the contention core: the participant just before us blocks us.
@@ -130,8 +131,11 @@ impl Participation {
         validate(path)?;
         let prefix = attempt_prefix(Layout::Curator, CURATOR_LATCH);
         let mut pending = PendingNode::new(client, path, prefix, id.as_bytes());
-        pending.send_create();
-        pending.created().await?;
+        let joining = async {
+            pending.send_create();
+            pending.created().await
+        };
+        spans::traced(Op::Join, "leader_latch", path, joining).await?;
         let (node, stat) = pending.keep();
         let follower = SessionFollower::start(client);
         let shared = Arc::new(LatchState {
@@ -398,6 +402,16 @@ impl Follow {
     /// Waits in the queue until we are first (see `contend`), as a follower once a watch on the
     /// participant before us is set; then leads if a fresh read of our node shows it is ours.
     async fn follow(&self) -> Step {
+        spans::traced(
+            Op::Elect,
+            "leader_latch",
+            &self.path,
+            self.follow_untraced(),
+        )
+        .await
+    }
+
+    async fn follow_untraced(&self) -> Step {
         let line = Line {
             client: &self.client,
             dir: &self.path,

@@ -71,6 +71,14 @@
 //! # }
 //! ```
 //!
+//! # Tracing spans
+//!
+//! With the cargo feature `tracing-spans` (which turns on the client's span per request) each
+//! recipe operation is a `tracing` span, the parent of the requests it makes: `acquire` (a
+//! lock, a read or write lock, a semaphore's lease, a leader selector's wait), `release`, a
+//! leader latch's `join` and `elect`, and a leader selector's `lead` (its term, the leader's
+//! work included). Each has the fields `zookeeper.recipe` and `zookeeper.path`.
+//!
 //! # Metrics
 //!
 //! With the cargo feature `metrics` (off by default; without it the crate has no `metrics`
@@ -131,6 +139,7 @@ mod semaphore_mutex;
 mod session;
 mod session_follower;
 mod sessions;
+mod spans;
 mod standalone;
 mod transitions;
 

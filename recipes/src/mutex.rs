@@ -15,6 +15,7 @@ use crate::metrics::{self, Recipe};
 use crate::naming::{attempt_prefix, peer_queue, Layout, CURATOR_LOCK, KAZOO_LOCK};
 use crate::protection::list_children;
 use crate::sessions::Sessions;
+use crate::spans::{self, Op};
 use zookeeper_tokio::Client;
 
 /// The name of a mutex node in `layout`.
@@ -172,7 +173,9 @@ impl Mutex {
             &patience,
             self.acquire_unbounded(patience.clone()),
         );
-        metrics::acquisition(self.recipe, &patience, acquisition).await
+        let acquisition = metrics::acquisition(self.recipe, &patience, acquisition);
+        let name = spans::recipe_name(self.recipe);
+        spans::traced(Op::Acquire, name, &self.path, acquisition).await
     }
 
     async fn acquire_unbounded(&self, patience: Patience) -> Result<Option<LockGuard>> {

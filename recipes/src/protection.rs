@@ -1,8 +1,9 @@
 //! Our contender node from the moment its create is sent until it is either handed to a guard
 //! or gone.
 //!
-//! * A create whose reply was lost may have been applied. After reconnecting we list the
-//!   parent and adopt the child that carries this attempt's GUID, but only if its
+//! * A create whose reply was lost may have been applied (the client says so:
+//!   `is_outcome_unknown`). After reconnecting we list the parent and adopt the child that
+//!   carries this attempt's GUID, but only if its
 //!   `ephemeralOwner` is our session: a server may still list a node of an ended session, and
 //!   any session may create a node with the same name. Such a node is not ours and is left
 //!   alone: we create our own, and the queue treats the other like any contender.
@@ -87,7 +88,7 @@ impl PendingNode {
                     ensure_path(&self.client, &self.dir).await?;
                     self.send_create();
                 }
-                Err(e) if e.is_retryable() => {
+                Err(e) if e.is_outcome_unknown() && e.is_retryable() => {
                     self.maybe_applied = true;
                     wait_connected(&self.client).await?;
                     if let Some(found) = find_ours(&self.client, &self.dir, &self.prefix).await? {
@@ -98,6 +99,12 @@ impl PendingNode {
                     }
                     // Listed after reconnecting and not there: the create was not applied.
                     self.maybe_applied = false;
+                    self.send_create();
+                }
+                // Never ran (not sent, or refused by a busy or read-only server): no node to
+                // look for.
+                Err(e) if e.is_retryable() => {
+                    wait_connected(&self.client).await?;
                     self.send_create();
                 }
                 Err(e) => return Err(Error::Client(e)),
@@ -169,7 +176,7 @@ async fn cleanup_after(
 ) -> Result<()> {
     match create.await {
         Ok((path, _)) => delete_until_gone(client, &path).await,
-        Err(e) if e.is_retryable() => delete_by_prefix(client, dir, prefix).await,
+        Err(e) if e.is_outcome_unknown() => delete_by_prefix(client, dir, prefix).await,
         Err(_) => Ok(()),
     }
 }
@@ -217,5 +224,56 @@ pub(crate) async fn list_children(client: &Client, dir: &str) -> Result<Option<V
         Ok((children, _)) => Ok(Some(children)),
         Err(Error::Client(e)) if e == ErrorKind::NoNode => Ok(None),
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use zookeeper_testkit::{FrameEvent, Proxy};
+
+    use super::*;
+
+    /// Requests the proxy forwarded, as opcodes.
+    fn opcodes(proxy: &Proxy) -> Vec<i32> {
+        proxy
+            .take_frame_log()
+            .into_iter()
+            .filter_map(|e| match e {
+                FrameEvent::ClientToServer { opcode, .. } if opcode > 0 => Some(opcode),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A create that failed with a retryable error of known outcome (here one that never left
+    /// the client, as under `fail_fast` while disconnected) made no node: it is sent again at
+    /// once, without listing the parent for a node to adopt. Listing then would cost a round
+    /// trip, and after a lost reply is what protects against a second node.
+    #[tokio::test]
+    async fn a_create_that_was_never_sent_is_sent_again_without_a_search() {
+        let chroot = zookeeper_testkit::chroot_for("protection_unsent");
+        let proxy = Proxy::start(zookeeper_testkit::shared_server().addr())
+            .await
+            .unwrap();
+        let c = Client::builder(&format!("{}{chroot}", proxy.connect_string()))
+            .connect_timeout(Duration::from_secs(30))
+            .connect()
+            .await
+            .unwrap();
+        c.create("/lock", b"", &CreateOptions::persistent())
+            .await
+            .unwrap();
+        proxy.record_frames(true);
+        let mut pending = PendingNode::new(&c, "/lock", "_c_test-lock-".into(), b"");
+        let never_sent = zookeeper_tokio::Error::from(ErrorKind::ConnectionLoss);
+        assert!(never_sent.is_retryable() && !never_sent.is_outcome_unknown());
+        pending.in_flight = Some(Box::pin(async move { Err(never_sent) }));
+        let (path, _) = pending.created().await.unwrap();
+        assert!(path.starts_with("/lock/_c_test-lock-"), "{path}");
+        // 15 is create2; a search would have listed /lock (12, getChildren2) first.
+        assert_eq!(opcodes(&proxy), [15]);
+        pending.abandon().await.unwrap();
     }
 }

@@ -35,6 +35,7 @@ use crate::naming::{
 };
 use crate::protection::list_children;
 use crate::sessions::Sessions;
+use crate::spans::{self, Op};
 
 /// The kinds a read-write lock tells apart, readers first (Curator strips `__READ__` before
 /// `__WRIT__` when it sorts).
@@ -230,7 +231,9 @@ impl ReadWriteLock {
             &patience,
             self.acquire_unbounded(half, patience.clone()),
         );
-        metrics::acquisition(half.recipe(), &patience, acquisition).await
+        let acquisition = metrics::acquisition(half.recipe(), &patience, acquisition);
+        let name = spans::recipe_name(half.recipe());
+        spans::traced(Op::Acquire, name, &self.path, acquisition).await
     }
 
     async fn acquire_unbounded(&self, half: Half, patience: Patience) -> Result<Option<LockGuard>> {

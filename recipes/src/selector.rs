@@ -33,6 +33,7 @@ use crate::metrics::Recipe;
 use crate::mutex::Mutex;
 use crate::naming::CURATOR_LOCK;
 use crate::sessions::Sessions;
+use crate::spans::{self, Op};
 use crate::transitions::{changes_stream, Phase, Transitions};
 
 /// How long the selector waits before queueing again after an acquisition failed for a reason
@@ -466,7 +467,9 @@ where
                 }
             };
             terms += 1;
-            if let TermEnd::Closed = self.lead(guard, terms).await {
+            let path = self.path.clone();
+            let term = self.lead(guard, terms);
+            if let TermEnd::Closed = spans::traced(Op::Lead, "leader_selector", &path, term).await {
                 break SelectorState::Closed;
             }
             if !self.auto_requeue {
@@ -506,7 +509,7 @@ where
             CancelOn::Lost => |s: LockState| !matches!(s, LockState::Lost(_)),
         };
         let fenced = FencedWork::new((self.leader)(context), guard.held(), trusted);
-        let mut work = tokio::spawn(fenced);
+        let mut work = tokio::spawn(spans::in_current_span(fenced));
         let end = tokio::select! {
             biased;
             _ = self.shared.close.cancelled() => TermEnd::Closed,

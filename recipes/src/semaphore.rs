@@ -24,6 +24,7 @@ use crate::mutex::Mutex;
 use crate::naming::{attempt_prefix, join, Contender, Layout, CURATOR_LEASE};
 use crate::protection::list_children;
 use crate::sessions::Sessions;
+use crate::spans::{self, Op};
 
 /// A lease on a [`Semaphore`]: a guard like a lock's, with a fencing token and a lost signal.
 pub type Lease = LockGuard;
@@ -191,7 +192,9 @@ impl Semaphore {
             &patience,
             self.acquire_unbounded(patience.clone()),
         );
-        metrics::acquisition(Recipe::Semaphore, &patience, acquisition).await
+        let acquisition = metrics::acquisition(Recipe::Semaphore, &patience, acquisition);
+        let name = spans::recipe_name(Recipe::Semaphore);
+        spans::traced(Op::Acquire, name, &self.leases_path, acquisition).await
     }
 
     async fn acquire_unbounded(&self, patience: Patience) -> Result<Option<Lease>> {

@@ -79,6 +79,8 @@ mod reconfig;
 mod sasl;
 mod server;
 mod shared;
+#[cfg(feature = "spans")]
+pub mod spans;
 mod tempdir;
 pub mod tls;
 

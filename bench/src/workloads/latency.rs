@@ -117,7 +117,7 @@ const TURN: usize = 500;
 /// Figures of the current-thread shape keep the names of earlier runs (`ours`, `overhead`);
 /// the multi-thread shape's are `ours_mt` and `overhead_mt`. `p50_overhead_targets` are per
 /// shape, current-thread first.
-async fn measure_against(
+pub(super) async fn measure_against(
     name: &str,
     ctx: &Ctx,
     addr: SocketAddr,

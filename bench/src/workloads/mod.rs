@@ -7,6 +7,7 @@ mod latency;
 mod locks;
 mod pipeline;
 mod scale;
+mod spans;
 mod subtree;
 mod throughput;
 mod tls;
@@ -31,6 +32,7 @@ pub async fn run(name: &str, ctx: &Ctx, report: &mut Report) -> Result<(), Bench
         "codec" => codec::run(ctx, report).await,
         "scale" => scale::run(ctx, report).await,
         "cache" => cache::run(ctx, report).await,
+        "spans" => spans::run(ctx, report).await,
         other => {
             report.not_measured(other, "", "not implemented yet");
             Ok(())

@@ -29,6 +29,10 @@ impl Client {
     ///
     /// Errors: [`ErrorKind::NoNode`], [`ErrorKind::BadVersion`], [`ErrorKind::NoAuth`],
     /// [`ErrorKind::InvalidAcl`] (also before anything is sent, for an empty ACL).
+    ///
+    /// A call that failed with [`Error::is_outcome_unknown`](crate::Error::is_outcome_unknown)
+    /// may have replaced the ACL: repeated with the same `version`, it then fails with
+    /// [`ErrorKind::BadVersion`]. Read the ACL back to know.
     pub fn set_acl(
         &self,
         path: &str,

@@ -62,6 +62,11 @@ impl Client {
     /// configuration has no synced quorum, or another reconfig runs, the server answers
     /// `NEWCONFIGNOQUORUM` or `RECONFIGINPROGRESS` ([`ErrorKind::is_retryable`]); on a
     /// standalone server, [`ErrorKind::Unimplemented`].
+    ///
+    /// A reconfig that failed with
+    /// [`Error::is_outcome_unknown`](crate::Error::is_outcome_unknown) may have been applied:
+    /// read the configuration back ([`Client::get_config`]), or pass `from_config` so that a
+    /// repetition fails with [`ErrorKind::BadVersion`].
     pub fn reconfig_incremental(
         &self,
         joining: &[&str],

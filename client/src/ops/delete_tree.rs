@@ -46,7 +46,9 @@ impl Client {
     ///
     /// Not atomic: on an error (the error names the operation and node that failed, for
     /// example `delete /a/b: not authorised by the node's ACL`) part of the tree may be gone,
-    /// and calling again carries on. `/` without a chroot is refused.
+    /// and calling again carries on. `/` without a chroot is refused. The same holds when the
+    /// error [`is_outcome_unknown`](crate::Error::is_outcome_unknown): the node it names may
+    /// be gone.
     pub fn delete_recursive(
         &self,
         path: &str,

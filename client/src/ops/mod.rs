@@ -73,6 +73,9 @@ where
             .expect("operation future polled after completion");
         let outcome = decode(reply).map_err(|e| locate.locate(e));
         this.timer.finish(&outcome);
+        if let Ok(call) = &mut this.call {
+            call.finish_span(&outcome);
+        }
         Poll::Ready(outcome)
     }
 }

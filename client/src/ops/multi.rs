@@ -271,6 +271,10 @@ impl Client {
     /// (`multi: operation 1 (create /a/b) failed: node already exists`), and
     /// [`Error::multi_cause`] gives its own error. An empty list succeeds at once without a
     /// round trip.
+    ///
+    /// A transaction that failed with [`Error::is_outcome_unknown`] may have been applied,
+    /// whole (never in part). A `check` of a version it also bumps makes it safe to repeat:
+    /// applied once, the repetition fails at that check.
     pub fn multi(
         &self,
         ops: Vec<MultiOp>,

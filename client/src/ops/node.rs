@@ -12,6 +12,8 @@ use zookeeper_jute::{
 use super::parents::{CreateReply, MissingParents};
 use super::{at, reply};
 use crate::client::{Call, Client};
+#[cfg(doc)]
+use crate::error::Error;
 use crate::error::{ErrorKind, Result};
 use crate::options::CreateOptions;
 use crate::packet::{detach, RawReply, WatchRegistration};
@@ -35,6 +37,11 @@ impl Client {
     /// [`ErrorKind::Unimplemented`] (TTL modes on a server without extended types), and, before
     /// anything is sent, [`ErrorKind::InvalidPath`], [`ErrorKind::DataTooLarge`] or
     /// [`ErrorKind::InvalidArgument`] (TTL missing or out of range).
+    ///
+    /// A create that failed with [`Error::is_outcome_unknown`] may have made the node (its
+    /// reply was lost): repeated, a plain create then fails with [`ErrorKind::NodeExists`],
+    /// and a sequential one makes a second node. Look for the first before repeating a
+    /// sequential create (a name prefix of your own makes it recognisable).
     pub fn create(
         &self,
         path: &str,
@@ -64,6 +71,10 @@ impl Client {
     ///
     /// Errors: [`ErrorKind::NoNode`], [`ErrorKind::BadVersion`], [`ErrorKind::NotEmpty`],
     /// [`ErrorKind::NoAuth`].
+    ///
+    /// A delete that failed with [`Error::is_outcome_unknown`] may have deleted the node:
+    /// repeated, it then fails with [`ErrorKind::NoNode`] (or, had someone re-created the
+    /// node meanwhile, deletes theirs unless `version` is given).
     pub fn delete(
         &self,
         path: &str,
@@ -164,6 +175,10 @@ impl Client {
     ///
     /// Errors: [`ErrorKind::NoNode`], [`ErrorKind::BadVersion`], [`ErrorKind::NoAuth`], and
     /// [`ErrorKind::DataTooLarge`] before anything is sent.
+    ///
+    /// A write that failed with [`Error::is_outcome_unknown`] may have been applied:
+    /// repeated with the same `version`, it then fails with [`ErrorKind::BadVersion`];
+    /// without one, it may overwrite a later writer's data. Read the node back to know.
     pub fn set_data(
         &self,
         path: &str,

@@ -37,7 +37,9 @@ impl Session {
             deadline,
             sent,
             rest,
+            span,
         } = written;
+        span.sent(xid, self.session_id, self.current_host.as_ref());
         self.in_flight.taken();
         // Lends are single-use and taken back before the machine acts again, and the requests
         // of one lent write are numbered in order, so the xid is the next one; anything else
@@ -51,7 +53,9 @@ impl Session {
         if let Some(deadline) = deadline {
             self.follow_deadline(deadline);
         }
-        self.pending.push_user(xid, reply, watch, deadline, sent);
+        let write = crate::packet::is_write(opcode);
+        self.pending
+            .push_user(xid, reply, watch, deadline, write, sent);
         self.last_send = self.last_send.max(sent);
     }
 }

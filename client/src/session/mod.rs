@@ -647,17 +647,22 @@ impl Session {
             watch,
             reply,
             deadline,
+            span,
         } = packet;
         match kind {
             PacketKind::Request => {
                 let xid = self.next_xid();
+                span.sent(xid, self.session_id, self.current_host.as_ref());
                 let start = self.out.len();
                 self.out.extend_from_slice(&frame);
                 self.out[start + 4..start + 8].copy_from_slice(&xid.to_be_bytes());
                 debug!(xid, ?opcode, "request sent");
-                self.pending.push_user(xid, reply, watch, deadline, now);
+                let write = crate::packet::is_write(opcode);
+                self.pending
+                    .push_user(xid, reply, watch, deadline, write, now);
             }
             PacketKind::Auth { scheme, auth } => {
+                span.sent(xid::AUTH, self.session_id, self.current_host.as_ref());
                 self.out.extend_from_slice(&frame);
                 debug!(scheme, "auth sent");
                 self.pending.auths.push_back(PendingAuth {

@@ -24,6 +24,8 @@ pub(crate) enum Pending {
         reply: Option<ReplyTx>,
         watch: Option<WatchRegistration>,
         deadline: Option<Instant>,
+        /// A write (see `packet::is_write`): failed without its reply, it may have been applied.
+        write: bool,
     },
     /// A `setWatches`/`setWatches2` batch sent after a reconnect.
     SetWatches { xid: i32 },
@@ -89,6 +91,7 @@ impl PendingQueue {
         reply: ReplyTx,
         watch: Option<WatchRegistration>,
         deadline: Option<Instant>,
+        write: bool,
         sent: Instant,
     ) {
         let entry = Pending::User {
@@ -96,6 +99,7 @@ impl PendingQueue {
             reply: Some(reply),
             watch,
             deadline,
+            write,
         };
         self.push(entry, sent);
     }
@@ -115,14 +119,15 @@ impl PendingQueue {
         self.requests.pop_front()
     }
 
-    /// Fails every entry with `err`; returns how many user requests that completed.
+    /// Fails every entry with `err`, a failure of requests sent and not answered; returns how
+    /// many user requests that completed.
     pub fn fail_all(&mut self, err: &Error) -> usize {
         let mut completed = 0;
         for (entry, _) in self.requests.drain(..) {
-            if let Pending::User { reply, .. } = entry {
+            if let Pending::User { reply, write, .. } = entry {
                 completed += 1;
                 if let Some(reply) = reply {
-                    let _ = reply.send(Err(err.clone()));
+                    let _ = reply.send(Err(err.clone().unanswered(write)));
                 }
             }
         }
@@ -143,6 +148,7 @@ impl PendingQueue {
             let Pending::User {
                 reply: reply @ Some(_),
                 deadline: Some(deadline),
+                write,
                 ..
             } = entry
             else {
@@ -150,7 +156,8 @@ impl PendingQueue {
             };
             if now >= *deadline {
                 if let Some(reply) = reply.take() {
-                    let _ = reply.send(Err(ErrorKind::Timeout.into()));
+                    let timeout = Error::from(ErrorKind::Timeout).unanswered(*write);
+                    let _ = reply.send(Err(timeout));
                 }
             } else {
                 earliest = super::deadlines::earlier(earliest, *deadline);

@@ -111,10 +111,12 @@ impl Session {
         );
         let err: Error = ErrorKind::ReplyTooLarge { size, max }.into();
         match entry {
-            Pending::User { reply, .. } => {
+            Pending::User { reply, write, .. } => {
                 self.completed += 1;
                 if let Some(reply) = reply {
-                    let _ = reply.send(Err(err));
+                    // A write the server answered with success was applied; its caller only
+                    // cannot read the reply.
+                    let _ = reply.send(Err(err.unanswered(write && header.err == ErrorCode::Ok)));
                 }
             }
             Pending::Learn { read, .. } => self.on_learn_too_large(read, err),

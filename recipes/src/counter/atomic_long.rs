@@ -342,7 +342,14 @@ impl DistributedAtomicLong {
             Ok(()) => Ok(true),
             Err(e) if e == ErrorKind::BadVersion || e == ErrorKind::NodeExists => Ok(false),
             Err(e) if e == ErrorKind::NoNode => Ok(false),
-            Err(e) if e.is_retryable() => self.lost_reply(client, current).await,
+            Err(e) if e.is_outcome_unknown() && e.is_retryable() => {
+                self.lost_reply(client, current).await
+            }
+            // Not applied: the caller reads again and decides.
+            Err(e) if e.is_retryable() => {
+                crate::session::wait_connected(client).await?;
+                Ok(false)
+            }
             Err(e) => Err(e.into()),
         }
     }

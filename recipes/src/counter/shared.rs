@@ -134,7 +134,8 @@ impl SharedCount {
 
     /// Sets the count, whatever it was (a plain `setData`).
     ///
-    /// A lost connection fails it with a retryable error: it may have been applied.
+    /// A lost connection fails it with a retryable error; it may have been applied when the
+    /// error [`is_outcome_unknown`](crate::Error::is_outcome_unknown).
     pub async fn set_count(&self, count: i32) -> Result<()> {
         let client = self.inner.sessions.live().await?;
         let stat = client
@@ -152,7 +153,8 @@ impl SharedCount {
     /// `false`, with the cache read again, if someone changed it since. `previous` must come
     /// from [`SharedCount::versioned`]; an older one fails at once.
     ///
-    /// A lost connection fails it with a retryable error: it may have been applied.
+    /// A lost connection fails it with a retryable error; it may have been applied when the
+    /// error [`is_outcome_unknown`](crate::Error::is_outcome_unknown).
     pub async fn try_set_count(&self, count: i32, previous: VersionedCount) -> Result<bool> {
         if previous != self.versioned() {
             return Ok(false);

@@ -17,6 +17,7 @@ fn written(xid: i32, sent: Instant, rest: &'static [u8]) -> (Written, ReplyRx) {
         deadline: None,
         sent,
         rest: Bytes::from_static(rest),
+        span: Default::default(),
     };
     (written, rx)
 }

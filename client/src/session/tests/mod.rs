@@ -4,6 +4,7 @@ mod catch_up_model;
 mod deadlines;
 mod lease;
 mod lend;
+mod outcome;
 mod persistent;
 mod read_buffer;
 mod read_only;
@@ -244,6 +245,7 @@ impl Harness {
                 watch,
                 reply: tx,
                 deadline,
+                span: Default::default(),
             },
             self.now,
         );

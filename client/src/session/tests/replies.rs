@@ -275,6 +275,7 @@ fn auth_reply_may_overtake_earlier_replies() {
             watch: None,
             reply: tx,
             deadline: None,
+            span: Default::default(),
         },
         h.now,
     );
