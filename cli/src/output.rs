@@ -45,6 +45,15 @@ impl Out {
         r.map_err(closed)
     }
 
+    /// After `data` written by [`Out::data`], a newline if it left the line open: what follows
+    /// (a stat, an event) starts on a line of its own, terminal or not.
+    pub fn end_line(&mut self, data: &[u8]) -> Result<(), Failure> {
+        if self.terminal || data.is_empty() || data.ends_with(b"\n") {
+            return Ok(());
+        }
+        self.writer.write_all(b"\n").map_err(closed)
+    }
+
     pub fn line(&mut self, line: impl std::fmt::Display) -> Result<(), Failure> {
         writeln!(self.writer, "{line}").map_err(closed)
     }
