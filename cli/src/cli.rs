@@ -5,6 +5,10 @@ use clap::{Parser, Subcommand};
 use crate::commands::{browse, coordinate, edit, elect, watch};
 use crate::connection::Connection;
 
+/// The heading of the flags every command takes, listed after the command's own flags (TLS
+/// and SASL have headings of their own).
+pub const GLOBAL_HEADING: &str = "Global options";
+
 /// Browse and edit ZooKeeper, and run commands under its locks and elections.
 #[derive(Parser, Debug)]
 #[command(
@@ -21,7 +25,7 @@ use crate::connection::Connection;
 )]
 pub struct Cli {
     /// Print JSON: one document, or one per line for streams.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL_HEADING)]
     pub json: bool,
 
     // Last: it ends with headed groups (TLS, SASL) that would take in the flags after it.

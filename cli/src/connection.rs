@@ -11,6 +11,7 @@ use crate::tls::{self, TlsFlags};
 
 /// Where and how to connect.
 #[derive(Args, Clone)]
+#[command(next_help_heading = crate::cli::GLOBAL_HEADING)]
 pub struct Connection {
     /// Servers, `host:port[,host:port...][/chroot]`.
     #[arg(
