@@ -130,9 +130,9 @@ async fn a_cut_holder_signals_its_command_before_the_next_one_starts() {
     assert_eq!(status.code(), Some(75), "{stderr}");
     // The command's own stderr comes first (its shell reports the signal); zk's line is last.
     let ours = stderr.lines().last().unwrap_or_default();
-    assert!(ours.starts_with("Error: lock /l lost ("), "{stderr}");
+    assert!(ours.starts_with("Error: lock /l lost: "), "{stderr}");
     assert!(
-        ours.ends_with("the command was stopped with SIGUSR1"),
+        ours.ends_with("; the command was stopped with SIGUSR1"),
         "{stderr}"
     );
     let out = bounded("the next holder", next.wait_with_output())
@@ -140,6 +140,54 @@ async fn a_cut_holder_signals_its_command_before_the_next_one_starts() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(log_lines(&log), ["A-start", "A-signalled", "B-start"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_that_ignores_the_signal_is_killed_and_the_loss_says_so() {
+    let chroot = chroot_for("cli_lock_sigkill");
+    let proxy = Proxy::start(shared_server().addr()).await.unwrap();
+    let cut = format!("{}{chroot}", proxy.connect_string());
+    let dir = scratch("sigkill");
+    let log = dir.join("log");
+    // Ignored signals are inherited: neither the shell nor its sleeps end on SIGTERM.
+    let script = format!(
+        "trap '' TERM; echo start >> {}; while :; do sleep 0.05; done",
+        log.display()
+    );
+    let mut holder = zk(&cut);
+    holder
+        .args([
+            "--session-timeout",
+            "6s",
+            "lock",
+            "--grace",
+            "1s",
+            "/l",
+            "--",
+        ])
+        .args(sh(&script));
+    let mut holder = Running::start(holder);
+    wait_lines(&log, 1).await;
+    proxy.refuse(true);
+    proxy.drop_all();
+    let status = holder.wait().await;
+    let stderr = holder.stderr().await;
+    assert_eq!(status.code(), Some(75), "{stderr}");
+    let ours = stderr.lines().last().unwrap_or_default();
+    // One wording: what was lost, why in words, and what became of the command.
+    let (why, command) = ours
+        .strip_prefix("Error: lock /l lost: ")
+        .and_then(|rest| rest.split_once("; "))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        why.starts_with("the connection was down for longer than --suspend-limit")
+            || why.starts_with("the session's lease"),
+        "{stderr}"
+    );
+    assert!(
+        command.starts_with("the command was stopped with SIGTERM, then killed with SIGKILL: "),
+        "{stderr}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -101,8 +101,9 @@ pub async fn get(client: &Client, args: Get, out: &mut Out) -> Outcome {
             return Err(Failure::new(
                 crate::exit::CONNECTION,
                 format!(
-                    "session ended ({:?}) before {} changed",
-                    event.state, args.path
+                    "{} before {} changed",
+                    crate::exit::session_end(event.state),
+                    args.path
                 ),
             ));
         }

@@ -12,7 +12,7 @@ use crate::connection::Connection;
 use crate::exit::{self, Failure, Outcome};
 use crate::interrupt::Interrupts;
 use crate::output::Out;
-use crate::supervise::{self, status_code, stopped_message, End, Supervision};
+use crate::supervise::{self, lost_message, status_code, stopped, End, Supervision, NOT_STARTED};
 use crate::trust::until_untrusted;
 
 /// Whose node names to use, to share the lock with Java or Python peers.
@@ -226,7 +226,7 @@ pub async fn hold(
     if let LockState::Lost(reason) = guard.state() {
         return Err(Failure::new(
             exit::LOST,
-            format!("{what} {path} lost ({reason:?}) before the command started"),
+            lost_message(&format!("{what} {path}"), &reason.to_string(), NOT_STARTED),
         ));
     }
     let mut env = vec![
@@ -254,9 +254,13 @@ pub async fn hold(
 pub fn finish(what: &str, end: End) -> Outcome {
     match end {
         End::Exited(status) | End::Interrupted(status) => Ok(status_code(status)),
-        End::Stopped { reason, signal } => Err(Failure::new(
+        End::Stopped {
+            reason,
+            signal,
+            killed,
+        } => Err(Failure::new(
             exit::LOST,
-            stopped_message(what, &reason, signal),
+            lost_message(what, &reason, &stopped(signal, killed.as_deref())),
         )),
     }
 }

@@ -17,7 +17,7 @@ use crate::connection::Connection;
 use crate::exit::{self, Failure, Outcome};
 use crate::interrupt::Interrupts;
 use crate::output::Out;
-use crate::supervise::{self, Supervision};
+use crate::supervise::{self, lost_message, Supervision, NOT_STARTED};
 use crate::trust::until_untrusted;
 use crate::walk::join;
 
@@ -99,7 +99,7 @@ pub async fn elect(client: &Client, conn: &Connection, args: Elect, out: &mut Ou
             },
             None => won.await,
         };
-        won.map_err(|_| lost_before(latch.state()))
+        won.map_err(|_| lost_before(&args.path, latch.state()))
     };
     let led = tokio::select! {
         led = leading => led,
@@ -137,13 +137,17 @@ pub async fn elect(client: &Client, conn: &Connection, args: Elect, out: &mut Ou
 }
 
 /// Why the latch ended before we led.
-fn lost_before(state: Leadership) -> Failure {
+fn lost_before(path: &str, state: Leadership) -> Failure {
+    let what = format!("place in the election {path}");
     match state {
         Leadership::Lost(reason) => Failure::new(
             exit::CONNECTION,
-            format!("left the election before leading: {reason:?}"),
+            lost_message(&what, &reason.to_string(), NOT_STARTED),
         ),
-        other => Failure::new(exit::ZOOKEEPER, format!("left the election: {other:?}")),
+        other => Failure::new(
+            exit::ZOOKEEPER,
+            lost_message(&what, &format!("the latch is {other}"), NOT_STARTED),
+        ),
     }
 }
 

@@ -65,13 +65,11 @@ pub async fn watch(client: &Client, args: Watch, out: &mut Out) -> Outcome {
 }
 
 fn ended(state: SessionState) -> Failure {
-    let why = match state {
-        SessionState::Expired => "the session expired",
-        SessionState::AuthFailed => "authentication failed",
-        _ => "the session ended",
-    };
     Failure::new(
         exit::CONNECTION,
-        format!("{why}: the watch has ended and later changes were not seen"),
+        format!(
+            "{}: the watch has ended and later changes were not seen",
+            exit::session_end(state)
+        ),
     )
 }
