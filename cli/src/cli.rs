@@ -5,6 +5,18 @@ use clap::{Parser, Subcommand};
 use crate::commands::{browse, coordinate, edit, elect, watch};
 use crate::connection::Connection;
 
+/// What the command of `lock`, `rwlock`, `semaphore` and `elect` finds in its environment.
+macro_rules! lock_env {
+    () => {
+        "  ZK_LOCK_PATH      the lock's path as given (under the chroot)\n  \
+           ZK_LOCK_NODE      our node's full path, from the ensemble's root (chroot included)\n  \
+           ZK_FENCING_TOKEN  decimal, larger for every later grant (the node's czxid, which\n                    \
+           zk stat shows in hexadecimal)\n  \
+           ZK_SERVER         the servers and the chroot in effect, and every setting given by\n                    \
+           flag (ZK_AUTH, ZK_TLS*, ZK_SASL_*): the command runs zk as its caller did"
+    };
+}
+
 /// The heading of the flags every command takes, listed after the command's own flags (TLS
 /// and SASL have headings of their own).
 pub const GLOBAL_HEADING: &str = "Global options";
@@ -109,26 +121,31 @@ pub enum Command {
     Watch(watch::Watch),
     /// Run a command while holding a lock.
     #[command(
-        after_help = "Example:\n  zk lock /locks/deploy -- ./deploy.sh --prod\n\n\
-                            The command gets ZK_LOCK_PATH, ZK_LOCK_NODE and ZK_FENCING_TOKEN (decimal; larger for\n\
-                            every later grant) in its environment."
+        after_help = concat!("Example:\n  zk lock /locks/deploy -- ./deploy.sh --prod\n\n\
+                            The command gets in its environment:\n\
+                            ", lock_env!())
     )]
     Lock(coordinate::Lock),
     /// Run a command while holding a read or write lock (Curator's InterProcessReadWriteLock).
     #[command(
-        after_help = "Examples:\n  zk rwlock --read /locks/catalog -- ./export.sh\n  zk rwlock --write /locks/catalog -- ./import.sh"
+        after_help = concat!("Examples:\n  zk rwlock --read /locks/catalog -- ./export.sh\n  zk rwlock --write /locks/catalog -- ./import.sh\n\n\
+                            The command gets in its environment:\n\
+                            ", lock_env!())
     )]
     Rwlock(coordinate::Rwlock),
     /// Run a command while holding one of N leases (Curator's InterProcessSemaphoreV2).
     #[command(
-        after_help = "Example:\n  zk semaphore --permits 3 /semaphores/db -- ./migrate-shard.sh"
+        after_help = concat!("Example:\n  zk semaphore --permits 3 /semaphores/db -- ./migrate-shard.sh\n\n\
+                            The command gets in its environment:\n\
+                            ", lock_env!())
     )]
     Semaphore(coordinate::SemaphoreCmd),
     /// Run a command while leader of an election, or print each leader with --observe.
     #[command(
-        after_help = "Examples:\n  zk elect /election/scheduler --id $(hostname) -- ./scheduler\n  \
+        after_help = concat!("Examples:\n  zk elect /election/scheduler --id $(hostname) -- ./scheduler\n  \
                             zk elect --observe /election/scheduler\n\n\
-                            The command gets ZK_LOCK_PATH, ZK_LOCK_NODE, ZK_FENCING_TOKEN and ZK_LEADER_ID."
+                            The command gets in its environment ZK_LEADER_ID (our participant id) and:\n\
+                            ", lock_env!())
     )]
     Elect(elect::Elect),
     /// Print a shell completion script.

@@ -26,6 +26,7 @@ use zookeeper_recipes::Client;
 
 use crate::connection::duration;
 use crate::exit::{self, Failure};
+use crate::exported::Var;
 use crate::interrupt::{parse_signal, signal_name, Interrupts};
 use crate::watchdog::{self, kill_group, sleep_until, MARGIN};
 
@@ -124,7 +125,7 @@ pub fn status_code(status: ExitStatus) -> u8 {
 pub async fn run(
     client: &Client,
     command: &[OsString],
-    env: &[(&str, String)],
+    env: &[Var],
     untrusted: impl Future<Output = String>,
     timing: &Timing,
     interrupts: &mut Interrupts,
@@ -254,7 +255,7 @@ enum Stop {
 /// socket `fd`.
 fn spawn_watchdog(
     command: &[OsString],
-    env: &[(&str, String)],
+    env: &[Var],
     timing: &Timing,
     left: Option<Duration>,
     fd: i32,

@@ -191,6 +191,49 @@ async fn a_command_that_ignores_the_signal_is_killed_and_the_loss_says_so() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_command_runs_zk_as_its_caller_did() {
+    let chroot = chroot_for("cli_lock_env");
+    let server = shared_server().connect_string();
+    let zk_bin = env!("CARGO_BIN_EXE_zk");
+    // Everything by flag, nothing from the environment: the command must still reach the same
+    // chroot with the same identity.
+    let script = format!(
+        "echo \"$ZK_SERVER\"; echo \"$ZK_LOCK_PATH\"; echo \"$ZK_LOCK_NODE\"; \
+         {zk_bin} ls \"$ZK_LOCK_PATH\"; {zk_bin} whoami; \
+         {zk_bin} --chroot / stat \"$ZK_LOCK_NODE\" >/dev/null && echo found"
+    );
+    let mut cmd = zk("unused");
+    cmd.env_remove("ZK_SERVER").args([
+        "--server",
+        &server,
+        "--chroot",
+        &chroot,
+        "--auth",
+        "alice:s3cret",
+        "lock",
+        "/l",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let run = common::finish(cmd).await;
+    let text = run.ok();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], format!("{server}{chroot}"), "{text}");
+    assert_eq!(lines[1], "/l", "{text}");
+    let node = lines[2];
+    assert!(node.starts_with(&format!("{chroot}/l/")), "{text}");
+    assert_eq!(lines[3], node.rsplit('/').next().unwrap(), "{text}");
+    assert!(
+        lines[4..].iter().any(|l| l.contains("alice")),
+        "the command's zk has the caller's identity: {text}"
+    );
+    assert_eq!(lines.last(), Some(&"found"), "{text}");
+    assert!(!run.stderr.contains("s3cret"), "{}", run.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_to_the_tool_releases_the_lock_at_once() {
     let (connect, client) = chroot("cli_lock_sigterm").await;
     let dir = scratch("sigterm");

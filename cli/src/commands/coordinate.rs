@@ -10,6 +10,7 @@ use zookeeper_tokio::Client;
 
 use crate::connection::Connection;
 use crate::exit::{self, Failure, Outcome};
+use crate::exported::{self, Var};
 use crate::interrupt::Interrupts;
 use crate::output::Out;
 use crate::supervise::{self, lost_message, status_code, stopped, End, Supervision, NOT_STARTED};
@@ -101,6 +102,7 @@ pub async fn lock(client: &Client, conn: &Connection, args: Lock, _out: &mut Out
     .await?;
     hold(
         client,
+        conn,
         "lock",
         &args.path,
         guard,
@@ -136,6 +138,7 @@ pub async fn rwlock(client: &Client, conn: &Connection, args: Rwlock, _out: &mut
     };
     hold(
         client,
+        conn,
         "lock",
         &args.path,
         guard,
@@ -166,6 +169,7 @@ pub async fn semaphore(
     .await?;
     hold(
         client,
+        conn,
         "lease on",
         &args.path,
         lease,
@@ -215,6 +219,7 @@ where
 #[allow(clippy::too_many_arguments)]
 pub async fn hold(
     client: &Client,
+    conn: &Connection,
     what: &str,
     path: &str,
     guard: LockGuard,
@@ -229,12 +234,8 @@ pub async fn hold(
             lost_message(&format!("{what} {path}"), &reason.to_string(), NOT_STARTED),
         ));
     }
-    let mut env = vec![
-        ("ZK_LOCK_PATH", path.to_owned()),
-        ("ZK_LOCK_NODE", guard.path().to_owned()),
-        ("ZK_FENCING_TOKEN", guard.fencing_token().0.to_string()),
-    ];
-    env.extend(extra);
+    let mut env = lock_env(conn, client, path, guard.path(), guard.fencing_token().0);
+    env.extend(extra.map(|(name, value)| (name, value.into())));
     let timing = match supervision.timing(client.session_timeout()) {
         Ok(timing) => timing,
         Err(usage) => {
@@ -248,6 +249,27 @@ pub async fn hold(
     // session (or its expiry) removes the node anyway.
     let _ = tokio::time::timeout(Duration::from_secs(3), guard.release()).await;
     finish(&format!("{what} {path}"), end?)
+}
+
+/// The command's environment: the connection's settings (see `exported`), the lock's path as
+/// given, its node's full path (chroot included) and the fencing token.
+pub fn lock_env(
+    conn: &Connection,
+    client: &Client,
+    path: &str,
+    node: &str,
+    token: i64,
+) -> Vec<Var> {
+    let mut env = exported::settings(conn);
+    env.extend([
+        ("ZK_LOCK_PATH", path.into()),
+        (
+            "ZK_LOCK_NODE",
+            exported::full_path(client.chroot(), node).into(),
+        ),
+        ("ZK_FENCING_TOKEN", token.to_string().into()),
+    ]);
+    env
 }
 
 /// The exit of `zk` for how the command ended.

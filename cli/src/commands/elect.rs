@@ -12,7 +12,7 @@ use serde_json::json;
 use zookeeper_recipes::{leader_participants, Layout, LeaderLatch, Leadership, Mutex};
 use zookeeper_tokio::{Client, ErrorKind, EventType, OneshotWatcher};
 
-use crate::commands::coordinate::{acquire, finish, hold, identity, LayoutArg};
+use crate::commands::coordinate::{acquire, finish, hold, identity, lock_env, LayoutArg};
 use crate::connection::Connection;
 use crate::exit::{self, Failure, Outcome};
 use crate::interrupt::Interrupts;
@@ -70,6 +70,7 @@ pub async fn elect(client: &Client, conn: &Connection, args: Elect, out: &mut Ou
         .await?;
         return hold(
             client,
+            conn,
             "leadership of",
             &args.path,
             guard,
@@ -109,12 +110,14 @@ pub async fn elect(client: &Client, conn: &Connection, args: Elect, out: &mut Ou
         let _ = tokio::time::timeout(Duration::from_secs(3), latch.resign()).await;
         return Err(e);
     }
-    let env = [
-        ("ZK_LOCK_PATH", args.path.clone()),
-        ("ZK_LOCK_NODE", latch.node()),
-        ("ZK_FENCING_TOKEN", latch.fencing_token().0.to_string()),
-        ("ZK_LEADER_ID", id),
-    ];
+    let mut env = lock_env(
+        conn,
+        client,
+        &args.path,
+        &latch.node(),
+        latch.fencing_token().0,
+    );
+    env.push(("ZK_LEADER_ID", id.into()));
     let timing = match args.supervision.timing(client.session_timeout()) {
         Ok(timing) => timing,
         Err(usage) => {
