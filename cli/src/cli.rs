@@ -116,7 +116,17 @@ pub enum Command {
     Find(browse::Find),
     /// Print every change under a path as it happens, through reconnects, until interrupted.
     #[command(
-        after_help = "Examples:\n  zk watch /app/config\n  zk --json watch --recursive /app | jq ."
+        after_help = "Examples:\n  zk watch /app/config\n  zk watch --data /app/config\n  \
+                      zk --json watch --recursive /app | jq .\n\n\
+                      Each line: the time zk received the event (UTC), its type and its path; with\n\
+                      --data the node's mzxid and data, read when the line is printed.\n\n\
+                      After a reconnect, the changes made while cut off follow the 'reconnected' line on\n\
+                      standard error, as the client reads again what it watches: one event per node and\n\
+                      kind of change (several data changes give one NodeDataChanged; a node created\n\
+                      meanwhile gives NodeCreated only, one deleted and created again NodeDeleted then\n\
+                      NodeCreated, one created and deleted again nothing), a node before its children\n\
+                      and children in name order. That is not the order in which the server applied\n\
+                      them, and changes made after the reconnect may come among them."
     )]
     Watch(watch::Watch),
     /// Run a command while holding a lock.

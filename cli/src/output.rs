@@ -80,6 +80,13 @@ fn closed(e: io::Error) -> Failure {
     }
 }
 
+/// Now, in milliseconds since the Unix epoch (as stat times are).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
 /// Node data for JSON: the text when it is UTF-8, else base64; with the encoding's name.
 pub fn data_json(data: &[u8]) -> (Value, &'static str) {
     match std::str::from_utf8(data) {
@@ -124,7 +131,8 @@ pub fn stat_lines(stat: &Stat) -> Vec<String> {
     ]
 }
 
-fn time(ms: i64) -> String {
+/// Milliseconds since the Unix epoch as RFC 3339 UTC (`2026-11-26T14:50:01.123Z`).
+pub fn time(ms: i64) -> String {
     match u64::try_from(ms) {
         Ok(ms) => {
             humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms)).to_string()

@@ -78,3 +78,17 @@ async fn a_commands_own_flags_come_first_and_the_global_ones_under_their_heading
         }
     }
 }
+
+#[tokio::test]
+async fn watch_help_says_in_what_order_missed_changes_come() {
+    let help = run("127.0.0.1:1", &["help", "watch"]).await.ok();
+    let text = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    for said in [
+        "--data",
+        "After a reconnect",
+        "a node before its children and children in name order",
+        "not the order in which the server applied them",
+    ] {
+        assert!(text.contains(said), "{said:?} in {help}");
+    }
+}
