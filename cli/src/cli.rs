@@ -17,6 +17,14 @@ macro_rules! lock_env {
     };
 }
 
+/// How a wait for a lock goes through a session's expiry.
+macro_rules! lock_wait {
+    () => {
+        "A waiter whose session expires (the servers out of reach for the session timeout)\n\
+         queues again on a new session with the same settings, until --timeout if given.\n\n"
+    };
+}
+
 /// The heading of the flags every command takes, listed after the command's own flags (TLS
 /// and SASL have headings of their own).
 pub const GLOBAL_HEADING: &str = "Global options";
@@ -131,23 +139,29 @@ pub enum Command {
     Watch(watch::Watch),
     /// Run a command while holding a lock.
     #[command(
-        after_help = concat!("Example:\n  zk lock /locks/deploy -- ./deploy.sh --prod\n\n\
-                            The command gets in its environment:\n\
-                            ", lock_env!())
+        after_help = concat!("Example:\n  zk lock /locks/deploy -- ./deploy.sh --prod\n\n",
+            lock_wait!(),
+            "The command gets in its environment:\n",
+            lock_env!()
+        )
     )]
     Lock(coordinate::Lock),
     /// Run a command while holding a read or write lock (Curator's InterProcessReadWriteLock).
     #[command(
-        after_help = concat!("Examples:\n  zk rwlock --read /locks/catalog -- ./export.sh\n  zk rwlock --write /locks/catalog -- ./import.sh\n\n\
-                            The command gets in its environment:\n\
-                            ", lock_env!())
+        after_help = concat!("Examples:\n  zk rwlock --read /locks/catalog -- ./export.sh\n  zk rwlock --write /locks/catalog -- ./import.sh\n\n",
+            lock_wait!(),
+            "The command gets in its environment:\n",
+            lock_env!()
+        )
     )]
     Rwlock(coordinate::Rwlock),
     /// Run a command while holding one of N leases (Curator's InterProcessSemaphoreV2).
     #[command(
-        after_help = concat!("Example:\n  zk semaphore --permits 3 /semaphores/db -- ./migrate-shard.sh\n\n\
-                            The command gets in its environment:\n\
-                            ", lock_env!())
+        after_help = concat!("Example:\n  zk semaphore --permits 3 /semaphores/db -- ./migrate-shard.sh\n\n",
+            lock_wait!(),
+            "The command gets in its environment:\n",
+            lock_env!()
+        )
     )]
     Semaphore(coordinate::SemaphoreCmd),
     /// Run a command while leader of an election, or print each leader with --observe.

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::{bounded, chroot, log_lines, run, scratch, wait_file, zk, Running};
+use zookeeper_recipes::Mutex;
 use zookeeper_testkit::{chroot_for, shared_server, Proxy};
 use zookeeper_tokio::{Client, ErrorKind};
 
@@ -233,6 +234,87 @@ async fn the_command_runs_zk_as_its_caller_did() {
     assert!(!run.stderr.contains("s3cret"), "{}", run.stderr);
 }
 
+/// The names of `path`'s children once `pred` holds for them.
+async fn children_when(
+    client: &Client,
+    path: &str,
+    pred: impl Fn(&[String]) -> bool,
+) -> Vec<String> {
+    bounded(&format!("the children of {path}"), async {
+        loop {
+            let (children, _, watcher) = client.get_children_and_watch(path).await.unwrap();
+            if pred(&children) {
+                return children;
+            }
+            watcher.await;
+        }
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_rides_out_an_expiry_by_queueing_again_on_a_new_session() {
+    let chroot = chroot_for("cli_lock_expiry");
+    let holder = Client::connect(&shared_server().connect_string_with_chroot(&chroot))
+        .await
+        .unwrap();
+    let guard = Mutex::new(&holder, "/l").unwrap().acquire().await.unwrap();
+    let ours = guard.path().rsplit('/').next().unwrap().to_owned();
+    let proxy = Proxy::start(shared_server().addr()).await.unwrap();
+    let mut waiter = zk(&format!("{}{chroot}", proxy.connect_string()));
+    waiter
+        .args(["--session-timeout", "2s", "lock", "/l", "--"])
+        .args(sh("echo \"$ZK_LOCK_NODE\""));
+    let mut waiter = Running::start(waiter);
+    let queued = children_when(&holder, "/l", |c| c.len() == 2).await;
+    let first: String = queued.into_iter().find(|c| *c != ours).unwrap();
+
+    // Cut off until the server has expired the waiter's session (its node goes), then back.
+    proxy.refuse(true);
+    proxy.drop_all();
+    children_when(&holder, "/l", |c| !c.contains(&first)).await;
+    proxy.refuse(false);
+    let again = children_when(&holder, "/l", |c| c.len() == 2).await;
+    let second = again.into_iter().find(|c| *c != ours).unwrap();
+    assert_ne!(second, first);
+
+    guard.release().await.unwrap();
+    assert_eq!(waiter.line().await, format!("{chroot}/l/{second}"));
+    assert_eq!(waiter.wait().await.code(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_cut_off_past_expiry_names_the_lock_at_its_timeout() {
+    let chroot = chroot_for("cli_lock_expiry_timeout");
+    let holder = Client::connect(&shared_server().connect_string_with_chroot(&chroot))
+        .await
+        .unwrap();
+    let guard = Mutex::new(&holder, "/l").unwrap().acquire().await.unwrap();
+    let proxy = Proxy::start(shared_server().addr()).await.unwrap();
+    let mut waiter = zk(&format!("{}{chroot}", proxy.connect_string()));
+    // The session expires 2 s into the cut; the wait goes on (trying new sessions) until
+    // --timeout, long past it.
+    waiter.args([
+        "--session-timeout",
+        "2s",
+        "--timeout",
+        "12s",
+        "lock",
+        "/l",
+        "--",
+        "true",
+    ]);
+    let mut waiter = Running::start(waiter);
+    children_when(&holder, "/l", |c| c.len() == 2).await;
+    proxy.refuse(true);
+    proxy.drop_all();
+    let status = waiter.wait().await;
+    let stderr = waiter.stderr().await;
+    assert_eq!(status.code(), Some(124), "{stderr}");
+    assert_eq!(stderr, "Error: lock /l not acquired within 12s\n");
+    drop(guard);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_to_the_tool_releases_the_lock_at_once() {
     let (connect, client) = chroot("cli_lock_sigterm").await;
@@ -426,7 +508,7 @@ async fn timeouts_usage_and_missing_commands_have_their_codes() {
     )
     .await;
     assert_eq!(late.code, Some(124));
-    assert_eq!(late.stderr, "Error: /l: not acquired within 500ms\n");
+    assert_eq!(late.stderr, "Error: lock /l not acquired within 500ms\n");
     // A waiter interrupted leaves nothing in the queue behind it.
     let mut waiter = zk(&connect);
     waiter.args(["lock", "/l", "--", "true"]);

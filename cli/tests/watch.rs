@@ -39,7 +39,10 @@ async fn data_zxid_and_time_come_with_each_event() {
     let mut event: Value = serde_json::from_str(&watching.line().await).unwrap();
     let after = now_ms();
     let time = event["time"].as_i64().unwrap();
-    assert!(before <= time && time <= after, "{before} <= {time} <= {after}");
+    assert!(
+        before <= time && time <= after,
+        "{before} <= {time} <= {after}"
+    );
     assert_eq!(event["stat"]["mzxid"], json!(stat.mzxid), "{event}");
     event.as_object_mut().unwrap().remove("time");
     event.as_object_mut().unwrap().remove("stat");

@@ -90,9 +90,11 @@ pub fn identity() -> String {
 
 pub async fn lock(client: &Client, conn: &Connection, args: Lock, _out: &mut Out) -> Outcome {
     let mut interrupts = Interrupts::catch()?;
-    let mutex = Mutex::with_layout(client, &args.path, args.layout.into())?
+    let sessions = conn.renewing(client)?;
+    let mutex = Mutex::with_layout(&sessions, &args.path, args.layout.into())?
         .with_data(identity().as_bytes());
     let guard = acquire(
+        "lock",
         &args.path,
         conn.timeout,
         &mut interrupts,
@@ -100,8 +102,9 @@ pub async fn lock(client: &Client, conn: &Connection, args: Lock, _out: &mut Out
         mutex.acquire(),
     )
     .await?;
-    hold(
-        client,
+    let live = sessions.client();
+    let outcome = hold(
+        &live,
         conn,
         "lock",
         &args.path,
@@ -111,14 +114,18 @@ pub async fn lock(client: &Client, conn: &Connection, args: Lock, _out: &mut Out
         &args.supervision,
         &mut interrupts,
     )
-    .await
+    .await;
+    close_renewed(client, &live).await;
+    outcome
 }
 
 pub async fn rwlock(client: &Client, conn: &Connection, args: Rwlock, _out: &mut Out) -> Outcome {
     let mut interrupts = Interrupts::catch()?;
-    let lock = ReadWriteLock::new(client, &args.path)?.with_data(identity().as_bytes());
+    let sessions = conn.renewing(client)?;
+    let lock = ReadWriteLock::new(&sessions, &args.path)?.with_data(identity().as_bytes());
     let guard = if args.read {
         acquire(
+            "read lock",
             &args.path,
             conn.timeout,
             &mut interrupts,
@@ -128,6 +135,7 @@ pub async fn rwlock(client: &Client, conn: &Connection, args: Rwlock, _out: &mut
         .await?
     } else {
         acquire(
+            "write lock",
             &args.path,
             conn.timeout,
             &mut interrupts,
@@ -136,8 +144,9 @@ pub async fn rwlock(client: &Client, conn: &Connection, args: Rwlock, _out: &mut
         )
         .await?
     };
-    hold(
-        client,
+    let live = sessions.client();
+    let outcome = hold(
+        &live,
         conn,
         "lock",
         &args.path,
@@ -147,7 +156,9 @@ pub async fn rwlock(client: &Client, conn: &Connection, args: Rwlock, _out: &mut
         &args.supervision,
         &mut interrupts,
     )
-    .await
+    .await;
+    close_renewed(client, &live).await;
+    outcome
 }
 
 pub async fn semaphore(
@@ -157,9 +168,11 @@ pub async fn semaphore(
     _out: &mut Out,
 ) -> Outcome {
     let mut interrupts = Interrupts::catch()?;
-    let pool =
-        Semaphore::new(client, &args.path, args.permits as usize)?.with_data(identity().as_bytes());
+    let sessions = conn.renewing(client)?;
+    let pool = Semaphore::new(&sessions, &args.path, args.permits as usize)?
+        .with_data(identity().as_bytes());
     let lease = acquire(
+        "lease on",
         &args.path,
         conn.timeout,
         &mut interrupts,
@@ -167,8 +180,9 @@ pub async fn semaphore(
         pool.acquire(),
     )
     .await?;
-    hold(
-        client,
+    let live = sessions.client();
+    let outcome = hold(
+        &live,
         conn,
         "lease on",
         &args.path,
@@ -178,12 +192,24 @@ pub async fn semaphore(
         &args.supervision,
         &mut interrupts,
     )
-    .await
+    .await;
+    close_renewed(client, &live).await;
+    outcome
 }
 
-/// Waits for the lock, within `timeout` if given. Interrupted, the wait is dropped (which
-/// deletes our waiting node) and `zk` exits as the signal would have it.
+/// Closes `live`, the session a lock was granted on, when it is not `first` (which `zk`
+/// closes in any case): the first expired while waiting, and the wait went on with a new one.
+pub async fn close_renewed(first: &Client, live: &Client) {
+    if live.session_id() != first.session_id() {
+        let _ = tokio::time::timeout(Duration::from_secs(3), live.close()).await;
+    }
+}
+
+/// Waits for `what` on `path`, within `timeout` if given, through expiries of the session
+/// (the recipe queues again on a new one). Interrupted, the wait is dropped (which deletes our
+/// waiting node) and `zk` exits as the signal would have it. Every failure names the lock.
 pub async fn acquire<T, W, F>(
+    what: &str,
     path: &str,
     timeout: Option<Duration>,
     interrupts: &mut Interrupts,
@@ -194,18 +220,27 @@ where
     W: Future<Output = zookeeper_recipes::Result<Option<T>>>,
     F: Future<Output = zookeeper_recipes::Result<T>>,
 {
+    let not_acquired = |e: zookeeper_recipes::Error| {
+        let failure = Failure::from(e);
+        Failure {
+            message: failure
+                .message
+                .map(|m| format!("{what} {path} not acquired: {m}")),
+            ..failure
+        }
+    };
     let wait = async {
         match timeout {
-            Some(t) => within(t).await?.ok_or_else(|| {
+            Some(t) => within(t).await.map_err(not_acquired)?.ok_or_else(|| {
                 Failure::new(
                     exit::TIMEOUT,
                     format!(
-                        "{path}: not acquired within {}",
+                        "{what} {path} not acquired within {}",
                         humantime::format_duration(t)
                     ),
                 )
             }),
-            None => Ok(forever.await?),
+            None => forever.await.map_err(not_acquired),
         }
     };
     tokio::select! {

@@ -12,7 +12,9 @@ use serde_json::json;
 use zookeeper_recipes::{leader_participants, Layout, LeaderLatch, Leadership, Mutex};
 use zookeeper_tokio::{Client, ErrorKind, EventType, OneshotWatcher};
 
-use crate::commands::coordinate::{acquire, finish, hold, identity, lock_env, LayoutArg};
+use crate::commands::coordinate::{
+    acquire, close_renewed, finish, hold, identity, lock_env, LayoutArg,
+};
 use crate::connection::Connection;
 use crate::exit::{self, Failure, Outcome};
 use crate::interrupt::Interrupts;
@@ -59,8 +61,11 @@ pub async fn elect(client: &Client, conn: &Connection, args: Elect, out: &mut Ou
     }
     let id = args.id.clone().unwrap_or_else(identity);
     if args.layout == LayoutArg::Kazoo {
-        let mutex = Mutex::with_layout(client, &args.path, Layout::Kazoo)?.with_data(id.as_bytes());
+        let sessions = conn.renewing(client)?;
+        let mutex =
+            Mutex::with_layout(&sessions, &args.path, Layout::Kazoo)?.with_data(id.as_bytes());
         let guard = acquire(
+            "leadership of",
             &args.path,
             conn.timeout,
             &mut interrupts,
@@ -68,8 +73,9 @@ pub async fn elect(client: &Client, conn: &Connection, args: Elect, out: &mut Ou
             mutex.acquire(),
         )
         .await?;
-        return hold(
-            client,
+        let live = sessions.client();
+        let outcome = hold(
+            &live,
             conn,
             "leadership of",
             &args.path,
@@ -80,6 +86,8 @@ pub async fn elect(client: &Client, conn: &Connection, args: Elect, out: &mut Ou
             &mut interrupts,
         )
         .await;
+        close_renewed(client, &live).await;
+        return outcome;
     }
     let latch = LeaderLatch::start(client, &args.path, &id).await?;
     let leading = async {
