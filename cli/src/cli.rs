@@ -168,6 +168,8 @@ pub enum Command {
     #[command(
         after_help = concat!("Examples:\n  zk elect /election/scheduler --id $(hostname) -- ./scheduler\n  \
                             zk elect --observe /election/scheduler\n\n\
+                            A candidate whose session expires joins the election again on a new session with\n\
+                            the same settings, until --timeout if given.\n\n\
                             The command gets in its environment ZK_LEADER_ID (our participant id) and:\n\
                             ", lock_env!())
     )]

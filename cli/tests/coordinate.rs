@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::{bounded, chroot, log_lines, run, scratch, wait_file, zk, Running};
-use zookeeper_recipes::Mutex;
+use zookeeper_recipes::{LeaderLatch, Mutex};
 use zookeeper_testkit::{chroot_for, shared_server, Proxy};
 use zookeeper_tokio::{Client, ErrorKind};
 
@@ -281,6 +281,37 @@ async fn a_waiter_rides_out_an_expiry_by_queueing_again_on_a_new_session() {
     guard.release().await.unwrap();
     assert_eq!(waiter.line().await, format!("{chroot}/l/{second}"));
     assert_eq!(waiter.wait().await.code(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_candidate_rides_out_an_expiry_by_joining_again_on_a_new_session() {
+    let chroot = chroot_for("cli_elect_expiry");
+    let holder = Client::connect(&shared_server().connect_string_with_chroot(&chroot))
+        .await
+        .unwrap();
+    let leader = LeaderLatch::start(&holder, "/e", "a").await.unwrap();
+    bounded("leadership", leader.await_leadership())
+        .await
+        .unwrap();
+    let ours = leader.node().rsplit('/').next().unwrap().to_owned();
+    let proxy = Proxy::start(shared_server().addr()).await.unwrap();
+    let mut candidate = zk(&format!("{}{chroot}", proxy.connect_string()));
+    candidate
+        .args(["--session-timeout", "2s", "elect", "/e", "--id", "b", "--"])
+        .args(sh("echo \"$ZK_LEADER_ID\""));
+    let mut candidate = Running::start(candidate);
+    let joined = children_when(&holder, "/e", |c| c.len() == 2).await;
+    let first = joined.into_iter().find(|c| *c != ours).unwrap();
+
+    proxy.refuse(true);
+    proxy.drop_all();
+    children_when(&holder, "/e", |c| !c.contains(&first)).await;
+    proxy.refuse(false);
+    children_when(&holder, "/e", |c| c.len() == 2).await;
+
+    leader.resign().await.unwrap();
+    assert_eq!(candidate.line().await, "b");
+    assert_eq!(candidate.wait().await.code(), Some(0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -89,7 +89,9 @@ pub async fn elect(client: &Client, conn: &Connection, args: Elect, out: &mut Ou
         close_renewed(client, &live).await;
         return outcome;
     }
-    let latch = LeaderLatch::start(client, &args.path, &id).await?;
+    let first = client;
+    let sessions = conn.renewing(client)?;
+    let latch = LeaderLatch::start(&sessions, &args.path, &id).await?;
     let leading = async {
         let won = latch.await_leadership();
         let won = match conn.timeout {
@@ -99,7 +101,7 @@ pub async fn elect(client: &Client, conn: &Connection, args: Elect, out: &mut Ou
                     return Err(Failure::new(
                         exit::TIMEOUT,
                         format!(
-                            "{}: not leader within {}",
+                            "leadership of {} not acquired within {}",
                             args.path,
                             humantime::format_duration(limit)
                         ),
@@ -118,6 +120,9 @@ pub async fn elect(client: &Client, conn: &Connection, args: Elect, out: &mut Ou
         let _ = tokio::time::timeout(Duration::from_secs(3), latch.resign()).await;
         return Err(e);
     }
+    // The session we lead on: the first, or one opened after it expired while we waited.
+    let live = sessions.client();
+    let client = &live;
     let mut env = lock_env(
         conn,
         client,
@@ -144,6 +149,7 @@ pub async fn elect(client: &Client, conn: &Connection, args: Elect, out: &mut Ou
     )
     .await;
     let _ = tokio::time::timeout(Duration::from_secs(3), latch.resign()).await;
+    close_renewed(first, &live).await;
     finish(&format!("leadership of {}", args.path), end?)
 }
 
