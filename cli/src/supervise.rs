@@ -236,7 +236,10 @@ fn stop(client: &Client, group: i32, timing: &Timing, reason: String) -> (Instan
             .unwrap_or(kill_at);
         if end < kill_at {
             kill_at = end;
-            kill_cause = "the session's lease was running out before --grace did".to_owned();
+            kill_cause = format!(
+                "the session's lease was running out before --grace ({}) had passed",
+                humantime::format_duration(timing.grace)
+            );
         }
     }
     (kill_at, Stop::Lost { reason, kill_cause })

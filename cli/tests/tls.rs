@@ -271,5 +271,9 @@ async fn tls_and_plain_tcp_are_never_mixed() {
         cmd
     })
     .await;
-    plain_to_secure.failed(CONNECTION);
+    let line = plain_to_secure.failed(CONNECTION);
+    assert!(
+        line.ends_with("if that is the servers' secureClientPort, connect with --tls"),
+        "{line}"
+    );
 }

@@ -21,8 +21,8 @@ pub(super) fn describe(first: [u8; 4]) -> Option<String> {
     };
     let len = u32::from_be_bytes(first);
     Some(format!(
-        "the peer is not a ZooKeeper server: it looks like {looks_like} (its first bytes, read \
-         as a frame length, give {len})"
+        "the peer is not a ZooKeeper server: it looks like {looks_like}; its first bytes, read \
+         as a frame length, give {len}"
     ))
 }
 
