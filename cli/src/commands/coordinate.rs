@@ -123,9 +123,10 @@ pub async fn rwlock(client: &Client, conn: &Connection, args: Rwlock, _out: &mut
     let mut interrupts = Interrupts::catch()?;
     let sessions = conn.renewing(client)?;
     let lock = ReadWriteLock::new(&sessions, &args.path)?.with_data(identity().as_bytes());
+    let what = if args.read { "read lock" } else { "write lock" };
     let guard = if args.read {
         acquire(
-            "read lock",
+            what,
             &args.path,
             conn.timeout,
             &mut interrupts,
@@ -135,7 +136,7 @@ pub async fn rwlock(client: &Client, conn: &Connection, args: Rwlock, _out: &mut
         .await?
     } else {
         acquire(
-            "write lock",
+            what,
             &args.path,
             conn.timeout,
             &mut interrupts,
@@ -148,7 +149,7 @@ pub async fn rwlock(client: &Client, conn: &Connection, args: Rwlock, _out: &mut
     let outcome = hold(
         &live,
         conn,
-        "lock",
+        what,
         &args.path,
         guard,
         None,
