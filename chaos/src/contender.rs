@@ -177,7 +177,7 @@ async fn leave(guard: &LockGuard, marker: &str) -> Result<(), Error> {
             Ok(_) => return Ok(()),
             // Applied before a lost reply: the marker is already gone.
             Err(Error::Client(e))
-                if matches!(e.kind(), ErrorKind::MultiFailed { index: 1, .. }) =>
+                if matches!(e.kind(), ErrorKind::MultiFailed { index: 0, .. }) =>
             {
                 return Ok(())
             }

@@ -5,6 +5,30 @@ use clap::{Parser, Subcommand};
 use crate::commands::{browse, coordinate, edit, elect, watch};
 use crate::connection::Connection;
 
+/// What the command of `lock`, `rwlock`, `semaphore` and `elect` finds in its environment.
+macro_rules! lock_env {
+    () => {
+        "  ZK_LOCK_PATH      the lock's path as given (under the chroot)\n  \
+           ZK_LOCK_NODE      our node's full path, from the ensemble's root (chroot included)\n  \
+           ZK_FENCING_TOKEN  decimal, larger for every later grant (the node's czxid, which\n                    \
+           zk stat shows in hexadecimal)\n  \
+           ZK_SERVER         the servers and the chroot in effect, and every setting given by\n                    \
+           flag (ZK_AUTH, ZK_TLS*, ZK_SASL_*): the command runs zk as its caller did"
+    };
+}
+
+/// How a wait for a lock goes through a session's expiry.
+macro_rules! lock_wait {
+    () => {
+        "A waiter whose session expires (the servers out of reach for the session timeout)\n\
+         queues again on a new session with the same settings, until --timeout if given.\n\n"
+    };
+}
+
+/// The heading of the flags every command takes, listed after the command's own flags (TLS
+/// and SASL have headings of their own).
+pub const GLOBAL_HEADING: &str = "Global options";
+
 /// Browse and edit ZooKeeper, and run commands under its locks and elections.
 #[derive(Parser, Debug)]
 #[command(
@@ -21,7 +45,7 @@ use crate::connection::Connection;
 )]
 pub struct Cli {
     /// Print JSON: one document, or one per line for streams.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL_HEADING)]
     pub json: bool,
 
     // Last: it ends with headed groups (TLS, SASL) that would take in the flags after it.
@@ -100,31 +124,54 @@ pub enum Command {
     Find(browse::Find),
     /// Print every change under a path as it happens, through reconnects, until interrupted.
     #[command(
-        after_help = "Examples:\n  zk watch /app/config\n  zk --json watch --recursive /app | jq ."
+        after_help = "Examples:\n  zk watch /app/config\n  zk watch --data /app/config\n  \
+                      zk --json watch --recursive /app | jq .\n\n\
+                      Each line: the time zk received the event (UTC), its type and its path; with\n\
+                      --data the node's mzxid and data, read when the line is printed.\n\n\
+                      After a reconnect, the changes made while cut off follow the 'reconnected' line on\n\
+                      standard error, as the client reads again what it watches: one event per node and\n\
+                      kind of change (several data changes give one NodeDataChanged; a node created\n\
+                      meanwhile gives NodeCreated only, one deleted and created again NodeDeleted then\n\
+                      NodeCreated, one created and deleted again nothing), a node before its children\n\
+                      and children in name order. That is not the order in which the server applied\n\
+                      them, and changes made after the reconnect may come among them."
     )]
     Watch(watch::Watch),
     /// Run a command while holding a lock.
     #[command(
-        after_help = "Example:\n  zk lock /locks/deploy -- ./deploy.sh --prod\n\n\
-                            The command gets ZK_LOCK_PATH, ZK_LOCK_NODE and ZK_FENCING_TOKEN (decimal; larger for\n\
-                            every later grant) in its environment."
+        after_help = concat!("Example:\n  zk lock /locks/deploy -- ./deploy.sh --prod\n\n",
+            lock_wait!(),
+            "The command gets in its environment:\n",
+            lock_env!()
+        )
     )]
     Lock(coordinate::Lock),
     /// Run a command while holding a read or write lock (Curator's InterProcessReadWriteLock).
     #[command(
-        after_help = "Examples:\n  zk rwlock --read /locks/catalog -- ./export.sh\n  zk rwlock --write /locks/catalog -- ./import.sh"
+        after_help = concat!("Examples:\n  zk rwlock --read /locks/catalog -- ./export.sh\n  zk rwlock --write /locks/catalog -- ./import.sh\n\n",
+            lock_wait!(),
+            "The command gets in its environment:\n",
+            lock_env!()
+        )
     )]
     Rwlock(coordinate::Rwlock),
     /// Run a command while holding one of N leases (Curator's InterProcessSemaphoreV2).
     #[command(
-        after_help = "Example:\n  zk semaphore --permits 3 /semaphores/db -- ./migrate-shard.sh"
+        after_help = concat!("Example:\n  zk semaphore --permits 3 /semaphores/db -- ./migrate-shard.sh\n\n",
+            lock_wait!(),
+            "The command gets in its environment:\n",
+            lock_env!()
+        )
     )]
     Semaphore(coordinate::SemaphoreCmd),
     /// Run a command while leader of an election, or print each leader with --observe.
     #[command(
-        after_help = "Examples:\n  zk elect /election/scheduler --id $(hostname) -- ./scheduler\n  \
+        after_help = concat!("Examples:\n  zk elect /election/scheduler --id $(hostname) -- ./scheduler\n  \
                             zk elect --observe /election/scheduler\n\n\
-                            The command gets ZK_LOCK_PATH, ZK_LOCK_NODE, ZK_FENCING_TOKEN and ZK_LEADER_ID."
+                            A candidate whose session expires joins the election again on a new session with\n\
+                            the same settings, until --timeout if given.\n\n\
+                            The command gets in its environment ZK_LEADER_ID (our participant id) and:\n\
+                            ", lock_env!())
     )]
     Elect(elect::Elect),
     /// Print a shell completion script.

@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use clap::Args;
-use zookeeper_tokio::{Client, ErrorKind};
+use zookeeper_recipes::Sessions;
+use zookeeper_tokio::{Client, ClientBuilder, ErrorKind};
 
 use crate::exit::Failure;
 use crate::sasl::SaslFlags;
@@ -11,6 +12,7 @@ use crate::tls::{self, TlsFlags};
 
 /// Where and how to connect.
 #[derive(Args, Clone)]
+#[command(next_help_heading = crate::cli::GLOBAL_HEADING)]
 pub struct Connection {
     /// Servers, `host:port[,host:port...][/chroot]`.
     #[arg(
@@ -89,6 +91,21 @@ pub fn duration(text: &str) -> Result<Duration, String> {
 impl Connection {
     /// Opens the session, under `--chroot` if given.
     pub async fn connect(&self) -> Result<Client, Failure> {
+        let builder = self.builder()?;
+        builder.connect().await.map_err(|e| self.explain(e))
+    }
+
+    /// Sessions that start on `client` and, when its session expires, go on with a new one
+    /// opened with the same flags: what lock waiters ride out an expiry with.
+    pub fn renewing(&self, client: &Client) -> Result<Sessions, Failure> {
+        let builder = self.builder()?;
+        Ok(Sessions::renewing(client.clone(), move || {
+            builder.clone().connect()
+        }))
+    }
+
+    /// The builder of a session with these flags.
+    fn builder(&self) -> Result<ClientBuilder, Failure> {
         let chroot = self.chroot.as_deref();
         let mut builder = Client::builder(&self.server)
             .session_timeout(self.session_timeout)
@@ -102,8 +119,7 @@ impl Connection {
             };
             builder = builder.digest_auth(user, password);
         }
-        let builder = self.sasl.apply(self.tls.apply(builder)?)?;
-        builder.connect().await.map_err(|e| self.explain(e))
+        self.sasl.apply(self.tls.apply(builder)?)
     }
 
     /// The failure for a session that could not be opened, saying what to check.

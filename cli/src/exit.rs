@@ -17,7 +17,7 @@
 
 use std::fmt;
 
-use zookeeper_tokio::{Error as ClientError, ErrorKind, TlsCause};
+use zookeeper_tokio::{Error as ClientError, ErrorKind, SessionState, TlsCause};
 
 /// Bad usage (`EX_USAGE` of `sysexits.h`).
 pub const USAGE: u8 = 64;
@@ -42,6 +42,16 @@ pub const NOT_FOUND: u8 = 127;
 /// The code of a process killed by `signal`, as shells report it.
 pub fn signalled(signal: i32) -> u8 {
     (128 + signal).clamp(0, 255) as u8
+}
+
+/// How a session ended, in words, for the messages that report it.
+pub fn session_end(state: SessionState) -> &'static str {
+    match state {
+        SessionState::Expired => "the session expired",
+        SessionState::AuthFailed => "the session's authentication failed",
+        SessionState::Closed => "the session was closed",
+        _ => "the session ended",
+    }
 }
 
 /// Why `zk` stops with a non-zero status: the one line printed on stderr, and the code.

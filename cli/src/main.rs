@@ -5,6 +5,7 @@ mod cli;
 mod commands;
 mod connection;
 mod exit;
+mod exported;
 mod interrupt;
 mod output;
 mod sasl;

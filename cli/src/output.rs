@@ -45,6 +45,15 @@ impl Out {
         r.map_err(closed)
     }
 
+    /// After `data` written by [`Out::data`], a newline if it left the line open: what follows
+    /// (a stat, an event) starts on a line of its own, terminal or not.
+    pub fn end_line(&mut self, data: &[u8]) -> Result<(), Failure> {
+        if self.terminal || data.is_empty() || data.ends_with(b"\n") {
+            return Ok(());
+        }
+        self.writer.write_all(b"\n").map_err(closed)
+    }
+
     pub fn line(&mut self, line: impl std::fmt::Display) -> Result<(), Failure> {
         writeln!(self.writer, "{line}").map_err(closed)
     }
@@ -69,6 +78,13 @@ fn closed(e: io::Error) -> Failure {
     } else {
         Failure::new(IO, format!("writing the output: {e}"))
     }
+}
+
+/// Now, in milliseconds since the Unix epoch (as stat times are).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// Node data for JSON: the text when it is UTF-8, else base64; with the encoding's name.
@@ -115,7 +131,8 @@ pub fn stat_lines(stat: &Stat) -> Vec<String> {
     ]
 }
 
-fn time(ms: i64) -> String {
+/// Milliseconds since the Unix epoch as RFC 3339 UTC (`2026-11-26T14:50:01.123Z`).
+pub fn time(ms: i64) -> String {
     match u64::try_from(ms) {
         Ok(ms) => {
             humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms)).to_string()

@@ -26,6 +26,7 @@ use zookeeper_recipes::Client;
 
 use crate::connection::duration;
 use crate::exit::{self, Failure};
+use crate::exported::Var;
 use crate::interrupt::{parse_signal, signal_name, Interrupts};
 use crate::watchdog::{self, kill_group, sleep_until, MARGIN};
 
@@ -98,8 +99,13 @@ impl Supervision {
 pub enum End {
     /// It exited by itself.
     Exited(ExitStatus),
-    /// It was stopped because the lock could no longer be trusted, for `reason`.
-    Stopped { reason: String, signal: i32 },
+    /// It was stopped because the lock could no longer be trusted, for `reason`: with
+    /// `signal`, and with SIGKILL too when `killed` says why.
+    Stopped {
+        reason: String,
+        signal: i32,
+        killed: Option<String>,
+    },
     /// `zk` got `signal` and passed it on; the command then ended with `status`.
     Interrupted(ExitStatus),
 }
@@ -119,7 +125,7 @@ pub fn status_code(status: ExitStatus) -> u8 {
 pub async fn run(
     client: &Client,
     command: &[OsString],
-    env: &[(&str, String)],
+    env: &[Var],
     untrusted: impl Future<Output = String>,
     timing: &Timing,
     interrupts: &mut Interrupts,
@@ -167,7 +173,7 @@ pub async fn run(
                 }
             },
             reason = &mut untrusted, if stopping.is_none() => {
-                stopping = Some(stop(client, group, timing, Stop::Lost(reason)));
+                stopping = Some(stop(client, group, timing, reason));
             }
             signal = interrupts.next() => {
                 kill_group(group, signal);
@@ -186,7 +192,7 @@ pub async fn run(
                     let reason = "the session's lease is running out: no server answered \
                                   within the session timeout"
                         .to_owned();
-                    stopping = Some(stop(client, group, timing, Stop::Lost(reason)));
+                    stopping = Some(stop(client, group, timing, reason));
                 }
             }
             _ = sleep_until(deadline), if !killed => {
@@ -199,9 +205,10 @@ pub async fn run(
     let status = ExitStatus::from_raw(raw_status);
     Ok(match stopping {
         None => End::Exited(status),
-        Some((_, Stop::Lost(reason))) => End::Stopped {
+        Some((_, Stop::Lost { reason, kill_cause })) => End::Stopped {
             reason,
             signal: timing.signal,
+            killed: killed.then_some(kill_cause),
         },
         Some((_, Stop::Interrupted)) => End::Interrupted(status),
     })
@@ -214,22 +221,36 @@ fn lease_left(client: &Client) -> Option<Duration> {
         .map(|end| end.saturating_duration_since(std::time::Instant::now()))
 }
 
-/// Signals the group to stop; SIGKILL is due `--grace` later, or when the lease runs out if
-/// that is sooner.
-fn stop(client: &Client, group: i32, timing: &Timing, why: Stop) -> (Instant, Stop) {
+/// Signals the group to stop, the lock lost for `reason`; SIGKILL is due `--grace` later, or
+/// when the lease runs out if that is sooner.
+fn stop(client: &Client, group: i32, timing: &Timing, reason: String) -> (Instant, Stop) {
     kill_group(group, timing.signal);
     let mut kill_at = Instant::now() + timing.grace;
+    let mut kill_cause = format!(
+        "it outlived --grace ({})",
+        humantime::format_duration(timing.grace)
+    );
     if let Some(end) = client.lease_deadline() {
         let end = Instant::from_std(end)
             .checked_sub(MARGIN)
             .unwrap_or(kill_at);
-        kill_at = kill_at.min(end);
+        if end < kill_at {
+            kill_at = end;
+            kill_cause = format!(
+                "the session's lease was running out before --grace ({}) had passed",
+                humantime::format_duration(timing.grace)
+            );
+        }
     }
-    (kill_at, why)
+    (kill_at, Stop::Lost { reason, kill_cause })
 }
 
 enum Stop {
-    Lost(String),
+    /// The lock was lost for `reason`; SIGKILL, if it comes, for `kill_cause`.
+    Lost {
+        reason: String,
+        kill_cause: String,
+    },
     Interrupted,
 }
 
@@ -237,7 +258,7 @@ enum Stop {
 /// socket `fd`.
 fn spawn_watchdog(
     command: &[OsString],
-    env: &[(&str, String)],
+    env: &[Var],
     timing: &Timing,
     left: Option<Duration>,
     fd: i32,
@@ -293,10 +314,60 @@ fn cannot_run(program: &OsString, e: io::Error) -> Failure {
     )
 }
 
-/// The message for a command stopped by `signal` because of `reason`.
-pub fn stopped_message(what: &str, reason: &str, signal: i32) -> String {
-    format!(
-        "{what} lost ({reason}): the command was stopped with {}",
-        signal_name(signal)
-    )
+/// The one wording of every loss: what was lost and why, then what became of the command
+/// (`stopped`, or that it was not started).
+pub fn lost_message(what: &str, reason: &str, command: &str) -> String {
+    format!("{what} lost: {reason}; {command}")
+}
+
+/// What became of a command stopped by `signal`, and by SIGKILL when `killed` says why.
+pub fn stopped(signal: i32, killed: Option<&str>) -> String {
+    let mut text = format!("the command was stopped with {}", signal_name(signal));
+    if let Some(cause) = killed {
+        if signal != libc::SIGKILL {
+            text.push_str(&format!(", then killed with SIGKILL: {cause}"));
+        }
+    }
+    text
+}
+
+/// For a lock lost before its command was started.
+pub const NOT_STARTED: &str = "the command was not started";
+
+#[cfg(test)]
+mod tests {
+    use super::{lost_message, stopped, NOT_STARTED};
+
+    #[test]
+    fn every_loss_reads_alike() {
+        assert_eq!(
+            lost_message(
+                "lock /l",
+                "the session expired",
+                &stopped(libc::SIGTERM, None)
+            ),
+            "lock /l lost: the session expired; the command was stopped with SIGTERM"
+        );
+        assert_eq!(
+            lost_message(
+                "lock /l",
+                "the session expired",
+                &stopped(libc::SIGTERM, Some("it outlived --grace (1s)"))
+            ),
+            "lock /l lost: the session expired; the command was stopped with SIGTERM, then \
+             killed with SIGKILL: it outlived --grace (1s)"
+        );
+        assert_eq!(
+            stopped(libc::SIGKILL, Some("it outlived --grace (1s)")),
+            "the command was stopped with SIGKILL"
+        );
+        assert_eq!(
+            lost_message(
+                "lock /l",
+                "our node was deleted by someone else",
+                NOT_STARTED
+            ),
+            "lock /l lost: our node was deleted by someone else; the command was not started"
+        );
+    }
 }

@@ -167,6 +167,13 @@ pub fn hint(kind: &ErrorKind, tls: &TlsFlags) -> Option<&'static str> {
         ErrorKind::Connect(_) if tls.enabled => {
             Some("--tls needs the servers' secureClientPort in --server")
         }
+        // A TLS port hangs up on plain TCP, or answers with a TLS record.
+        ErrorKind::Connect(text)
+            if text.contains("connection closed by the server")
+                || text.contains("a TLS server") =>
+        {
+            Some("if that is the servers' secureClientPort, connect with --tls")
+        }
         _ => None,
     }
 }

@@ -26,8 +26,8 @@ impl States for LockStateChanges {
         match self.next().await {
             Some(LockState::Held) => Trust::Held,
             Some(LockState::Suspended) => Trust::Suspended,
-            Some(LockState::Lost(reason)) => Trust::Gone(format!("{reason:?}")),
-            None => Trust::Gone("released".to_owned()),
+            Some(LockState::Lost(reason)) => Trust::Gone(reason.to_string()),
+            None => Trust::Gone("it was released".to_owned()),
         }
     }
 }
@@ -38,8 +38,8 @@ impl States for LeadershipChanges {
             Some(Leadership::Leader | Leadership::Starting) => Trust::Held,
             Some(Leadership::Suspended) => Trust::Suspended,
             Some(Leadership::Follower) => Trust::Gone("another participant leads".to_owned()),
-            Some(Leadership::Lost(reason)) => Trust::Gone(format!("{reason:?}")),
-            Some(Leadership::Closed) | None => Trust::Gone("closed".to_owned()),
+            Some(Leadership::Lost(reason)) => Trust::Gone(reason.to_string()),
+            Some(Leadership::Closed) | None => Trust::Gone("the election was left".to_owned()),
         }
     }
 }
@@ -67,7 +67,7 @@ pub async fn until_untrusted(mut states: impl States, limit: Duration) -> String
                     Ok(Some(reason)) => return reason,
                     Err(_) => {
                         return format!(
-                            "disconnected for longer than {}",
+                            "the connection was down for longer than --suspend-limit ({})",
                             humantime::format_duration(limit)
                         )
                     }

@@ -276,6 +276,26 @@ async fn get_w_prints_the_next_change() {
 }
 
 #[tokio::test]
+async fn get_s_puts_the_stat_on_the_lines_after_the_data() {
+    let (connect, client) = chroot("cli_get_s").await;
+    client
+        .create("/n", b"v1", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    let text = run(&connect, &["get", "-s", "/n"]).await.ok();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("v1"), "{text}");
+    assert!(lines.next().unwrap().starts_with("cZxid = 0x"), "{text}");
+
+    // Data that ends its own line gets no blank line after it.
+    client.set_data("/n", b"v2\n", None).await.unwrap();
+    let text = run(&connect, &["get", "-s", "/n"]).await.ok();
+    assert!(text.starts_with("v2\ncZxid = 0x"), "{text}");
+    // Without -s the bytes stay as they are.
+    assert_eq!(run(&connect, &["get", "/n"]).await.stdout, b"v2\n");
+}
+
+#[tokio::test]
 async fn errors_are_one_line_with_distinct_codes() {
     let (connect, _client) = chroot("cli_errors").await;
     let missing = run(&connect, &["get", "/nope"]).await;

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::{bounded, chroot, log_lines, run, scratch, wait_file, zk, Running};
+use zookeeper_recipes::{LeaderLatch, Mutex};
 use zookeeper_testkit::{chroot_for, shared_server, Proxy};
 use zookeeper_tokio::{Client, ErrorKind};
 
@@ -130,9 +131,9 @@ async fn a_cut_holder_signals_its_command_before_the_next_one_starts() {
     assert_eq!(status.code(), Some(75), "{stderr}");
     // The command's own stderr comes first (its shell reports the signal); zk's line is last.
     let ours = stderr.lines().last().unwrap_or_default();
-    assert!(ours.starts_with("Error: lock /l lost ("), "{stderr}");
+    assert!(ours.starts_with("Error: lock /l lost: "), "{stderr}");
     assert!(
-        ours.ends_with("the command was stopped with SIGUSR1"),
+        ours.ends_with("; the command was stopped with SIGUSR1"),
         "{stderr}"
     );
     let out = bounded("the next holder", next.wait_with_output())
@@ -140,6 +141,209 @@ async fn a_cut_holder_signals_its_command_before_the_next_one_starts() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(log_lines(&log), ["A-start", "A-signalled", "B-start"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_that_ignores_the_signal_is_killed_and_the_loss_says_so() {
+    let chroot = chroot_for("cli_lock_sigkill");
+    let proxy = Proxy::start(shared_server().addr()).await.unwrap();
+    let cut = format!("{}{chroot}", proxy.connect_string());
+    let dir = scratch("sigkill");
+    let log = dir.join("log");
+    // Ignored signals are inherited: neither the shell nor its sleeps end on SIGTERM.
+    let script = format!(
+        "trap '' TERM; echo start >> {}; while :; do sleep 0.05; done",
+        log.display()
+    );
+    let mut holder = zk(&cut);
+    holder
+        .args([
+            "--session-timeout",
+            "6s",
+            "lock",
+            "--grace",
+            "1s",
+            "/l",
+            "--",
+        ])
+        .args(sh(&script));
+    let mut holder = Running::start(holder);
+    wait_lines(&log, 1).await;
+    proxy.refuse(true);
+    proxy.drop_all();
+    let status = holder.wait().await;
+    let stderr = holder.stderr().await;
+    assert_eq!(status.code(), Some(75), "{stderr}");
+    let ours = stderr.lines().last().unwrap_or_default();
+    // One wording: what was lost, why in words, and what became of the command.
+    let (why, command) = ours
+        .strip_prefix("Error: lock /l lost: ")
+        .and_then(|rest| rest.split_once("; "))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        why.starts_with("the connection was down for longer than --suspend-limit")
+            || why.starts_with("the session's lease"),
+        "{stderr}"
+    );
+    assert!(
+        command.starts_with("the command was stopped with SIGTERM, then killed with SIGKILL: "),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_command_runs_zk_as_its_caller_did() {
+    let chroot = chroot_for("cli_lock_env");
+    let server = shared_server().connect_string();
+    let zk_bin = env!("CARGO_BIN_EXE_zk");
+    // Everything by flag, nothing from the environment: the command must still reach the same
+    // chroot with the same identity.
+    let script = format!(
+        "echo \"$ZK_SERVER\"; echo \"$ZK_LOCK_PATH\"; echo \"$ZK_LOCK_NODE\"; \
+         {zk_bin} ls \"$ZK_LOCK_PATH\"; {zk_bin} whoami; \
+         {zk_bin} --chroot / stat \"$ZK_LOCK_NODE\" >/dev/null && echo found"
+    );
+    let mut cmd = zk("unused");
+    cmd.env_remove("ZK_SERVER").args([
+        "--server",
+        &server,
+        "--chroot",
+        &chroot,
+        "--auth",
+        "alice:s3cret",
+        "lock",
+        "/l",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let run = common::finish(cmd).await;
+    let text = run.ok();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], format!("{server}{chroot}"), "{text}");
+    assert_eq!(lines[1], "/l", "{text}");
+    let node = lines[2];
+    assert!(node.starts_with(&format!("{chroot}/l/")), "{text}");
+    assert_eq!(lines[3], node.rsplit('/').next().unwrap(), "{text}");
+    assert!(
+        lines[4..].iter().any(|l| l.contains("alice")),
+        "the command's zk has the caller's identity: {text}"
+    );
+    assert_eq!(lines.last(), Some(&"found"), "{text}");
+    assert!(!run.stderr.contains("s3cret"), "{}", run.stderr);
+}
+
+/// The names of `path`'s children once `pred` holds for them.
+async fn children_when(
+    client: &Client,
+    path: &str,
+    pred: impl Fn(&[String]) -> bool,
+) -> Vec<String> {
+    bounded(&format!("the children of {path}"), async {
+        loop {
+            let (children, _, watcher) = client.get_children_and_watch(path).await.unwrap();
+            if pred(&children) {
+                return children;
+            }
+            watcher.await;
+        }
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_rides_out_an_expiry_by_queueing_again_on_a_new_session() {
+    let chroot = chroot_for("cli_lock_expiry");
+    let holder = Client::connect(&shared_server().connect_string_with_chroot(&chroot))
+        .await
+        .unwrap();
+    let guard = Mutex::new(&holder, "/l").unwrap().acquire().await.unwrap();
+    let ours = guard.path().rsplit('/').next().unwrap().to_owned();
+    let proxy = Proxy::start(shared_server().addr()).await.unwrap();
+    let mut waiter = zk(&format!("{}{chroot}", proxy.connect_string()));
+    waiter
+        .args(["--session-timeout", "2s", "lock", "/l", "--"])
+        .args(sh("echo \"$ZK_LOCK_NODE\""));
+    let mut waiter = Running::start(waiter);
+    let queued = children_when(&holder, "/l", |c| c.len() == 2).await;
+    let first: String = queued.into_iter().find(|c| *c != ours).unwrap();
+
+    // Cut off until the server has expired the waiter's session (its node goes), then back.
+    proxy.refuse(true);
+    proxy.drop_all();
+    children_when(&holder, "/l", |c| !c.contains(&first)).await;
+    proxy.refuse(false);
+    let again = children_when(&holder, "/l", |c| c.len() == 2).await;
+    let second = again.into_iter().find(|c| *c != ours).unwrap();
+    assert_ne!(second, first);
+
+    guard.release().await.unwrap();
+    assert_eq!(waiter.line().await, format!("{chroot}/l/{second}"));
+    assert_eq!(waiter.wait().await.code(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_candidate_rides_out_an_expiry_by_joining_again_on_a_new_session() {
+    let chroot = chroot_for("cli_elect_expiry");
+    let holder = Client::connect(&shared_server().connect_string_with_chroot(&chroot))
+        .await
+        .unwrap();
+    let leader = LeaderLatch::start(&holder, "/e", "a").await.unwrap();
+    bounded("leadership", leader.await_leadership())
+        .await
+        .unwrap();
+    let ours = leader.node().rsplit('/').next().unwrap().to_owned();
+    let proxy = Proxy::start(shared_server().addr()).await.unwrap();
+    let mut candidate = zk(&format!("{}{chroot}", proxy.connect_string()));
+    candidate
+        .args(["--session-timeout", "2s", "elect", "/e", "--id", "b", "--"])
+        .args(sh("echo \"$ZK_LEADER_ID\""));
+    let mut candidate = Running::start(candidate);
+    let joined = children_when(&holder, "/e", |c| c.len() == 2).await;
+    let first = joined.into_iter().find(|c| *c != ours).unwrap();
+
+    proxy.refuse(true);
+    proxy.drop_all();
+    children_when(&holder, "/e", |c| !c.contains(&first)).await;
+    proxy.refuse(false);
+    children_when(&holder, "/e", |c| c.len() == 2).await;
+
+    leader.resign().await.unwrap();
+    assert_eq!(candidate.line().await, "b");
+    assert_eq!(candidate.wait().await.code(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_cut_off_past_expiry_names_the_lock_at_its_timeout() {
+    let chroot = chroot_for("cli_lock_expiry_timeout");
+    let holder = Client::connect(&shared_server().connect_string_with_chroot(&chroot))
+        .await
+        .unwrap();
+    let guard = Mutex::new(&holder, "/l").unwrap().acquire().await.unwrap();
+    let proxy = Proxy::start(shared_server().addr()).await.unwrap();
+    let mut waiter = zk(&format!("{}{chroot}", proxy.connect_string()));
+    // The session expires 2 s into the cut; the wait goes on (trying new sessions) until
+    // --timeout, long past it.
+    waiter.args([
+        "--session-timeout",
+        "2s",
+        "--timeout",
+        "12s",
+        "lock",
+        "/l",
+        "--",
+        "true",
+    ]);
+    let mut waiter = Running::start(waiter);
+    children_when(&holder, "/l", |c| c.len() == 2).await;
+    proxy.refuse(true);
+    proxy.drop_all();
+    let status = waiter.wait().await;
+    let stderr = waiter.stderr().await;
+    assert_eq!(status.code(), Some(124), "{stderr}");
+    assert_eq!(stderr, "Error: lock /l not acquired within 12s\n");
+    drop(guard);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -335,7 +539,7 @@ async fn timeouts_usage_and_missing_commands_have_their_codes() {
     )
     .await;
     assert_eq!(late.code, Some(124));
-    assert_eq!(late.stderr, "Error: /l: not acquired within 500ms\n");
+    assert_eq!(late.stderr, "Error: lock /l not acquired within 500ms\n");
     // A waiter interrupted leaves nothing in the queue behind it.
     let mut waiter = zk(&connect);
     waiter.args(["lock", "/l", "--", "true"]);

@@ -133,7 +133,9 @@ async fn a_lock_over_tls_set_up_by_the_environment() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 2, "{out}");
     let held = lines[1].strip_prefix("held ").expect("the command's line");
-    assert_eq!(held, format!("/locks/deploy/{}", lines[0]), "{out}");
+    // The node's full path: the chroot, then the lock.
+    let root = plain.chroot().unwrap();
+    assert_eq!(held, format!("{root}/locks/deploy/{}", lines[0]), "{out}");
     // Released on the way out.
     let (left, _) = plain.get_children("/locks/deploy").await.unwrap();
     assert!(left.is_empty(), "{left:?}");
@@ -269,5 +271,9 @@ async fn tls_and_plain_tcp_are_never_mixed() {
         cmd
     })
     .await;
-    plain_to_secure.failed(CONNECTION);
+    let line = plain_to_secure.failed(CONNECTION);
+    assert!(
+        line.ends_with("if that is the servers' secureClientPort, connect with --tls"),
+        "{line}"
+    );
 }

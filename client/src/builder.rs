@@ -372,6 +372,16 @@ impl ClientBuilder {
             Some(t) => limits::timeout("connect timeout", t)?,
             None => session_timeout.min(DEFAULT_CONNECT_TIMEOUT),
         };
+        // Said when it bites: a short session timeout silently shortens the wait to connect.
+        let connect_rule = (self.connect_timeout.is_none()
+            && session_timeout < DEFAULT_CONNECT_TIMEOUT)
+            .then(|| {
+                format!(
+                    "; the connect timeout defaults to the session timeout ({session_timeout:?}) \
+                     when that is shorter than {DEFAULT_CONNECT_TIMEOUT:?}: set connect_timeout \
+                     to wait longer"
+                )
+            });
         let attempt_timeout = self
             .attempt_timeout
             .map(|t| limits::timeout("attempt timeout", t))
@@ -483,7 +493,9 @@ impl ClientBuilder {
                 let last_tls = failures.borrow().last_tls.clone();
                 Err(last_tls
                     .unwrap_or_else(|| {
-                        ErrorKind::Connect(info.connect_failure(&hosts, connect_timeout))
+                        let mut failure = info.connect_failure(&hosts, connect_timeout);
+                        failure.push_str(connect_rule.as_deref().unwrap_or_default());
+                        ErrorKind::Connect(failure)
                     })
                     .into())
             }

@@ -45,6 +45,18 @@ impl ConnectString {
             }
             .into()
         };
+        // `zk://host:2181` would otherwise read as the host `zk:` under the chroot `//host:2181`.
+        if let Some((scheme, rest)) = input.split_once("://") {
+            let is_scheme = !scheme.is_empty()
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+            if is_scheme {
+                return Err(bad(&format!(
+                    "a connect string has no scheme: write {rest:?}, without {scheme}://"
+                )));
+            }
+        }
         let (host_part, chroot) = match input.find('/') {
             Some(i) => (&input[..i], Some(&input[i..])),
             None => (input, None),
@@ -139,6 +151,16 @@ mod tests {
         let cs = ConnectString::parse("[::1]:2182,[fe80::1]").unwrap();
         assert_eq!(cs.hosts, vec![hp("::1", 2182), hp("fe80::1", DEFAULT_PORT)]);
         assert_eq!(cs.hosts[0].to_addr_string(), "[::1]:2182");
+    }
+
+    #[test]
+    fn a_scheme_is_refused_as_such() {
+        let err = ConnectString::parse("zk://127.0.0.1:2181/app").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid connect string \"zk://127.0.0.1:2181/app\": a connect string has no \
+             scheme: write \"127.0.0.1:2181/app\", without zk://"
+        );
     }
 
     #[test]

@@ -288,6 +288,8 @@ struct Context {
     path: Option<String>,
     /// For a `multi` or `multi_read`, the operation of the transaction that failed.
     failed_op: Option<FailedOp>,
+    /// The client's chroot, when the failure shows that it does not exist.
+    missing_chroot: Option<String>,
 }
 
 /// The operation of a transaction that made it fail.
@@ -431,6 +433,29 @@ impl Error {
         ))
     }
 
+    /// For a transaction that ran `leading` operations of its own before the caller's (a lock
+    /// guard's check of its node, say): this error with the failing operation numbered among
+    /// the caller's operations, the caller's first being 0, in [`ErrorKind::MultiFailed`],
+    /// [`Error::multi_cause`] and the message. An error of one of the `leading` operations,
+    /// or of no operation, is returned as it is.
+    pub fn multi_relative_to(mut self, leading: usize) -> Error {
+        let failed = self.context.as_mut().and_then(|c| c.failed_op.as_mut());
+        let index = match (&mut self.kind, failed) {
+            (ErrorKind::MultiFailed { index, .. }, _) => index,
+            (_, Some(op)) => &mut op.index,
+            _ => return self,
+        };
+        if *index < leading {
+            return self;
+        }
+        *index -= leading;
+        let index = *index;
+        if let Some(op) = self.context.as_mut().and_then(|c| c.failed_op.as_mut()) {
+            op.index = index;
+        }
+        self
+    }
+
     /// True when the same request may succeed if retried on this session; see
     /// [`ErrorKind::is_retryable`].
     pub fn is_retryable(&self) -> bool {
@@ -503,6 +528,7 @@ impl Error {
                 operation,
                 path,
                 failed_op: None,
+                missing_chroot: None,
             }));
         }
         self
@@ -526,7 +552,19 @@ impl Error {
                     operation: op,
                     path,
                 }),
+                missing_chroot: None,
             }));
+        }
+        self
+    }
+}
+
+impl Error {
+    /// Says that the client's `chroot` does not exist, for a failure that proves it (a node
+    /// created right under the chroot whose parent is missing).
+    pub(crate) fn in_missing_chroot(mut self, chroot: &str) -> Error {
+        if let Some(context) = self.context.as_mut() {
+            context.missing_chroot = Some(chroot.to_owned());
         }
         self
     }
@@ -555,7 +593,11 @@ impl fmt::Display for Error {
         if let (Some(path), true) = (&context.path, shows_path) {
             write!(f, " {path}")?;
         }
-        write!(f, ": {}", self.kind)
+        write!(f, ": {}", self.kind)?;
+        if let Some(chroot) = &context.missing_chroot {
+            write!(f, ": the chroot {chroot} does not exist")?;
+        }
+        Ok(())
     }
 }
 

@@ -253,3 +253,60 @@ async fn a_chrooted_client_reports_its_own_paths() {
     );
     assert!(!format!("{err} {err:?}").contains(&root), "{err:?}");
 }
+
+#[tokio::test]
+async fn a_create_under_a_missing_chroot_names_the_chroot() {
+    let chroot = zookeeper_testkit::unique_chroot("errors_missing_chroot");
+    let server = zookeeper_testkit::shared_server();
+    let c = zookeeper_tokio::Client::connect(&server.connect_string_with_chroot(&chroot))
+        .await
+        .unwrap();
+    let err = c.create("/config", b"", &persistent()).await.unwrap_err();
+    assert_eq!(err, ErrorKind::NoNode);
+    assert_eq!(
+        located(&err, "create", "/config"),
+        format!("create /config: node does not exist: the chroot {chroot} does not exist")
+    );
+    // Deeper down, the missing parent may be below the chroot: nothing is claimed.
+    let err = c.create("/a/b", b"", &persistent()).await.unwrap_err();
+    assert_eq!(err.to_string(), "create /a/b: node does not exist");
+}
+
+#[tokio::test]
+async fn a_scheme_in_the_connect_string_is_refused_as_such() {
+    let err = zookeeper_tokio::Client::connect("zk://127.0.0.1:2181")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::InvalidConnectString { .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("has no scheme"), "{err}");
+    assert!(!err.to_string().contains("chroot"), "{err}");
+}
+
+#[tokio::test]
+async fn a_connect_timeout_cut_short_by_the_session_timeout_says_so() {
+    // A port that accepts connections (the kernel's backlog) and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap().to_string();
+    let err = zookeeper_tokio::Client::builder(&addr)
+        .session_timeout(std::time::Duration::from_millis(1))
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Connect(_)), "{err:?}");
+    assert!(
+        err.to_string()
+            .contains("the connect timeout defaults to the session timeout (1ms)"),
+        "{err}"
+    );
+    // Given, the connect timeout is the caller's own: no rule to name.
+    let err = zookeeper_tokio::Client::builder(&addr)
+        .session_timeout(std::time::Duration::from_millis(1))
+        .connect_timeout(std::time::Duration::from_millis(50))
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(!err.to_string().contains("defaults"), "{err}");
+}

@@ -19,12 +19,14 @@ use crate::transitions::StateWatcher;
 /// Zxids are unique and totally ordered across the ensemble and across leader changes, and a
 /// later holder's node was created later, so a resource that remembers the highest token it
 /// has seen can refuse a stale holder (one that paused and outlived its lock).
+///
+/// Displayed (and logged) in decimal, as `zk` gives it to commands in `ZK_FENCING_TOKEN`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct FencingToken(pub i64);
 
 impl fmt::Display for FencingToken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:#x}", self.0)
+        write!(f, "{}", self.0)
     }
 }
 
@@ -124,7 +126,8 @@ impl HeldNode {
                     path: self.path.clone(),
                 })
             }
-            Err(e) => Err(Error::Client(e)),
+            // Numbered among the caller's operations: the check is ours, not theirs.
+            Err(e) => Err(Error::Client(e.multi_relative_to(1))),
         }
     }
 }
@@ -360,9 +363,9 @@ impl LockGuard {
     /// resources outside ZooKeeper, use the [`fencing_token`](Self::fencing_token).)
     ///
     /// Returns the results of `ops` (without the check's). When one of `ops` fails, the
-    /// error is the client's [`ErrorKind::MultiFailed`], whose index counts the check as
-    /// operation 0: your first operation is 1. A write that failed with connection loss may
-    /// have been applied, like any ZooKeeper write.
+    /// error is the client's [`ErrorKind::MultiFailed`], whose index is that of the failing
+    /// operation in `ops` (the check is not counted): your first operation is 0. A write that
+    /// failed with connection loss may have been applied, like any ZooKeeper write.
     pub async fn guarded_multi(&self, ops: Vec<MultiOp>) -> Result<Vec<MultiResult>> {
         self.node.guarded_multi(ops).await
     }

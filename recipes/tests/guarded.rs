@@ -21,9 +21,12 @@ async fn guarded_writes_apply_while_held_and_are_refused_once_the_node_is_gone()
         .await
         .unwrap();
     assert_eq!(results.len(), 1, "only our operations' results");
+    // The token reads as ZK_FENCING_TOKEN does for `zk lock`'s command: the czxid in decimal.
+    assert_eq!(g.fencing_token().to_string(), g.stat().czxid.to_string());
     assert!(matches!(results[0], MultiResult::SetData { .. }));
 
-    // One of our operations fails: the lock check counts as operation 0.
+    // One of our operations fails: it is named by its index among ours (the check is not
+    // counted).
     let err = g
         .guarded_multi(vec![
             MultiOp::set_data("/state", b"2", None),
@@ -32,10 +35,18 @@ async fn guarded_writes_apply_while_held_and_are_refused_once_the_node_is_gone()
         .await
         .unwrap_err();
     match &err {
-        Error::Client(e) => assert!(
-            matches!(e.kind(), ErrorKind::MultiFailed { index: 2, .. }),
-            "{e}"
-        ),
+        Error::Client(e) => {
+            assert!(
+                matches!(e.kind(), ErrorKind::MultiFailed { index: 1, .. }),
+                "{e}"
+            );
+            assert_eq!(
+                e.to_string(),
+                "multi: operation 1 (create /state) failed: node already exists"
+            );
+            let (index, cause) = e.multi_cause().unwrap();
+            assert_eq!((index, cause.path()), (1, Some("/state")));
+        }
         other => panic!("{other:?}"),
     }
 

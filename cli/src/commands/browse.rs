@@ -61,7 +61,7 @@ pub async fn ls(client: &Client, args: Ls, out: &mut Out) -> Outcome {
 /// `get [-s] [-w] PATH`
 #[derive(Args, Debug)]
 pub struct Get {
-    /// Also print the stat, after the data.
+    /// Also print the stat, on the lines after the data.
     #[arg(short = 's', long)]
     stat: bool,
     /// Then wait for the node's next change (or deletion) and print it.
@@ -88,6 +88,7 @@ pub async fn get(client: &Client, args: Get, out: &mut Out) -> Outcome {
     } else {
         out.data(&data)?;
         if args.stat {
+            out.end_line(&data)?;
             for line in stat_lines(&stat) {
                 out.line(line)?;
             }
@@ -100,14 +101,18 @@ pub async fn get(client: &Client, args: Get, out: &mut Out) -> Outcome {
             return Err(Failure::new(
                 crate::exit::CONNECTION,
                 format!(
-                    "session ended ({:?}) before {} changed",
-                    event.state, args.path
+                    "{} before {} changed",
+                    crate::exit::session_end(event.state),
+                    args.path
                 ),
             ));
         }
         if out.json {
             out.json(&json!({ "type": event.event_type.name(), "path": event.path }))?;
         } else {
+            if !args.stat {
+                out.end_line(&data)?;
+            }
             out.line(format!("{} {}", event.event_type.name(), event.path))?;
         }
     }

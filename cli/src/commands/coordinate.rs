@@ -10,9 +10,10 @@ use zookeeper_tokio::Client;
 
 use crate::connection::Connection;
 use crate::exit::{self, Failure, Outcome};
+use crate::exported::{self, Var};
 use crate::interrupt::Interrupts;
 use crate::output::Out;
-use crate::supervise::{self, status_code, stopped_message, End, Supervision};
+use crate::supervise::{self, lost_message, status_code, stopped, End, Supervision, NOT_STARTED};
 use crate::trust::until_untrusted;
 
 /// Whose node names to use, to share the lock with Java or Python peers.
@@ -89,9 +90,11 @@ pub fn identity() -> String {
 
 pub async fn lock(client: &Client, conn: &Connection, args: Lock, _out: &mut Out) -> Outcome {
     let mut interrupts = Interrupts::catch()?;
-    let mutex = Mutex::with_layout(client, &args.path, args.layout.into())?
+    let sessions = conn.renewing(client)?;
+    let mutex = Mutex::with_layout(&sessions, &args.path, args.layout.into())?
         .with_data(identity().as_bytes());
     let guard = acquire(
+        "lock",
         &args.path,
         conn.timeout,
         &mut interrupts,
@@ -99,8 +102,10 @@ pub async fn lock(client: &Client, conn: &Connection, args: Lock, _out: &mut Out
         mutex.acquire(),
     )
     .await?;
-    hold(
-        client,
+    let live = sessions.client();
+    let outcome = hold(
+        &live,
+        conn,
         "lock",
         &args.path,
         guard,
@@ -109,14 +114,19 @@ pub async fn lock(client: &Client, conn: &Connection, args: Lock, _out: &mut Out
         &args.supervision,
         &mut interrupts,
     )
-    .await
+    .await;
+    close_renewed(client, &live).await;
+    outcome
 }
 
 pub async fn rwlock(client: &Client, conn: &Connection, args: Rwlock, _out: &mut Out) -> Outcome {
     let mut interrupts = Interrupts::catch()?;
-    let lock = ReadWriteLock::new(client, &args.path)?.with_data(identity().as_bytes());
+    let sessions = conn.renewing(client)?;
+    let lock = ReadWriteLock::new(&sessions, &args.path)?.with_data(identity().as_bytes());
+    let what = if args.read { "read lock" } else { "write lock" };
     let guard = if args.read {
         acquire(
+            what,
             &args.path,
             conn.timeout,
             &mut interrupts,
@@ -126,6 +136,7 @@ pub async fn rwlock(client: &Client, conn: &Connection, args: Rwlock, _out: &mut
         .await?
     } else {
         acquire(
+            what,
             &args.path,
             conn.timeout,
             &mut interrupts,
@@ -134,9 +145,11 @@ pub async fn rwlock(client: &Client, conn: &Connection, args: Rwlock, _out: &mut
         )
         .await?
     };
-    hold(
-        client,
-        "lock",
+    let live = sessions.client();
+    let outcome = hold(
+        &live,
+        conn,
+        what,
         &args.path,
         guard,
         None,
@@ -144,7 +157,9 @@ pub async fn rwlock(client: &Client, conn: &Connection, args: Rwlock, _out: &mut
         &args.supervision,
         &mut interrupts,
     )
-    .await
+    .await;
+    close_renewed(client, &live).await;
+    outcome
 }
 
 pub async fn semaphore(
@@ -154,9 +169,11 @@ pub async fn semaphore(
     _out: &mut Out,
 ) -> Outcome {
     let mut interrupts = Interrupts::catch()?;
-    let pool =
-        Semaphore::new(client, &args.path, args.permits as usize)?.with_data(identity().as_bytes());
+    let sessions = conn.renewing(client)?;
+    let pool = Semaphore::new(&sessions, &args.path, args.permits as usize)?
+        .with_data(identity().as_bytes());
     let lease = acquire(
+        "lease on",
         &args.path,
         conn.timeout,
         &mut interrupts,
@@ -164,8 +181,10 @@ pub async fn semaphore(
         pool.acquire(),
     )
     .await?;
-    hold(
-        client,
+    let live = sessions.client();
+    let outcome = hold(
+        &live,
+        conn,
         "lease on",
         &args.path,
         lease,
@@ -174,12 +193,24 @@ pub async fn semaphore(
         &args.supervision,
         &mut interrupts,
     )
-    .await
+    .await;
+    close_renewed(client, &live).await;
+    outcome
 }
 
-/// Waits for the lock, within `timeout` if given. Interrupted, the wait is dropped (which
-/// deletes our waiting node) and `zk` exits as the signal would have it.
+/// Closes `live`, the session a lock was granted on, when it is not `first` (which `zk`
+/// closes in any case): the first expired while waiting, and the wait went on with a new one.
+pub async fn close_renewed(first: &Client, live: &Client) {
+    if live.session_id() != first.session_id() {
+        let _ = tokio::time::timeout(Duration::from_secs(3), live.close()).await;
+    }
+}
+
+/// Waits for `what` on `path`, within `timeout` if given, through expiries of the session
+/// (the recipe queues again on a new one). Interrupted, the wait is dropped (which deletes our
+/// waiting node) and `zk` exits as the signal would have it. Every failure names the lock.
 pub async fn acquire<T, W, F>(
+    what: &str,
     path: &str,
     timeout: Option<Duration>,
     interrupts: &mut Interrupts,
@@ -190,18 +221,27 @@ where
     W: Future<Output = zookeeper_recipes::Result<Option<T>>>,
     F: Future<Output = zookeeper_recipes::Result<T>>,
 {
+    let not_acquired = |e: zookeeper_recipes::Error| {
+        let failure = Failure::from(e);
+        Failure {
+            message: failure
+                .message
+                .map(|m| format!("{what} {path} not acquired: {m}")),
+            ..failure
+        }
+    };
     let wait = async {
         match timeout {
-            Some(t) => within(t).await?.ok_or_else(|| {
+            Some(t) => within(t).await.map_err(not_acquired)?.ok_or_else(|| {
                 Failure::new(
                     exit::TIMEOUT,
                     format!(
-                        "{path}: not acquired within {}",
+                        "{what} {path} not acquired within {}",
                         humantime::format_duration(t)
                     ),
                 )
             }),
-            None => Ok(forever.await?),
+            None => forever.await.map_err(not_acquired),
         }
     };
     tokio::select! {
@@ -215,6 +255,7 @@ where
 #[allow(clippy::too_many_arguments)]
 pub async fn hold(
     client: &Client,
+    conn: &Connection,
     what: &str,
     path: &str,
     guard: LockGuard,
@@ -226,15 +267,11 @@ pub async fn hold(
     if let LockState::Lost(reason) = guard.state() {
         return Err(Failure::new(
             exit::LOST,
-            format!("{what} {path} lost ({reason:?}) before the command started"),
+            lost_message(&format!("{what} {path}"), &reason.to_string(), NOT_STARTED),
         ));
     }
-    let mut env = vec![
-        ("ZK_LOCK_PATH", path.to_owned()),
-        ("ZK_LOCK_NODE", guard.path().to_owned()),
-        ("ZK_FENCING_TOKEN", guard.fencing_token().0.to_string()),
-    ];
-    env.extend(extra);
+    let mut env = lock_env(conn, client, path, guard.path(), guard.fencing_token().0);
+    env.extend(extra.map(|(name, value)| (name, value.into())));
     let timing = match supervision.timing(client.session_timeout()) {
         Ok(timing) => timing,
         Err(usage) => {
@@ -250,13 +287,38 @@ pub async fn hold(
     finish(&format!("{what} {path}"), end?)
 }
 
+/// The command's environment: the connection's settings (see `exported`), the lock's path as
+/// given, its node's full path (chroot included) and the fencing token.
+pub fn lock_env(
+    conn: &Connection,
+    client: &Client,
+    path: &str,
+    node: &str,
+    token: i64,
+) -> Vec<Var> {
+    let mut env = exported::settings(conn);
+    env.extend([
+        ("ZK_LOCK_PATH", path.into()),
+        (
+            "ZK_LOCK_NODE",
+            exported::full_path(client.chroot(), node).into(),
+        ),
+        ("ZK_FENCING_TOKEN", token.to_string().into()),
+    ]);
+    env
+}
+
 /// The exit of `zk` for how the command ended.
 pub fn finish(what: &str, end: End) -> Outcome {
     match end {
         End::Exited(status) | End::Interrupted(status) => Ok(status_code(status)),
-        End::Stopped { reason, signal } => Err(Failure::new(
+        End::Stopped {
+            reason,
+            signal,
+            killed,
+        } => Err(Failure::new(
             exit::LOST,
-            stopped_message(what, &reason, signal),
+            lost_message(what, &reason, &stopped(signal, killed.as_deref())),
         )),
     }
 }

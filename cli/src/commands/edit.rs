@@ -14,6 +14,7 @@ use crate::connection::duration;
 use crate::exit::{self, Failure, Outcome};
 use crate::interrupt::Interrupts;
 use crate::output::{stat_json, stat_lines, Out};
+use crate::supervise::lost_message;
 use crate::walk::Walk;
 
 /// Node data from the command line: the argument's bytes as given, or standard input for `-`.
@@ -131,7 +132,11 @@ pub async fn create(client: &Client, args: Create, out: &mut Out) -> Outcome {
                 let state = state.map(|s| *s).unwrap_or(SessionState::Closed);
                 return Err(Failure::new(
                     exit::CONNECTION,
-                    format!("session ended ({state:?}): {path} is gone"),
+                    lost_message(
+                        &format!("ephemeral node {path}"),
+                        exit::session_end(state),
+                        "the server deletes it with the session",
+                    ),
                 ));
             }
         }

@@ -12,12 +12,14 @@ use serde_json::json;
 use zookeeper_recipes::{leader_participants, Layout, LeaderLatch, Leadership, Mutex};
 use zookeeper_tokio::{Client, ErrorKind, EventType, OneshotWatcher};
 
-use crate::commands::coordinate::{acquire, finish, hold, identity, LayoutArg};
+use crate::commands::coordinate::{
+    acquire, close_renewed, finish, hold, identity, lock_env, LayoutArg,
+};
 use crate::connection::Connection;
 use crate::exit::{self, Failure, Outcome};
 use crate::interrupt::Interrupts;
 use crate::output::Out;
-use crate::supervise::{self, Supervision};
+use crate::supervise::{self, lost_message, Supervision, NOT_STARTED};
 use crate::trust::until_untrusted;
 use crate::walk::join;
 
@@ -59,8 +61,11 @@ pub async fn elect(client: &Client, conn: &Connection, args: Elect, out: &mut Ou
     }
     let id = args.id.clone().unwrap_or_else(identity);
     if args.layout == LayoutArg::Kazoo {
-        let mutex = Mutex::with_layout(client, &args.path, Layout::Kazoo)?.with_data(id.as_bytes());
+        let sessions = conn.renewing(client)?;
+        let mutex =
+            Mutex::with_layout(&sessions, &args.path, Layout::Kazoo)?.with_data(id.as_bytes());
         let guard = acquire(
+            "leadership of",
             &args.path,
             conn.timeout,
             &mut interrupts,
@@ -68,8 +73,10 @@ pub async fn elect(client: &Client, conn: &Connection, args: Elect, out: &mut Ou
             mutex.acquire(),
         )
         .await?;
-        return hold(
-            client,
+        let live = sessions.client();
+        let outcome = hold(
+            &live,
+            conn,
             "leadership of",
             &args.path,
             guard,
@@ -79,8 +86,12 @@ pub async fn elect(client: &Client, conn: &Connection, args: Elect, out: &mut Ou
             &mut interrupts,
         )
         .await;
+        close_renewed(client, &live).await;
+        return outcome;
     }
-    let latch = LeaderLatch::start(client, &args.path, &id).await?;
+    let first = client;
+    let sessions = conn.renewing(client)?;
+    let latch = LeaderLatch::start(&sessions, &args.path, &id).await?;
     let leading = async {
         let won = latch.await_leadership();
         let won = match conn.timeout {
@@ -90,7 +101,7 @@ pub async fn elect(client: &Client, conn: &Connection, args: Elect, out: &mut Ou
                     return Err(Failure::new(
                         exit::TIMEOUT,
                         format!(
-                            "{}: not leader within {}",
+                            "leadership of {} not acquired within {}",
                             args.path,
                             humantime::format_duration(limit)
                         ),
@@ -99,7 +110,7 @@ pub async fn elect(client: &Client, conn: &Connection, args: Elect, out: &mut Ou
             },
             None => won.await,
         };
-        won.map_err(|_| lost_before(latch.state()))
+        won.map_err(|_| lost_before(&args.path, latch.state()))
     };
     let led = tokio::select! {
         led = leading => led,
@@ -109,12 +120,17 @@ pub async fn elect(client: &Client, conn: &Connection, args: Elect, out: &mut Ou
         let _ = tokio::time::timeout(Duration::from_secs(3), latch.resign()).await;
         return Err(e);
     }
-    let env = [
-        ("ZK_LOCK_PATH", args.path.clone()),
-        ("ZK_LOCK_NODE", latch.node()),
-        ("ZK_FENCING_TOKEN", latch.fencing_token().0.to_string()),
-        ("ZK_LEADER_ID", id),
-    ];
+    // The session we lead on: the first, or one opened after it expired while we waited.
+    let live = sessions.client();
+    let client = &live;
+    let mut env = lock_env(
+        conn,
+        client,
+        &args.path,
+        &latch.node(),
+        latch.fencing_token().0,
+    );
+    env.push(("ZK_LEADER_ID", id.into()));
     let timing = match args.supervision.timing(client.session_timeout()) {
         Ok(timing) => timing,
         Err(usage) => {
@@ -133,17 +149,22 @@ pub async fn elect(client: &Client, conn: &Connection, args: Elect, out: &mut Ou
     )
     .await;
     let _ = tokio::time::timeout(Duration::from_secs(3), latch.resign()).await;
+    close_renewed(first, &live).await;
     finish(&format!("leadership of {}", args.path), end?)
 }
 
 /// Why the latch ended before we led.
-fn lost_before(state: Leadership) -> Failure {
+fn lost_before(path: &str, state: Leadership) -> Failure {
+    let what = format!("place in the election {path}");
     match state {
         Leadership::Lost(reason) => Failure::new(
             exit::CONNECTION,
-            format!("left the election before leading: {reason:?}"),
+            lost_message(&what, &reason.to_string(), NOT_STARTED),
         ),
-        other => Failure::new(exit::ZOOKEEPER, format!("left the election: {other:?}")),
+        other => Failure::new(
+            exit::ZOOKEEPER,
+            lost_message(&what, &format!("the latch is {other}"), NOT_STARTED),
+        ),
     }
 }
 

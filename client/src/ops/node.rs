@@ -10,7 +10,7 @@ use zookeeper_jute::{
 };
 
 use super::parents::{CreateReply, MissingParents};
-use super::{at, reply};
+use super::{at, locate_with, reply};
 use crate::client::{Call, Client};
 #[cfg(doc)]
 use crate::error::Error;
@@ -50,7 +50,20 @@ impl Client {
     ) -> impl Future<Output = Result<(String, Stat)>> + Send + 'static {
         let call = self.create_call(path, data, options);
         let chroot = self.chroot_ref().clone();
-        let first = reply(call, at("create", path), move |reply| {
+        let locate = {
+            let chroot = chroot.clone();
+            let path = path.to_owned();
+            locate_with("create", move |e| {
+                // A node right under the chroot has the chroot itself for its parent.
+                let under_root = path.rfind('/') == Some(0);
+                let e = e.at("create", Some(path));
+                match chroot.as_str() {
+                    Some(root) if under_root && e == ErrorKind::NoNode => e.in_missing_chroot(root),
+                    _ => e,
+                }
+            })
+        };
+        let first = reply(call, locate, move |reply| {
             let response = Create2Response::decode(&mut reply?.body)?;
             Ok((chroot.strip(&response.path), response.stat))
         });

@@ -13,6 +13,7 @@
 //! once `T` has passed since the last frame from any server.
 
 mod deadlines;
+mod foreign_peer;
 mod handshake;
 pub(crate) mod hosts;
 mod learn;
@@ -453,11 +454,14 @@ impl Session {
                 if !matches!(self.phase, Phase::Connected | Phase::Closing { .. })
                     || len < REPLY_HEADER_LEN
                 {
+                    let first = [buf[0], buf[1], buf[2], buf[3]];
                     buf.clear();
-                    let reason = format!(
-                        "frame length {len} outside 0..={}",
-                        self.cfg.max_incoming_frame
-                    );
+                    let reason = foreign_peer::describe(first).unwrap_or_else(|| {
+                        format!(
+                            "frame length {len} outside 0..={}",
+                            self.cfg.max_incoming_frame
+                        )
+                    });
                     return self.protocol_error(now, &reason);
                 }
                 if buf.len() < 4 + REPLY_HEADER_LEN {

@@ -8,6 +8,7 @@ mod common;
 
 mod builder;
 mod flood;
+mod foreign;
 mod framing;
 mod gathered_writes;
 mod meter;
