@@ -225,6 +225,9 @@ impl WatchRegistry {
                 }
             }
         }
+        if matches!(event_type, EventType::NodeCreated | EventType::NodeDeleted) {
+            self.fire_child_watches_of_parent(server_path, chroot);
+        }
         if event_type != EventType::NodeChildrenChanged && !self.recursive.is_empty() {
             let mut path = server_path;
             loop {
@@ -245,17 +248,45 @@ impl WatchRegistry {
                         }
                     }
                 }
-                if path == "/" {
-                    break;
-                }
-                path = match path.rfind('/') {
-                    Some(0) => "/",
-                    Some(i) => &path[..i],
+                path = match parent_of(path) {
+                    Some(parent) => parent,
                     None => break,
                 };
             }
         }
         follow
+    }
+
+    /// Fires the one-shot child watches of the parent of `server_path`, just created or
+    /// deleted, when a recursive watch covers that parent: its event is the parent's children
+    /// changing. The server may not send that event itself: 3.8 keeps one watch mode per
+    /// connection and path, so a recursive watch set on the same path, by `addWatch` or by the
+    /// `setWatches2` that restores both after a reconnect, turns the child watch recursive, and
+    /// recursive watchers get no child events (ZOOKEEPER-4466). Where the server does send it,
+    /// the watches have already fired and it finds none.
+    fn fire_child_watches_of_parent(&mut self, server_path: &str, chroot: &Chroot) {
+        if self.child.is_empty() || self.recursive.is_empty() {
+            return;
+        }
+        let Some(parent) = parent_of(server_path) else {
+            return;
+        };
+        if !self.child.contains_key(parent) {
+            return;
+        }
+        let mut covering = Some(parent);
+        while let Some(path) = covering {
+            if self.recursive.contains_key(path) {
+                let event = WatchedEvent {
+                    event_type: EventType::NodeChildrenChanged,
+                    state: SessionState::Connected,
+                    path: chroot.strip(parent),
+                };
+                fire_oneshots(&mut self.child, parent, &event);
+                return;
+            }
+            covering = parent_of(path);
+        }
     }
 
     /// A read of a persistent watch's node is about to be sent: its tag, `None` when the
@@ -466,6 +497,15 @@ fn fire_oneshots(map: &mut HashMap<String, Vec<OneshotTx>>, path: &str, event: &
     }
 }
 
+/// The parent of a server path, `None` for the root.
+fn parent_of(path: &str) -> Option<&str> {
+    match path.rfind('/') {
+        Some(0) if path.len() > 1 => Some("/"),
+        Some(i) if i > 0 => Some(&path[..i]),
+        _ => None,
+    }
+}
+
 fn release(held: Vec<HeldReply>) {
     for (reply, raw) in held {
         let _ = reply.send(Ok(raw));
@@ -574,6 +614,43 @@ mod tests {
         assert_eq!(dr.try_recv().unwrap(), ev(EventType::NodeDataChanged, "/a"));
         assert_eq!(pr.try_recv().unwrap(), ev(EventType::NodeDataChanged, "/a"));
         assert_eq!(rr.try_recv().unwrap(), ev(EventType::NodeDataChanged, "/a"));
+    }
+
+    #[test]
+    fn a_recursive_watch_fires_the_child_watches_of_a_parent_it_covers() {
+        let mut reg = WatchRegistry::default();
+        let root = Chroot::new(Some("/app"));
+        let (r, _rr) = event_queue::channel(usize::MAX);
+        reg.add_persistent("/app/p".into(), true, r);
+        let (on_root, mut on_root_rx) = oneshot::channel();
+        reg.add_child("/app/p".into(), on_root);
+        let (below, mut below_rx) = oneshot::channel();
+        reg.add_child("/app/p/q".into(), below);
+        let (outside, mut outside_rx) = oneshot::channel();
+        reg.add_child("/app".into(), outside);
+        // A data change is no change of the parent's children.
+        reg.dispatch(EventType::NodeDataChanged, "/app/p/kid", -1, &root);
+        assert!(on_root_rx.try_recv().is_err());
+        reg.dispatch(EventType::NodeCreated, "/app/p/kid", -1, &root);
+        assert_eq!(
+            on_root_rx.try_recv().unwrap(),
+            ev(EventType::NodeChildrenChanged, "/p")
+        );
+        reg.dispatch(EventType::NodeDeleted, "/app/p/q/kid", -1, &root);
+        assert_eq!(
+            below_rx.try_recv().unwrap(),
+            ev(EventType::NodeChildrenChanged, "/p/q")
+        );
+        // The server's own event, if it sends one, finds the watch already fired.
+        reg.dispatch(EventType::NodeChildrenChanged, "/app/p/q", -1, &root);
+        // The root's parent is not covered: its child watch waits for the server.
+        reg.dispatch(EventType::NodeDeleted, "/app/p", -1, &root);
+        assert!(outside_rx.try_recv().is_err());
+        reg.dispatch(EventType::NodeChildrenChanged, "/app", -1, &root);
+        assert_eq!(
+            outside_rx.try_recv().unwrap(),
+            ev(EventType::NodeChildrenChanged, "/")
+        );
     }
 
     #[test]
