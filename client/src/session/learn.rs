@@ -68,7 +68,7 @@ impl Session {
     }
 
     fn start_walk(&mut self, root: String) {
-        if let Some(tag) = self.watches.start_walk(&root) {
+        if let Some(tag) = self.watches.start_walk(&root, self.last_zxid) {
             let path = root.clone();
             self.send_learn_read(LearnRead::Listing { root, tag, path });
         }

@@ -85,6 +85,8 @@ pub(crate) struct SessionConfig {
     pub max_incoming_frame: usize,
     /// Bytes of paths per `setWatches` frame.
     pub set_watches_max_bytes: usize,
+    /// Bytes of its subtree a recursive watch remembers at most.
+    pub max_subtree_bytes: usize,
     /// Identities to authenticate with on every connection (`digest` and the like).
     pub auth: Vec<(String, Secret)>,
     /// The SASL login run after every handshake, before anything else is sent.
@@ -214,6 +216,7 @@ impl Session {
         let hosts = HostRing::new(cfg.hosts.clone(), &mut rng);
         let seen_rw = cfg.resume.is_some();
         let (session_id, passwd) = cfg.resume.clone().unwrap_or_default();
+        let watches = WatchRegistry::new(cfg.max_subtree_bytes);
         let mut session = Session {
             auths: cfg.auth.clone(),
             cfg,
@@ -235,7 +238,7 @@ impl Session {
             next_xid: 1,
             pending: PendingQueue::default(),
             unsent: VecDeque::new(),
-            watches: WatchRegistry::default(),
+            watches,
             out: BytesMut::with_capacity(64 * 1024),
             actions: VecDeque::new(),
             last_recv: now,

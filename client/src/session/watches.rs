@@ -26,7 +26,7 @@ type StreamTx = EventSender;
 pub(crate) type HeldReply = (ReplyTx, RawReply);
 
 /// Every watch the client holds, by kind.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct WatchRegistry {
     data: HashMap<String, Vec<OneshotTx>>,
     exist: HashMap<String, Vec<OneshotTx>>,
@@ -36,6 +36,15 @@ pub(crate) struct WatchRegistry {
     /// Tags the session's reads, so that a reply meant for a watch since removed (and maybe
     /// set again) or for an earlier read is not taken for the current one.
     last_tag: u64,
+    /// Bytes of its subtree a recursive watch remembers at most (see `SubtreeCache`).
+    max_subtree_bytes: usize,
+}
+
+#[cfg(test)]
+impl Default for WatchRegistry {
+    fn default() -> WatchRegistry {
+        WatchRegistry::new(usize::MAX)
+    }
 }
 
 /// The watchers of one persistent watch and what is known of its node.
@@ -102,6 +111,20 @@ impl WatchSet {
 }
 
 impl WatchRegistry {
+    /// No watches yet; each recursive watch remembers at most `max_subtree_bytes` of its
+    /// subtree.
+    pub fn new(max_subtree_bytes: usize) -> WatchRegistry {
+        WatchRegistry {
+            data: HashMap::new(),
+            exist: HashMap::new(),
+            child: HashMap::new(),
+            persistent: HashMap::new(),
+            recursive: HashMap::new(),
+            last_tag: 0,
+            max_subtree_bytes,
+        }
+    }
+
     pub fn add_data(&mut self, path: String, tx: OneshotTx) {
         metrics::watch_registered(WatchKind::Data);
         self.data.entry(path).or_default().push(tx);
@@ -121,12 +144,13 @@ impl WatchRegistry {
     pub fn add_persistent(&mut self, path: String, recursive: bool, tx: StreamTx) -> Learn {
         metrics::watch_registered(WatchKind::persistent(recursive));
         if recursive {
+            let max_bytes = self.max_subtree_bytes;
             let entry = self
                 .recursive
                 .entry(path)
                 .or_insert_with_key(|root| Recursive {
                     txs: vec![],
-                    cache: SubtreeCache::new(root.clone()),
+                    cache: SubtreeCache::new(root.clone(), max_bytes),
                     held: vec![],
                     walk: 0,
                 });
@@ -319,14 +343,28 @@ impl WatchRegistry {
         release(std::mem::take(&mut entry.held));
     }
 
-    /// Starts a walk of a recursive watch's subtree: the tag of its listings, `None` when the
-    /// watch is gone.
-    pub fn start_walk(&mut self, root: &str) -> Option<u64> {
+    /// Starts a walk of a recursive watch's subtree, `seen_through` being the last zxid the
+    /// session has seen: the tag of its listings, `None` when the watch is gone.
+    pub fn start_walk(&mut self, root: &str, seen_through: i64) -> Option<u64> {
         let entry = self.recursive.get_mut(root)?;
         self.last_tag += 1;
         entry.walk = self.last_tag;
-        entry.cache.walk_started();
+        entry.cache.walk_started(seen_through);
         Some(self.last_tag)
+    }
+
+    /// Whether the recursive watch on `root` went past the memory bound.
+    #[cfg(test)]
+    pub fn is_folded(&self, root: &str) -> bool {
+        self.recursive
+            .get(root)
+            .is_some_and(|e| e.cache.is_folded())
+    }
+
+    /// The nodes the recursive watch on `root` remembers.
+    #[cfg(test)]
+    pub fn remembered(&self, root: &str) -> usize {
+        self.recursive.get(root).map_or(0, |e| e.cache.len())
     }
 
     /// The walk `tag` of the recursive watch on `root`, if it is still the one under way.

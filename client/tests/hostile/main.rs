@@ -13,6 +13,7 @@ mod gathered_writes;
 mod meter;
 mod notifications;
 mod oversized;
+mod recursive_flood;
 mod runtimes;
 mod server;
 mod silence;

@@ -117,7 +117,7 @@ impl Tree {
 fn walk(cache: &mut SubtreeCache, tree: &Tree) -> Vec<Missed> {
     let mut missed = vec![];
     let mut queue = VecDeque::from([ROOT.to_string()]);
-    cache.walk_started();
+    cache.walk_started(0);
     while let Some(path) = queue.pop_front() {
         let children = children_of(&tree.nodes, &path);
         let stat = tree.stat(&path);
@@ -200,7 +200,7 @@ fn a_walk_reports_exactly_the_changes_made_while_cut_off() {
         for _ in 0..rng.below(30) {
             tree.change(&mut rng);
         }
-        let mut cache = SubtreeCache::new(ROOT.to_string());
+        let mut cache = SubtreeCache::new(ROOT.to_string(), usize::MAX);
         assert_eq!(
             walk(&mut cache, &tree),
             vec![],

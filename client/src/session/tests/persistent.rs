@@ -514,3 +514,86 @@ fn a_call_held_for_a_watch_whose_stream_is_gone_is_answered() {
         assert_eq!(result(&mut reply), Some(Ok(())), "{drop_by}");
     }
 }
+
+/// A server that reports nodes under a recursive watch without end: what the watch remembers
+/// stays within its bound (it folds to its root), every event is still delivered, and after a
+/// reconnect the walk reports by zxid what changed after the last reply before the loss.
+#[test]
+fn a_recursive_watch_told_of_nodes_without_end_folds_and_reports_by_zxid() {
+    let mut cfg = config(1);
+    cfg.max_subtree_bytes = 64 * 1024;
+    let mut h = Harness::new(cfg);
+    h.establish(0x42, 3000);
+    let (mut reply, mut rx) = add_watch(&mut h, "/r", true);
+    h.xids();
+    h.reply(1, 0x10, ErrorCode::Ok, &[]);
+    answer_listing(&mut h, "/r", &[], stat(1, 0, 0));
+    assert_eq!(result(&mut reply), Some(Ok(())));
+
+    for i in 0..100_000 {
+        h.notify(EventType::NodeCreated, &format!("/r/n{i}"));
+        // Until it folds, the watch reads each new node for its creation zxid.
+        for (xid, _) in h.xids() {
+            assert!(!h.s.watches.is_folded("/r"), "no such read once folded");
+            h.reply(xid, 0x10, ErrorCode::Ok, &exists_body(stat(0x10, 0, 0)));
+        }
+        assert!(h.s.watches.remembered("/r") <= 64 * 1024 / NODE_COST_FLOOR);
+    }
+    assert!(h.s.watches.is_folded("/r"));
+    assert_eq!(h.s.watches.remembered("/r"), 1, "the root only");
+    let got = events(&mut rx);
+    assert_eq!(got.len(), 100_000, "every event delivered");
+
+    // The last reply before the loss carried zxid 0x30; after it, /r/n1 changed and /r/m was
+    // created, unseen. /r/n0 changed before it, seen live.
+    let _read = h.get_data("/r");
+    let (xid, _) = h.xids()[0];
+    h.reply(xid, 0x30, ErrorCode::Ok, &[]);
+    let sw = bounce(&mut h);
+    h.reply(sw, 0x40, ErrorCode::Ok, &[]);
+    let root = Stat {
+        czxid: 1,
+        pzxid: 0x31,
+        ..Stat::default()
+    };
+    answer_listing(&mut h, "/r", &["n0", "n1", "m"], root);
+    let reads = h.xids();
+    assert_eq!(reads.len(), 3, "the walk goes on below the root");
+    let kids = [
+        Stat {
+            czxid: 2,
+            mzxid: 0x20,
+            pzxid: 2,
+            ..Stat::default()
+        },
+        Stat {
+            czxid: 3,
+            mzxid: 0x32,
+            pzxid: 3,
+            ..Stat::default()
+        },
+        Stat {
+            czxid: 0x31,
+            mzxid: 0x31,
+            pzxid: 0x31,
+            ..Stat::default()
+        },
+    ];
+    for ((xid, _), kid) in reads.iter().zip(kids) {
+        h.reply(*xid, 0x40, ErrorCode::Ok, &listing_body(&[], kid));
+    }
+    let mut got = events(&mut rx);
+    got.sort_by_key(|(t, p)| (p.clone(), i32::from(*t)));
+    assert_eq!(
+        got,
+        vec![
+            ev(EventType::NodeChildrenChanged, "/r"),
+            ev(EventType::NodeCreated, "/r/m"),
+            ev(EventType::NodeDataChanged, "/r/n1"),
+        ]
+    );
+    assert_eq!(h.s.watches.remembered("/r"), 1);
+}
+
+/// The least a cached node is counted for (a path of 6 bytes): a bound on how many fit.
+const NODE_COST_FLOOR: usize = 160;
