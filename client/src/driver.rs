@@ -17,6 +17,7 @@ use tracing::{debug, Instrument};
 use crate::connect_string::HostPort;
 use crate::home;
 use crate::metrics;
+use crate::orphan;
 use crate::queue::{Item, Lend, RequestQueue};
 use crate::session::{Action, Session};
 use crate::transport::{ConnectError, Connector, Reader, Stream, Writer};
@@ -97,6 +98,11 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connecto
         while let Some(action) = session.poll_action() {
             match action {
                 Action::Probe(host) => probing = Some(Box::pin(probe_read_write(&connector, host))),
+                Action::Orphan { wait } => {
+                    if let (Some(r), Some(w)) = (reader.take(), writer.take()) {
+                        orphan::spawn(r, w, std::mem::take(&mut read_buf), wait);
+                    }
+                }
                 Action::Connect(_) | Action::Disconnect => {
                     reader = None;
                     writer = None;

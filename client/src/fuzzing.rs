@@ -246,6 +246,9 @@ impl Run {
                     self.read_buf.clear();
                     self.sent.clear();
                 }
+                // The driver closes what the server answers there; nothing of it reaches
+                // the session.
+                Action::Orphan { .. } => {}
                 Action::Disconnect => {
                     self.connecting = false;
                     self.connected = false;

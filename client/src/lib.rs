@@ -120,6 +120,7 @@ pub mod metrics;
 mod metrics;
 mod ops;
 mod options;
+mod orphan;
 mod packet;
 mod path;
 mod queue;

@@ -104,6 +104,10 @@ pub(crate) enum Action {
     Connect(HostPort),
     /// Drop the current connection (if any).
     Disconnect,
+    /// Set the current connection apart, before the `Disconnect` or `Connect` that follows,
+    /// for the answer to the handshake sent on it: a session the server creates for it is
+    /// closed at once (see `orphan`). `wait` bounds how long the answer is awaited.
+    Orphan { wait: Duration },
     /// Ask this server whether it is read-write (the `isro` four-letter word) and report with
     /// [`Session::on_probe_result`]; the current connection stays.
     Probe(HostPort),
@@ -503,6 +507,7 @@ impl Session {
         if let Some(expiry) = self.expiry_deadline() {
             if now >= expiry {
                 warn!("no server reached within the session timeout: session expired");
+                self.orphan_handshake();
                 self.terminate(SessionState::Expired);
                 return;
             }
@@ -514,6 +519,11 @@ impl Session {
             Phase::Connecting { deadline } | Phase::Handshaking { deadline } if now >= deadline => {
                 let reason = format!("no answer within {:?}", self.attempt_timeout());
                 debug!(reason, "connection attempt timed out");
+                // A late answer to a request for a new session is a session nobody uses; a
+                // late answer to a resume is this session, still in use.
+                if self.sent_session_id == 0 {
+                    self.orphan_handshake();
+                }
                 self.attempt_failed(now, &reason);
             }
             Phase::Connected => {
@@ -572,8 +582,12 @@ impl Session {
                     deadline: now + self.timeout() * 2 / 3,
                 };
             }
-            // Not connected: nobody to tell; the server expires the session on its own.
-            _ => self.terminate(SessionState::Closed),
+            // Not connected: nobody to tell, but the server a handshake went to may still
+            // answer it; otherwise the server expires the session on its own.
+            _ => {
+                self.orphan_handshake();
+                self.terminate(SessionState::Closed)
+            }
         }
     }
 

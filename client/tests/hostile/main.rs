@@ -10,6 +10,7 @@ mod builder;
 mod flood;
 mod framing;
 mod gathered_writes;
+mod late_handshake;
 mod meter;
 mod notifications;
 mod oversized;
