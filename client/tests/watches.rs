@@ -375,3 +375,57 @@ async fn a_child_watch_fires_when_a_recursive_watch_is_set_after_it_on_its_path(
         (EventType::NodeChildrenChanged, "/p")
     );
 }
+
+/// A one-shot data watch set on the path of a recursive watch: the 3.8 server keeps one watch
+/// per connection and path, and firing the data watch removed the recursive one with it
+/// (ZOOKEEPER-4466). The recursive watch must go on seeing its subtree.
+#[tokio::test]
+async fn a_recursive_watch_outlives_a_data_watch_fired_on_its_path() {
+    let c = client("recursive_outlives_data_watch").await;
+    c.create("/p", b"", &persistent()).await.unwrap();
+    let mut w = c
+        .add_watch("/p", AddWatchMode::PersistentRecursive)
+        .await
+        .unwrap();
+    let (_, _, data) = c.get_data_and_watch("/p").await.unwrap();
+    c.set_data("/p", b"x", None).await.unwrap();
+    assert_eq!(
+        within("data watch", data).await.event_type,
+        EventType::NodeDataChanged
+    );
+    c.create("/p/kid", b"", &persistent()).await.unwrap();
+    c.set_data("/p", b"y", None).await.unwrap();
+    assert_eq!(
+        next_events(&mut w, 3).await,
+        vec![
+            (EventType::NodeDataChanged, "/p".to_string()),
+            (EventType::NodeCreated, "/p/kid".to_string()),
+            (EventType::NodeDataChanged, "/p".to_string()),
+        ]
+    );
+}
+
+/// The same with a child watch beside a persistent watch: the persistent watch lost its
+/// child events once the child watch fired.
+#[tokio::test]
+async fn a_persistent_watch_outlives_a_child_watch_fired_on_its_path() {
+    let c = client("persistent_outlives_child_watch").await;
+    c.create("/p", b"", &persistent()).await.unwrap();
+    let mut w = c.add_watch("/p", AddWatchMode::Persistent).await.unwrap();
+    let (_, _, child) = c.get_children_and_watch("/p").await.unwrap();
+    c.create("/p/a", b"", &persistent()).await.unwrap();
+    assert_eq!(
+        within("child watch", child).await.event_type,
+        EventType::NodeChildrenChanged
+    );
+    c.create("/p/b", b"", &persistent()).await.unwrap();
+    c.set_data("/p", b"x", None).await.unwrap();
+    assert_eq!(
+        next_events(&mut w, 3).await,
+        vec![
+            (EventType::NodeChildrenChanged, "/p".to_string()),
+            (EventType::NodeChildrenChanged, "/p".to_string()),
+            (EventType::NodeDataChanged, "/p".to_string()),
+        ]
+    );
+}

@@ -67,14 +67,18 @@ struct Recursive {
     walk: u64,
 }
 
-/// A read to make after a live event, for what the event could not tell: the creation zxid of
-/// a node created under a persistent watch.
+/// A request to make after a live event: a read for what the event could not tell (the
+/// creation zxid of a node created under a persistent watch), or a persistent watch to set
+/// again.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum FollowUp {
     /// Read the node of the persistent watch on this path.
     Node(String),
     /// Read `path` in the subtree of the recursive watch on `root`.
     Stat { root: String, path: String },
+    /// Set the persistent (or recursive) watch on `path` again on the server, and read what
+    /// it watches to report what it missed meanwhile (see `restore_beside_oneshots`).
+    Restore { path: String, recursive: bool },
 }
 
 /// What a new persistent watch needs before its node or subtree is known.
@@ -226,15 +230,18 @@ impl WatchRegistry {
             EventType::NodeDeleted => (true, true, true),
             _ => (false, false, false),
         };
+        let mut fired_data = false;
+        let mut fired_child = false;
         if data {
-            fire_oneshots(&mut self.data, server_path, &event);
+            fired_data |= fire_oneshots(&mut self.data, server_path, &event);
         }
         if exist {
-            fire_oneshots(&mut self.exist, server_path, &event);
+            fired_data |= fire_oneshots(&mut self.exist, server_path, &event);
         }
         if child {
-            fire_oneshots(&mut self.child, server_path, &event);
+            fired_child = fire_oneshots(&mut self.child, server_path, &event);
         }
+        self.restore_beside_oneshots(server_path, fired_data, fired_child, &mut follow);
         if let Some(entry) = self.persistent.get_mut(server_path) {
             if let Some(missed) = entry.node.on_event(event_type, zxid) {
                 send_all(&mut entry.txs, &with_type(&event, missed));
@@ -250,7 +257,9 @@ impl WatchRegistry {
             }
         }
         if matches!(event_type, EventType::NodeCreated | EventType::NodeDeleted) {
-            self.fire_child_watches_of_parent(server_path, chroot);
+            if let Some(parent) = self.fire_child_watches_of_parent(server_path, chroot) {
+                self.restore_beside_oneshots(&parent, false, true, &mut follow);
+            }
         }
         if event_type != EventType::NodeChildrenChanged && !self.recursive.is_empty() {
             let mut path = server_path;
@@ -287,16 +296,18 @@ impl WatchRegistry {
     /// connection and path, so a recursive watch set on the same path, by `addWatch` or by the
     /// `setWatches2` that restores both after a reconnect, turns the child watch recursive, and
     /// recursive watchers get no child events (ZOOKEEPER-4466). Where the server does send it,
-    /// the watches have already fired and it finds none.
-    fn fire_child_watches_of_parent(&mut self, server_path: &str, chroot: &Chroot) {
+    /// the watches have already fired and it finds none. Returns the parent if any fired.
+    fn fire_child_watches_of_parent(
+        &mut self,
+        server_path: &str,
+        chroot: &Chroot,
+    ) -> Option<String> {
         if self.child.is_empty() || self.recursive.is_empty() {
-            return;
+            return None;
         }
-        let Some(parent) = parent_of(server_path) else {
-            return;
-        };
+        let parent = parent_of(server_path)?;
         if !self.child.contains_key(parent) {
-            return;
+            return None;
         }
         let mut covering = Some(parent);
         while let Some(path) = covering {
@@ -307,9 +318,36 @@ impl WatchRegistry {
                     path: chroot.strip(parent),
                 };
                 fire_oneshots(&mut self.child, parent, &event);
-                return;
+                return Some(parent.to_string());
             }
             covering = parent_of(path);
+        }
+        None
+    }
+
+    /// After one-shot watches on `path` fired: a 3.8 server keeps one watch per connection,
+    /// path and kind of event (data and existence, or children), so a one-shot watch set on
+    /// the path of a persistent one took its place, and firing removed both
+    /// (ZOOKEEPER-4466). The persistent watch is set again. A recursive watch gets no child
+    /// events, so only data and existence watches displace it.
+    fn restore_beside_oneshots(
+        &self,
+        path: &str,
+        fired_data: bool,
+        fired_child: bool,
+        follow: &mut Vec<FollowUp>,
+    ) {
+        if (fired_data || fired_child) && self.persistent.contains_key(path) {
+            follow.push(FollowUp::Restore {
+                path: path.to_string(),
+                recursive: false,
+            });
+        }
+        if fired_data && self.recursive.contains_key(path) {
+            follow.push(FollowUp::Restore {
+                path: path.to_string(),
+                recursive: true,
+            });
         }
     }
 
@@ -349,6 +387,8 @@ impl WatchRegistry {
         let entry = self.recursive.get_mut(root)?;
         self.last_tag += 1;
         entry.walk = self.last_tag;
+        // A walk under way is replaced: its listings are no longer counted.
+        entry.cache.walk_abandoned();
         entry.cache.walk_started(seen_through);
         Some(self.last_tag)
     }
@@ -525,14 +565,21 @@ impl WatchRegistry {
     }
 }
 
-fn fire_oneshots(map: &mut HashMap<String, Vec<OneshotTx>>, path: &str, event: &WatchedEvent) {
-    if let Some(txs) = map.remove(path) {
-        let delivered = txs
-            .into_iter()
-            .filter_map(|tx| tx.send(event.clone()).ok())
-            .count();
-        metrics::watch_events(event.event_type, delivered);
-    }
+/// Fires and forgets the one-shot watches on `path`; false when there were none.
+fn fire_oneshots(
+    map: &mut HashMap<String, Vec<OneshotTx>>,
+    path: &str,
+    event: &WatchedEvent,
+) -> bool {
+    let Some(txs) = map.remove(path) else {
+        return false;
+    };
+    let delivered = txs
+        .into_iter()
+        .filter_map(|tx| tx.send(event.clone()).ok())
+        .count();
+    metrics::watch_events(event.event_type, delivered);
+    true
 }
 
 /// The parent of a server path, `None` for the root.

@@ -597,3 +597,57 @@ fn a_recursive_watch_told_of_nodes_without_end_folds_and_reports_by_zxid() {
 
 /// The least a cached node is counted for (a path of 6 bytes): a bound on how many fit.
 const NODE_COST_FLOOR: usize = 160;
+
+/// A one-shot watch on the path of a persistent watch displaced it on a 3.8 server, and firing
+/// removed both: the session sets the persistent watch again and reads its node, which reports
+/// what changed in between.
+#[test]
+fn a_persistent_watch_displaced_by_a_fired_one_shot_is_set_again_and_caught_up() {
+    let mut h = connected();
+    let (mut reply, mut rx) = add_watch(&mut h, "/p", false);
+    h.xids();
+    h.reply(1, 0x10, ErrorCode::Ok, &[]);
+    let read = one_read(&mut h, exists("/p"));
+    h.reply(read, 0x10, ErrorCode::Ok, &exists_body(stat(5, 1, 0)));
+    assert_eq!(result(&mut reply), Some(Ok(())));
+    let (data_reply, mut data) = h.get_data_watched("/p");
+    let (xid, _) = h.xids()[0];
+    h.reply(xid, 0x11, ErrorCode::Ok, &[]);
+    drop(data_reply);
+
+    h.notify(EventType::NodeDataChanged, "/p");
+    assert_eq!(
+        data.try_recv().unwrap().event_type,
+        EventType::NodeDataChanged
+    );
+    assert_eq!(events(&mut rx), vec![ev(EventType::NodeDataChanged, "/p")]);
+    let sent = h.sent();
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    let Sent::Request {
+        xid: sw,
+        opcode,
+        body,
+    } = &sent[0]
+    else {
+        panic!("{sent:?}")
+    };
+    assert_eq!(*opcode, OpCode::SetWatches2);
+    let set = SetWatches2::decode(&mut body.clone()).unwrap();
+    assert_eq!(set.persistent_watches, vec!["/p".to_string()]);
+    assert!(set.data_watches.is_empty() && set.persistent_recursive_watches.is_empty());
+    let Sent::Request {
+        xid: read, opcode, ..
+    } = &sent[1]
+    else {
+        panic!("{sent:?}")
+    };
+    assert_eq!(*opcode, OpCode::Exists);
+    h.reply(*sw, 0x13, ErrorCode::Ok, &[]);
+    // Version 3: the change seen, and one made before the watch was set again.
+    h.reply(*read, 0x13, ErrorCode::Ok, &exists_body(stat(5, 3, 0)));
+    assert_eq!(events(&mut rx), vec![ev(EventType::NodeDataChanged, "/p")]);
+
+    // A child event fires no one-shot here: nothing to set again.
+    h.notify(EventType::NodeChildrenChanged, "/p");
+    assert!(h.sent().is_empty());
+}
