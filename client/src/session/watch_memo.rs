@@ -480,7 +480,9 @@ impl SubtreeCache {
             self.finish_walk_step();
             return (missed, vec![]);
         };
-        let visit: Vec<String> = children.iter().map(|name| child_path(path, name)).collect();
+        // In name order, so that what the walk reports comes in a stable order.
+        let names: BTreeSet<&str> = children.iter().map(String::as_str).collect();
+        let visit: Vec<String> = names.iter().map(|name| child_path(path, name)).collect();
         if !self.folded && !self.listing_fits(path, &visit) {
             self.fold();
         }

@@ -559,7 +559,14 @@ fn a_recursive_watch_told_of_nodes_without_end_folds_and_reports_by_zxid() {
     answer_listing(&mut h, "/r", &["n0", "n1", "m"], root);
     let reads = h.xids();
     assert_eq!(reads.len(), 3, "the walk goes on below the root");
+    // Listed in name order: m, n0, n1.
     let kids = [
+        Stat {
+            czxid: 0x31,
+            mzxid: 0x31,
+            pzxid: 0x31,
+            ..Stat::default()
+        },
         Stat {
             czxid: 2,
             mzxid: 0x20,
@@ -570,12 +577,6 @@ fn a_recursive_watch_told_of_nodes_without_end_folds_and_reports_by_zxid() {
             czxid: 3,
             mzxid: 0x32,
             pzxid: 3,
-            ..Stat::default()
-        },
-        Stat {
-            czxid: 0x31,
-            mzxid: 0x31,
-            pzxid: 0x31,
             ..Stat::default()
         },
     ];
