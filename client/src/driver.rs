@@ -77,6 +77,7 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connecto
     let mut writer: Option<Writer> = None;
     let mut connecting: Option<ConnectFuture> = None;
     let mut probing: Option<ProbeFuture> = None;
+    let orphans = orphan::Orphans::default();
     let mut read_buf = BytesMut::with_capacity(READ_CHUNK);
     let mut items = Vec::new();
     // One timer, re-armed only when the machine's deadline moves: registering a fresh timer on
@@ -100,7 +101,7 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connecto
                 Action::Probe(host) => probing = Some(Box::pin(probe_read_write(&connector, host))),
                 Action::Orphan { wait } => {
                     if let (Some(r), Some(w)) = (reader.take(), writer.take()) {
-                        orphan::spawn(r, w, std::mem::take(&mut read_buf), wait);
+                        orphans.keep(r, w, std::mem::take(&mut read_buf), wait);
                     }
                 }
                 Action::Connect(_) | Action::Disconnect => {
