@@ -35,6 +35,10 @@ pub const DEFAULT_MAX_INCOMING_FRAME: usize = DEFAULT_MAX_FRAME + 16 + 68;
 /// Default bound on the events a persistent watch's stream queues for a consumer that falls
 /// behind: about 1 MB of events (see [`ClientBuilder::max_queued_events`]).
 pub const DEFAULT_MAX_QUEUED_EVENTS: usize = 10_000;
+/// Default bound on what a persistent-recursive watch remembers of its subtree, to report what
+/// changed while the client was cut off: 32 MiB, about 120,000 nodes of 50-byte paths (see
+/// [`ClientBuilder::max_recursive_watch_memory`]).
+pub const DEFAULT_MAX_RECURSIVE_WATCH_MEMORY: usize = 32 << 20;
 /// Default deadline of every request: long enough for the largest listing or the walk behind a
 /// recursive watch over a large subtree, short enough that a server which answers pings but
 /// not requests cannot hold a caller for good.
@@ -115,6 +119,7 @@ pub struct ClientBuilder {
     max_incoming_frame: usize,
     max_queued_events: usize,
     set_watches_max_bytes: usize,
+    max_recursive_watch_memory: usize,
     resume: Option<(i64, Secret)>,
     follow_config: bool,
     connector: Connector,
@@ -138,6 +143,7 @@ impl ClientBuilder {
             max_incoming_frame: DEFAULT_MAX_INCOMING_FRAME,
             max_queued_events: DEFAULT_MAX_QUEUED_EVENTS,
             set_watches_max_bytes: SET_WATCHES_MAX_BYTES,
+            max_recursive_watch_memory: DEFAULT_MAX_RECURSIVE_WATCH_MEMORY,
             resume: None,
             follow_config: false,
             connector: Connector::default(),
@@ -331,6 +337,19 @@ impl ClientBuilder {
         self
     }
 
+    /// How many bytes of its subtree a persistent-recursive watch remembers, to report after a
+    /// reconnect what changed while the client was cut off (default
+    /// [`DEFAULT_MAX_RECURSIVE_WATCH_MEMORY`], 32 MiB; counted as each node's path twice plus
+    /// 160 bytes). Past it, whatever the server reports, the watch folds instead of growing: it
+    /// keeps only its root, and after a reconnect reports by zxid every node created, changed or
+    /// whose children changed since the last reply before the connection was lost, once each
+    /// (a deleted node below the root as `NodeChildrenChanged` of its parent). Nothing is lost,
+    /// but a change already delivered live may be reported again. Live events are unaffected.
+    pub fn max_recursive_watch_memory(mut self, bytes: usize) -> Self {
+        self.max_recursive_watch_memory = bytes;
+        self
+    }
+
     /// Resume an existing session (from [`Client::session_id`] and
     /// [`Client::session_password`], which is 16 bytes) instead of creating one. If it has
     /// expired, `connect` fails with [`ErrorKind::SessionExpired`].
@@ -430,6 +449,7 @@ impl ClientBuilder {
             fail_fast: self.fail_fast,
             max_incoming_frame,
             set_watches_max_bytes,
+            max_subtree_bytes: self.max_recursive_watch_memory,
             auth: self.auth,
             sasl: self.sasl,
             seed,

@@ -17,6 +17,7 @@ use tracing::{debug, Instrument};
 use crate::connect_string::HostPort;
 use crate::home;
 use crate::metrics;
+use crate::orphan;
 use crate::queue::{Item, Lend, RequestQueue};
 use crate::session::{Action, Session};
 use crate::transport::{ConnectError, Connector, Reader, Stream, Writer};
@@ -76,6 +77,7 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connecto
     let mut writer: Option<Writer> = None;
     let mut connecting: Option<ConnectFuture> = None;
     let mut probing: Option<ProbeFuture> = None;
+    let orphans = orphan::Orphans::default();
     let mut read_buf = BytesMut::with_capacity(READ_CHUNK);
     let mut items = Vec::new();
     // One timer, re-armed only when the machine's deadline moves: registering a fresh timer on
@@ -97,6 +99,11 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connecto
         while let Some(action) = session.poll_action() {
             match action {
                 Action::Probe(host) => probing = Some(Box::pin(probe_read_write(&connector, host))),
+                Action::Orphan { wait } => {
+                    if let (Some(r), Some(w)) = (reader.take(), writer.take()) {
+                        orphans.keep(r, w, std::mem::take(&mut read_buf), wait);
+                    }
+                }
                 Action::Connect(_) | Action::Disconnect => {
                     reader = None;
                     writer = None;

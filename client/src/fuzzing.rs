@@ -127,6 +127,8 @@ impl Run {
             fail_fast: flags & 16 != 0,
             max_incoming_frame,
             set_watches_max_bytes: 1 + usize::from(input.byte()),
+            // Small enough that recursive watches fold now and then.
+            max_subtree_bytes: max_incoming_frame * 8,
             auth: if flags & 32 != 0 {
                 vec![("digest".into(), Secret::copy_from(b"u:p"))]
             } else {
@@ -244,6 +246,9 @@ impl Run {
                     self.read_buf.clear();
                     self.sent.clear();
                 }
+                // The driver closes what the server answers there; nothing of it reaches
+                // the session.
+                Action::Orphan { .. } => {}
                 Action::Disconnect => {
                     self.connecting = false;
                     self.connected = false;

@@ -126,6 +126,7 @@ pub mod metrics;
 mod metrics;
 mod ops;
 mod options;
+mod orphan;
 mod packet;
 mod path;
 mod queue;
@@ -142,7 +143,8 @@ mod watcher;
 
 pub use builder::{
     ClientBuilder, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_INCOMING_FRAME, DEFAULT_MAX_OUTSTANDING,
-    DEFAULT_MAX_QUEUED_EVENTS, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SESSION_TIMEOUT,
+    DEFAULT_MAX_QUEUED_EVENTS, DEFAULT_MAX_RECURSIVE_WATCH_MEMORY, DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_SESSION_TIMEOUT,
 };
 pub use client::Client;
 pub use connect_string::{ConnectString, HostPort, DEFAULT_PORT};

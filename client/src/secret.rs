@@ -95,6 +95,7 @@ mod tests {
             fail_fast: false,
             max_incoming_frame: 1 << 20,
             set_watches_max_bytes: 1 << 10,
+            max_subtree_bytes: 1 << 20,
             auth: vec![("digest".into(), Secret::copy_from(PASSWORD.as_bytes()))],
             sasl: None,
             seed: 0,

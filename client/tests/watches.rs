@@ -305,3 +305,127 @@ async fn a_recursive_watch_reports_missed_changes_with_client_paths_after_a_reco
         (EventType::NodeDataChanged, "/r")
     );
 }
+
+/// A one-shot child watch on the path of a recursive watch, restored after a reconnect. The
+/// 3.8 server keeps one mode per connection and path, so the `setWatches2` that restores both
+/// leaves the child watch recursive, and recursive watchers get no child events
+/// (ZOOKEEPER-4466): the client must fire it from the recursive watch's events.
+#[tokio::test]
+async fn a_child_watch_beside_a_recursive_watch_on_its_path_survives_a_reconnect() {
+    let server = zookeeper_testkit::shared_server();
+    let chroot = zookeeper_testkit::chroot_for("child_beside_recursive_reconnect");
+    let proxy = zookeeper_testkit::Proxy::start(server.addr())
+        .await
+        .unwrap();
+    let c = Client::builder(&format!("{}{chroot}", proxy.addr()))
+        .session_timeout(std::time::Duration::from_secs(10))
+        .connect_timeout(std::time::Duration::from_secs(30))
+        .connect()
+        .await
+        .unwrap();
+    let other = Client::connect(&server.connect_string_with_chroot(&chroot))
+        .await
+        .unwrap();
+    c.create("/p", b"", &persistent()).await.unwrap();
+    let mut w = c
+        .add_watch("/p", AddWatchMode::PersistentRecursive)
+        .await
+        .unwrap();
+    let (_, _, children) = c.get_children_and_watch("/p").await.unwrap();
+
+    proxy.drop_all();
+    common::wait_state(&c, |s| s == SessionState::Disconnected).await;
+    common::wait_state(&c, |s| s == SessionState::Connected).await;
+    // Answered after the watches were restored on the server.
+    c.exists("/p").await.unwrap();
+    other.create("/p/kid", b"", &persistent()).await.unwrap();
+
+    let e = within("recursive event", w.next()).await.unwrap();
+    assert_eq!(
+        (e.event_type, e.path.as_str()),
+        (EventType::NodeCreated, "/p/kid")
+    );
+    let e = within("child watch", children).await;
+    assert_eq!(
+        (e.event_type, e.path.as_str()),
+        (EventType::NodeChildrenChanged, "/p")
+    );
+}
+
+/// The same two watches set the other way round: the recursive watch set after the child watch
+/// takes the server's one mode for the path at once, without any reconnect.
+#[tokio::test]
+async fn a_child_watch_fires_when_a_recursive_watch_is_set_after_it_on_its_path() {
+    let c = client("child_then_recursive").await;
+    c.create("/p", b"", &persistent()).await.unwrap();
+    let (_, _, children) = c.get_children_and_watch("/p").await.unwrap();
+    let mut w = c
+        .add_watch("/p", AddWatchMode::PersistentRecursive)
+        .await
+        .unwrap();
+    c.create("/p/kid", b"", &persistent()).await.unwrap();
+    let e = within("recursive event", w.next()).await.unwrap();
+    assert_eq!(
+        (e.event_type, e.path.as_str()),
+        (EventType::NodeCreated, "/p/kid")
+    );
+    let e = within("child watch", children).await;
+    assert_eq!(
+        (e.event_type, e.path.as_str()),
+        (EventType::NodeChildrenChanged, "/p")
+    );
+}
+
+/// A one-shot data watch set on the path of a recursive watch: the 3.8 server keeps one watch
+/// per connection and path, and firing the data watch removed the recursive one with it
+/// (ZOOKEEPER-4466). The recursive watch must go on seeing its subtree.
+#[tokio::test]
+async fn a_recursive_watch_outlives_a_data_watch_fired_on_its_path() {
+    let c = client("recursive_outlives_data_watch").await;
+    c.create("/p", b"", &persistent()).await.unwrap();
+    let mut w = c
+        .add_watch("/p", AddWatchMode::PersistentRecursive)
+        .await
+        .unwrap();
+    let (_, _, data) = c.get_data_and_watch("/p").await.unwrap();
+    c.set_data("/p", b"x", None).await.unwrap();
+    assert_eq!(
+        within("data watch", data).await.event_type,
+        EventType::NodeDataChanged
+    );
+    c.create("/p/kid", b"", &persistent()).await.unwrap();
+    c.set_data("/p", b"y", None).await.unwrap();
+    assert_eq!(
+        next_events(&mut w, 3).await,
+        vec![
+            (EventType::NodeDataChanged, "/p".to_string()),
+            (EventType::NodeCreated, "/p/kid".to_string()),
+            (EventType::NodeDataChanged, "/p".to_string()),
+        ]
+    );
+}
+
+/// The same with a child watch beside a persistent watch: the persistent watch lost its
+/// child events once the child watch fired.
+#[tokio::test]
+async fn a_persistent_watch_outlives_a_child_watch_fired_on_its_path() {
+    let c = client("persistent_outlives_child_watch").await;
+    c.create("/p", b"", &persistent()).await.unwrap();
+    let mut w = c.add_watch("/p", AddWatchMode::Persistent).await.unwrap();
+    let (_, _, child) = c.get_children_and_watch("/p").await.unwrap();
+    c.create("/p/a", b"", &persistent()).await.unwrap();
+    assert_eq!(
+        within("child watch", child).await.event_type,
+        EventType::NodeChildrenChanged
+    );
+    c.create("/p/b", b"", &persistent()).await.unwrap();
+    c.set_data("/p", b"x", None).await.unwrap();
+    assert_eq!(
+        next_events(&mut w, 3).await,
+        vec![
+            (EventType::NodeChildrenChanged, "/p".to_string()),
+            (EventType::NodeChildrenChanged, "/p".to_string()),
+            (EventType::NodeDataChanged, "/p".to_string()),
+        ]
+    );
+}

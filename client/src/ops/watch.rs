@@ -29,6 +29,10 @@ impl Client {
     /// every reconnect and the subtree's paths in memory; and before 3.9, whose notifications
     /// carry the zxid of the change, each node created under a persistent watch is read once,
     /// so that its deletion and creation again while cut off are not mistaken for no change.
+    /// The memory is bounded: past
+    /// [`ClientBuilder::max_recursive_watch_memory`](crate::ClientBuilder::max_recursive_watch_memory)
+    /// a recursive watch keeps only its root, and a reconnect reports by zxid instead, which
+    /// loses nothing but may report a change again.
     ///
     /// A consumer that reads more slowly than events come is treated the same way: past
     /// [`ClientBuilder::max_queued_events`](crate::ClientBuilder::max_queued_events) queued

@@ -13,8 +13,9 @@ use zookeeper_jute::{
     GetChildren2Response, ReplyHeader, Request,
 };
 
+use super::handshake;
 use super::pending::{LearnRead, Pending};
-use super::watches::{FollowUp, Learn};
+use super::watches::{FollowUp, Learn, WatchSet};
 use super::{Phase, Session};
 use crate::error::Error;
 
@@ -50,7 +51,7 @@ impl Session {
         }
     }
 
-    /// Makes a read that a live event calls for.
+    /// Makes a request that a live event calls for.
     pub(super) fn follow_up(&mut self, read: FollowUp) {
         if self.phase != Phase::Connected {
             return;
@@ -58,6 +59,39 @@ impl Session {
         match read {
             FollowUp::Node(path) => self.read_node(path),
             FollowUp::Stat { root, path } => self.send_learn_read(LearnRead::Stat { root, path }),
+            FollowUp::Restore { path, recursive } => self.restore(path, recursive),
+        }
+    }
+
+    /// Sets a persistent watch the server dropped again, then reads what it watches: as after
+    /// a reconnect, the read reports what changed while the watch was not set.
+    fn restore(&mut self, path: String, recursive: bool) {
+        debug!(
+            path,
+            recursive, "setting a persistent watch the server dropped again"
+        );
+        let set = if recursive {
+            WatchSet {
+                recursive: vec![path.clone()],
+                ..WatchSet::default()
+            }
+        } else {
+            WatchSet {
+                persistent: vec![path.clone()],
+                ..WatchSet::default()
+            }
+        };
+        let batches = handshake::set_watches_batches(set, self.last_zxid, usize::MAX);
+        for request in batches {
+            let xid = self.next_xid();
+            encode_request_frame(&mut self.out, xid, &request);
+            self.pending
+                .push(Pending::SetWatches { xid }, self.last_recv);
+        }
+        if recursive {
+            self.start_walk(path);
+        } else {
+            self.read_node(path);
         }
     }
 
@@ -68,7 +102,7 @@ impl Session {
     }
 
     fn start_walk(&mut self, root: String) {
-        if let Some(tag) = self.watches.start_walk(&root) {
+        if let Some(tag) = self.watches.start_walk(&root, self.last_zxid) {
             let path = root.clone();
             self.send_learn_read(LearnRead::Listing { root, tag, path });
         }

@@ -47,6 +47,19 @@ impl Session {
         self.actions.push_back(Action::Disconnect);
     }
 
+    /// Gives up on the handshake under way, if its request went out: the connection is set
+    /// apart for the answer, so that a session the server creates for it all the same is
+    /// closed rather than left to expire (a fleet starting at once against a loaded server
+    /// left it thousands). The caller drops the connection next.
+    pub(super) fn orphan_handshake(&mut self) {
+        if matches!(self.phase, Phase::Handshaking { .. }) && self.out.is_empty() {
+            debug!("handshake given up: its answer is awaited apart, to close its session");
+            self.actions.push_back(Action::Orphan {
+                wait: self.cfg.session_timeout,
+            });
+        }
+    }
+
     pub(super) fn attempt_failed(&mut self, now: Instant, reason: &str) {
         if let Some(host) = &self.current_host {
             self.state_tx.info.record_attempt_failure(host, reason);

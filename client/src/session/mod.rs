@@ -86,6 +86,8 @@ pub(crate) struct SessionConfig {
     pub max_incoming_frame: usize,
     /// Bytes of paths per `setWatches` frame.
     pub set_watches_max_bytes: usize,
+    /// Bytes of its subtree a recursive watch remembers at most.
+    pub max_subtree_bytes: usize,
     /// Identities to authenticate with on every connection (`digest` and the like).
     pub auth: Vec<(String, Secret)>,
     /// The SASL login run after every handshake, before anything else is sent.
@@ -103,6 +105,10 @@ pub(crate) enum Action {
     Connect(HostPort),
     /// Drop the current connection (if any).
     Disconnect,
+    /// Set the current connection apart, before the `Disconnect` or `Connect` that follows,
+    /// for the answer to the handshake sent on it: a session the server creates for it is
+    /// closed at once (see `orphan`). `wait` bounds how long the answer is awaited.
+    Orphan { wait: Duration },
     /// Ask this server whether it is read-write (the `isro` four-letter word) and report with
     /// [`Session::on_probe_result`]; the current connection stays.
     Probe(HostPort),
@@ -215,6 +221,7 @@ impl Session {
         let hosts = HostRing::new(cfg.hosts.clone(), &mut rng);
         let seen_rw = cfg.resume.is_some();
         let (session_id, passwd) = cfg.resume.clone().unwrap_or_default();
+        let watches = WatchRegistry::new(cfg.max_subtree_bytes);
         let mut session = Session {
             auths: cfg.auth.clone(),
             cfg,
@@ -236,7 +243,7 @@ impl Session {
             next_xid: 1,
             pending: PendingQueue::default(),
             unsent: VecDeque::new(),
-            watches: WatchRegistry::default(),
+            watches,
             out: BytesMut::with_capacity(64 * 1024),
             actions: VecDeque::new(),
             last_recv: now,
@@ -504,6 +511,7 @@ impl Session {
         if let Some(expiry) = self.expiry_deadline() {
             if now >= expiry {
                 warn!("no server reached within the session timeout: session expired");
+                self.orphan_handshake();
                 self.terminate(SessionState::Expired);
                 return;
             }
@@ -515,6 +523,11 @@ impl Session {
             Phase::Connecting { deadline } | Phase::Handshaking { deadline } if now >= deadline => {
                 let reason = format!("no answer within {:?}", self.attempt_timeout());
                 debug!(reason, "connection attempt timed out");
+                // A late answer to a request for a new session is a session nobody uses; a
+                // late answer to a resume is this session, still in use.
+                if self.sent_session_id == 0 {
+                    self.orphan_handshake();
+                }
                 self.attempt_failed(now, &reason);
             }
             Phase::Connected => {
@@ -573,8 +586,12 @@ impl Session {
                     deadline: now + self.timeout() * 2 / 3,
                 };
             }
-            // Not connected: nobody to tell; the server expires the session on its own.
-            _ => self.terminate(SessionState::Closed),
+            // Not connected: nobody to tell, but the server a handshake went to may still
+            // answer it; otherwise the server expires the session on its own.
+            _ => {
+                self.orphan_handshake();
+                self.terminate(SessionState::Closed)
+            }
         }
     }
 

@@ -12,10 +12,29 @@
 //!
 //! Missed changes are reported coalesced: one event per node and kind of change, and a node
 //! created while cut off as `NodeCreated` only.
+//!
+//! What a recursive watch remembers of its subtree is bounded (see [`SubtreeCache`]): a server
+//! that reports nodes without end cannot grow it past the bound. Past it the watch folds: it
+//! forgets every node but its root, and later walks report by zxid instead, what changed after
+//! the last zxid the session had seen when the walk began. Nothing is lost that way, but a
+//! change already delivered may be reported again, and a deleted node below the root shows as
+//! `NodeChildrenChanged` of its parent, the one node left to say so.
 
 use std::collections::{BTreeSet, HashMap};
 
+use tracing::warn;
 use zookeeper_jute::{EventType, Stat};
+
+/// What one cached node costs beyond its path, as counted against the bound: the map entry,
+/// its memo and child set, and its name's entry in its parent's child set. An estimate, on the
+/// high side for a 64-bit target.
+const NODE_OVERHEAD: usize = 160;
+
+/// The bytes a cached node at `path` is counted for: its path (the map's key), its name (in
+/// its parent's child set, at most as long) and the overhead.
+fn node_cost(path: &str) -> usize {
+    2 * path.len() + NODE_OVERHEAD
+}
 
 /// One node's identity and change counters, each `None` when not known.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -242,6 +261,9 @@ struct CachedNode {
 
 /// The paths of a persistent-recursive watch's subtree with their change counters: deletions
 /// below the watched path can only be seen by comparing listings with what was there.
+///
+/// The nodes are counted in bytes (see [`node_cost`]); one that would take the count past
+/// `max_bytes` folds the cache instead (see the module docs).
 #[derive(Debug)]
 pub(crate) struct SubtreeCache {
     root: String,
@@ -251,19 +273,99 @@ pub(crate) struct SubtreeCache {
     complete: bool,
     /// Listings of the current walk still unanswered.
     walking: usize,
+    /// What the cached nodes are counted for.
+    bytes: usize,
+    max_bytes: usize,
+    /// Past the bound: only the root is remembered, and walks report by zxid.
+    folded: bool,
+    /// The last zxid the session had seen when the current walk began: every change up to it
+    /// reached the watch as an event.
+    seen_through: i64,
+    /// A walk was cut off by a lost connection: nodes it did not reach still have to report
+    /// from where it began.
+    walk_cut: bool,
 }
 
 /// An event the cache found missed: its type and server path.
 pub(crate) type Missed = (EventType, String);
 
 impl SubtreeCache {
-    pub fn new(root: String) -> SubtreeCache {
+    /// The cache of the subtree at `root`, remembering at most about `max_bytes` of it.
+    pub fn new(root: String, max_bytes: usize) -> SubtreeCache {
         SubtreeCache {
             root,
             nodes: HashMap::new(),
             complete: false,
             walking: 0,
+            bytes: 0,
+            max_bytes,
+            folded: false,
+            seen_through: 0,
+            walk_cut: false,
         }
+    }
+
+    /// Whether the subtree went past the bound (see the module docs).
+    #[cfg(test)]
+    pub fn is_folded(&self) -> bool {
+        self.folded
+    }
+
+    /// Forgets every node but the root: from now on walks report by zxid.
+    fn fold(&mut self) {
+        if !self.folded {
+            warn!(
+                root = self.root,
+                max_bytes = self.max_bytes,
+                "a recursive watch's subtree is over the memory bound: only its root is \
+                 remembered, and after a reconnect changes are found by zxid"
+            );
+        }
+        self.folded = true;
+        let root = self.nodes.remove(&self.root);
+        self.nodes = HashMap::new();
+        self.bytes = 0;
+        if let Some(mut root) = root {
+            root.children = BTreeSet::new();
+            self.bytes = node_cost(&self.root);
+            self.nodes.insert(self.root.clone(), root);
+        }
+    }
+
+    /// What caching `path` would add (it and its ancestors not cached yet), or `None` when that
+    /// goes past the bound. Stops counting there, so a path of any depth costs no more work
+    /// than the bound allows.
+    fn cost_to_insert(&self, path: &str) -> Option<usize> {
+        let mut cost = 0;
+        let mut path = path;
+        loop {
+            if self.nodes.contains_key(path) {
+                return Some(cost);
+            }
+            cost += node_cost(path);
+            if self.bytes.saturating_add(cost) > self.max_bytes {
+                return None;
+            }
+            if path == self.root {
+                return Some(cost);
+            }
+            path = match split_parent(path) {
+                Some((parent, _)) => parent,
+                None => return Some(cost),
+            };
+        }
+    }
+
+    /// Whether `path` fits under the bound; folds the cache when it does not.
+    fn make_room(&mut self, path: &str) -> bool {
+        if self.folded && path != self.root {
+            return false;
+        }
+        if self.cost_to_insert(path).is_some() {
+            return true;
+        }
+        self.fold();
+        path == self.root
     }
 
     /// Whether a walk is needed to learn the subtree (none done and none under way).
@@ -276,9 +378,13 @@ impl SubtreeCache {
         self.walking > 0
     }
 
-    /// The listing of the root that starts a walk was sent.
-    pub fn walk_started(&mut self) {
+    /// The listing of the root that starts a walk was sent; `seen_through` is the last zxid the
+    /// session has seen.
+    pub fn walk_started(&mut self, seen_through: i64) {
         self.walking += 1;
+        if !self.walk_cut {
+            self.seen_through = seen_through;
+        }
     }
 
     /// A listing of the walk could not be read; what is below it stays as it was known.
@@ -289,6 +395,9 @@ impl SubtreeCache {
 
     /// The connection carrying the walk was lost: its listings will never be answered.
     pub fn walk_abandoned(&mut self) {
+        if self.walking > 0 {
+            self.walk_cut = true;
+        }
         self.walking = 0;
     }
 
@@ -321,7 +430,9 @@ impl SubtreeCache {
                 // A node created again while thought present: its deletion, and that of what
                 // was below it, went unseen.
                 self.remove_subtree(path, &mut missed);
-                self.insert(path, NodeMemo::created(zxid));
+                if self.make_room(path) {
+                    self.insert(path, NodeMemo::created(zxid));
+                }
             }
             EventType::NodeDeleted => {
                 // Children are deleted before their parent, so anything still cached below
@@ -331,7 +442,11 @@ impl SubtreeCache {
             }
             EventType::NodeDataChanged => match self.nodes.get_mut(path) {
                 Some(node) => node.memo.bump_version(),
-                None => self.insert(path, NodeMemo::default()),
+                None => {
+                    if self.make_room(path) {
+                        self.insert(path, NodeMemo::default());
+                    }
+                }
             },
             _ => {}
         }
@@ -365,9 +480,91 @@ impl SubtreeCache {
             self.finish_walk_step();
             return (missed, vec![]);
         };
+        // In name order, so that what the walk reports comes in a stable order.
+        let names: BTreeSet<&str> = children.iter().map(String::as_str).collect();
+        let visit: Vec<String> = names.iter().map(|name| child_path(path, name)).collect();
+        if !self.folded && !self.listing_fits(path, &visit) {
+            self.fold();
+        }
+        if self.folded {
+            self.on_folded_listing(path, stat, &mut missed);
+        } else {
+            self.on_exact_listing(path, children, stat, &mut missed);
+        }
+        self.walking += visit.len();
+        self.finish_walk_step();
+        (missed, visit)
+    }
+
+    /// Whether caching `path` and the children listed fits under the bound.
+    fn listing_fits(&self, path: &str, children: &[String]) -> bool {
+        let Some(mut cost) = self.cost_to_insert(path) else {
+            return false;
+        };
+        for child in children {
+            if !self.nodes.contains_key(child) {
+                cost += node_cost(child);
+                if self.bytes.saturating_add(cost) > self.max_bytes {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// A listing while folded: the root is compared with what is remembered of it; every other
+    /// node reports what changed after the zxid the walk began at, none on the first walk.
+    fn on_folded_listing(&mut self, path: &str, stat: &Stat, missed: &mut Vec<Missed>) {
+        let seen = self.seen_through;
+        if path != self.root {
+            if !self.complete {
+                return;
+            }
+            // A node created after that zxid may have been seen created live: what changed
+            // after its creation is reported as well.
+            if stat.czxid > seen {
+                missed.push((EventType::NodeCreated, path.to_string()));
+            }
+            let since = seen.max(stat.czxid);
+            if stat.mzxid > since {
+                missed.push((EventType::NodeDataChanged, path.to_string()));
+            }
+            if stat.pzxid > since {
+                missed.push((EventType::NodeChildrenChanged, path.to_string()));
+            }
+            return;
+        }
+        let memo = self.nodes.get(path).map(|n| n.memo);
+        match memo {
+            Some(memo) if memo.replaced_by(stat) => {
+                self.remove_subtree(path, missed);
+                missed.push((EventType::NodeCreated, path.to_string()));
+            }
+            Some(memo) => {
+                if memo.data_changed(stat) {
+                    missed.push((EventType::NodeDataChanged, path.to_string()));
+                }
+                if stat.pzxid > seen {
+                    missed.push((EventType::NodeChildrenChanged, path.to_string()));
+                }
+            }
+            None if self.complete => missed.push((EventType::NodeCreated, path.to_string())),
+            None => {}
+        }
+        self.insert(path, NodeMemo::from_stat(stat));
+    }
+
+    /// A listing while the whole subtree is remembered: compared node by node.
+    fn on_exact_listing(
+        &mut self,
+        path: &str,
+        children: &[String],
+        stat: &Stat,
+        missed: &mut Vec<Missed>,
+    ) {
         match self.nodes.get(path).map(|n| n.memo) {
             Some(memo) if memo.replaced_by(stat) => {
-                self.remove_subtree(path, &mut missed);
+                self.remove_subtree(path, missed);
                 missed.push((EventType::NodeCreated, path.to_string()));
                 self.insert(path, NodeMemo::from_stat(stat));
             }
@@ -375,7 +572,7 @@ impl SubtreeCache {
                 if memo.data_changed(stat) {
                     missed.push((EventType::NodeDataChanged, path.to_string()));
                 }
-                self.node_mut(path).memo = NodeMemo::from_stat(stat);
+                self.insert(path, NodeMemo::from_stat(stat));
             }
             None => {
                 if self.complete {
@@ -386,16 +583,20 @@ impl SubtreeCache {
         }
 
         let listed: BTreeSet<&str> = children.iter().map(String::as_str).collect();
-        let gone: Vec<String> = self.nodes[path]
-            .children
-            .iter()
-            .filter(|name| !listed.contains(name.as_str()))
-            .cloned()
-            .collect();
+        let gone: Vec<String> = self
+            .nodes
+            .get(path)
+            .map(|node| {
+                node.children
+                    .iter()
+                    .filter(|name| !listed.contains(name.as_str()))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
         for name in gone {
-            self.remove_subtree(&child_path(path, &name), &mut missed);
+            self.remove_subtree(&child_path(path, &name), missed);
         }
-        let mut visit = Vec::with_capacity(children.len());
         for name in listed {
             let child = child_path(path, name);
             if !self.nodes.contains_key(&child) {
@@ -404,38 +605,27 @@ impl SubtreeCache {
                 }
                 self.insert(&child, NodeMemo::default());
             }
-            visit.push(child);
         }
-        self.walking += visit.len();
-        self.finish_walk_step();
-        (missed, visit)
     }
 
     fn finish_walk_step(&mut self) {
         if self.walking == 0 {
             self.complete = true;
+            self.walk_cut = false;
         }
     }
 
-    fn node_mut(&mut self, path: &str) -> &mut CachedNode {
-        self.nodes.get_mut(path).expect("caller checked the node")
-    }
-
     /// Caches `path` with `memo`, linking it (and any ancestor not cached yet, as a node of
-    /// unknown state) below the root.
+    /// unknown state) below the root. The caller made room for it.
     fn insert(&mut self, path: &str, memo: NodeMemo) {
-        self.nodes.entry(path.to_string()).or_default().memo = memo;
+        self.cache_entry(path).memo = memo;
         let mut path = path.to_string();
         while path != self.root {
             let Some((parent, name)) = split_parent(&path) else {
                 return;
             };
             let linked = self.nodes.contains_key(parent);
-            self.nodes
-                .entry(parent.to_string())
-                .or_default()
-                .children
-                .insert(name.to_string());
+            self.cache_entry(parent).children.insert(name.to_string());
             if linked {
                 return;
             }
@@ -443,11 +633,20 @@ impl SubtreeCache {
         }
     }
 
+    /// The entry of `path`, counted if new.
+    fn cache_entry(&mut self, path: &str) -> &mut CachedNode {
+        if !self.nodes.contains_key(path) {
+            self.bytes += node_cost(path);
+        }
+        self.nodes.entry(path.to_string()).or_default()
+    }
+
     /// Forgets `path` and everything below it, reporting each as deleted, children first.
     fn remove_subtree(&mut self, path: &str, missed: &mut Vec<Missed>) {
         let Some(node) = self.nodes.remove(path) else {
             return;
         };
+        self.bytes = self.bytes.saturating_sub(node_cost(path));
         for name in &node.children {
             self.remove_subtree(&child_path(path, name), missed);
         }
@@ -597,7 +796,7 @@ pub(crate) mod tests {
     fn walk(cache: &mut SubtreeCache, tree: &[(&str, &[&str], Stat)]) -> Vec<Missed> {
         let mut missed = vec![];
         let mut queue = vec![cache.root.clone()];
-        cache.walk_started();
+        cache.walk_started(0);
         while let Some(path) = queue.pop() {
             let entry = tree.iter().find(|(p, _, _)| *p == path);
             let children = entry.map(|(_, c, _)| names(c));
@@ -615,7 +814,7 @@ pub(crate) mod tests {
 
     #[test]
     fn the_first_walk_learns_silently_and_later_walks_report_the_differences() {
-        let mut cache = SubtreeCache::new("/r".into());
+        let mut cache = SubtreeCache::new("/r".into(), usize::MAX);
         assert!(cache.needs_walk());
         let before: &[(&str, &[&str], Stat)] = &[
             ("/r", &["a", "b"], stat(1, 0, 2)),
@@ -650,7 +849,7 @@ pub(crate) mod tests {
 
     #[test]
     fn live_events_keep_the_cache_exact_so_a_walk_reports_nothing_seen() {
-        let mut cache = SubtreeCache::new("/".into());
+        let mut cache = SubtreeCache::new("/".into(), usize::MAX);
         walk(
             &mut cache,
             &[("/", &["a"], stat(0, 0, 1)), ("/a", &[], stat(2, 0, 0))],
@@ -680,7 +879,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_root_deleted_or_replaced_while_cut_off_is_reported() {
-        let mut cache = SubtreeCache::new("/r".into());
+        let mut cache = SubtreeCache::new("/r".into(), usize::MAX);
         walk(
             &mut cache,
             &[("/r", &["a"], stat(1, 0, 1)), ("/r/a", &[], stat(2, 0, 0))],
@@ -699,10 +898,138 @@ pub(crate) mod tests {
         );
     }
 
+    /// A stat with the zxids a folded walk looks at.
+    fn zxids(czxid: i64, mzxid: i64, pzxid: i64) -> Stat {
+        Stat {
+            czxid,
+            mzxid,
+            pzxid,
+            ..Stat::default()
+        }
+    }
+
+    /// Room for the root and about `n` short paths.
+    fn room_for(n: usize) -> usize {
+        (n + 1) * node_cost("/r/n000")
+    }
+
+    #[test]
+    fn nodes_reported_without_end_fold_the_cache_to_its_root() {
+        let mut cache = SubtreeCache::new("/r".into(), room_for(10));
+        walk(
+            &mut cache,
+            &[("/r", &["a"], stat(1, 0, 1)), ("/r/a", &[], stat(2, 0, 0))],
+        );
+        assert!(!cache.is_folded());
+        for i in 0..10_000 {
+            let path = format!("/r/n{i:03}");
+            assert_eq!(cache.on_event(NodeCreated, &path, None), vec![]);
+            assert!(cache.bytes <= room_for(10), "{} bytes", cache.bytes);
+        }
+        assert!(cache.is_folded());
+        assert_eq!(cache.len(), 1, "only the root is left");
+        for event in [NodeDataChanged, NodeDeleted] {
+            assert_eq!(cache.on_event(event, "/r/other", None), vec![]);
+        }
+        assert_eq!(cache.len(), 1);
+        // One path deep enough to hold the bound many times over folds at once, after
+        // counting no further than the bound.
+        let mut cache = SubtreeCache::new("/r".into(), room_for(10));
+        let deep = format!("/r{}", "/d".repeat(100_000));
+        cache.on_event(NodeCreated, &deep, None);
+        assert!(cache.is_folded());
+        assert!(cache.len() <= 1);
+        // So does a listing with more children than fit.
+        let mut cache = SubtreeCache::new("/r".into(), room_for(10));
+        let many: Vec<String> = (0..100).map(|i| format!("n{i:03}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        walk(&mut cache, &[("/r", &many, stat(1, 0, 100))]);
+        assert!(cache.is_folded());
+        assert_eq!(cache.len(), 1);
+    }
+
+    #[test]
+    fn a_folded_cache_reports_by_zxid_what_changed_after_the_walks_start() {
+        let mut cache = SubtreeCache::new("/r".into(), room_for(3));
+        let before: &[(&str, &[&str], Stat)] = &[
+            ("/r", &["a", "b", "c", "d"], zxids(1, 1, 5)),
+            ("/r/a", &[], zxids(2, 2, 2)),
+            ("/r/b", &[], zxids(3, 3, 3)),
+            ("/r/c", &["x"], zxids(4, 4, 6)),
+            ("/r/c/x", &[], zxids(6, 6, 6)),
+            ("/r/d", &[], zxids(5, 5, 5)),
+        ];
+        assert_eq!(
+            walk(&mut cache, before),
+            vec![],
+            "the first walk learns silently"
+        );
+        assert!(cache.is_folded());
+
+        // Cut off after zxid 10: /r/b changed, /r/c/x deleted, /r/e and /r/e/y created.
+        let after: &[(&str, &[&str], Stat)] = &[
+            ("/r", &["a", "b", "c", "d", "e"], zxids(1, 1, 12)),
+            ("/r/a", &[], zxids(2, 2, 2)),
+            ("/r/b", &[], zxids(3, 11, 3)),
+            ("/r/c", &[], zxids(4, 4, 14)),
+            ("/r/d", &[], zxids(5, 5, 5)),
+            ("/r/e", &["y"], zxids(12, 12, 13)),
+            ("/r/e/y", &[], zxids(13, 13, 13)),
+        ];
+        let mut missed = vec![];
+        let mut queue = vec!["/r".to_string()];
+        cache.walk_started(10);
+        while let Some(path) = queue.pop() {
+            let (_, children, stat) = after.iter().find(|(p, _, _)| *p == path).unwrap();
+            let children = names(children);
+            let (m, visit) = cache.on_listing(&path, Some((&children, stat)));
+            missed.extend(m);
+            queue.extend(visit);
+        }
+        missed.sort_by_key(|(t, p)| (p.clone(), i32::from(*t)));
+        // /r/e's child came after it: whether /r/e was seen created live is not known, so
+        // that is reported too.
+        let mut expected = vec![
+            ev(NodeChildrenChanged, "/r"),
+            ev(NodeDataChanged, "/r/b"),
+            ev(NodeChildrenChanged, "/r/c"),
+            ev(NodeCreated, "/r/e"),
+            ev(NodeChildrenChanged, "/r/e"),
+            ev(NodeCreated, "/r/e/y"),
+        ];
+        expected.sort_by_key(|(t, p)| (p.clone(), i32::from(*t)));
+        assert_eq!(missed, expected);
+        assert_eq!(cache.len(), 1);
+
+        // The root deleted while cut off, and created again.
+        assert_eq!(walk(&mut cache, &[]), vec![ev(NodeDeleted, "/r")]);
+        assert_eq!(
+            walk(&mut cache, &[("/r", &[], zxids(20, 20, 20))]),
+            vec![ev(NodeCreated, "/r")]
+        );
+    }
+
+    #[test]
+    fn a_walk_cut_off_leaves_the_next_one_reporting_from_where_it_began() {
+        let mut cache = SubtreeCache::new("/r".into(), room_for(1));
+        walk(&mut cache, &[("/r", &["a", "b"], zxids(1, 1, 3))]);
+        assert!(cache.is_folded());
+        // Changed while cut off at zxid 10; the walk after is cut off in turn after the
+        // replies reached zxid 30.
+        cache.walk_started(10);
+        let kids = names(&["a"]);
+        cache.on_listing("/r", Some((&kids, &zxids(1, 1, 3))));
+        cache.walk_abandoned();
+        cache.walk_started(30);
+        cache.on_listing("/r", Some((&kids, &zxids(1, 1, 3))));
+        let (missed, _) = cache.on_listing("/r/a", Some((&[], &zxids(2, 20, 2))));
+        assert_eq!(missed, vec![ev(NodeDataChanged, "/r/a")]);
+    }
+
     #[test]
     fn an_abandoned_first_walk_is_redone_silently() {
-        let mut cache = SubtreeCache::new("/r".into());
-        cache.walk_started();
+        let mut cache = SubtreeCache::new("/r".into(), usize::MAX);
+        cache.walk_started(0);
         let kids = names(&["a"]);
         let (missed, visit) = cache.on_listing("/r", Some((&kids, &stat(1, 0, 1))));
         assert_eq!((missed, visit), (vec![], vec!["/r/a".to_string()]));

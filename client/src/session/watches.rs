@@ -26,7 +26,7 @@ type StreamTx = EventSender;
 pub(crate) type HeldReply = (ReplyTx, RawReply);
 
 /// Every watch the client holds, by kind.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct WatchRegistry {
     data: HashMap<String, Vec<OneshotTx>>,
     exist: HashMap<String, Vec<OneshotTx>>,
@@ -36,6 +36,15 @@ pub(crate) struct WatchRegistry {
     /// Tags the session's reads, so that a reply meant for a watch since removed (and maybe
     /// set again) or for an earlier read is not taken for the current one.
     last_tag: u64,
+    /// Bytes of its subtree a recursive watch remembers at most (see `SubtreeCache`).
+    max_subtree_bytes: usize,
+}
+
+#[cfg(test)]
+impl Default for WatchRegistry {
+    fn default() -> WatchRegistry {
+        WatchRegistry::new(usize::MAX)
+    }
 }
 
 /// The watchers of one persistent watch and what is known of its node.
@@ -58,14 +67,18 @@ struct Recursive {
     walk: u64,
 }
 
-/// A read to make after a live event, for what the event could not tell: the creation zxid of
-/// a node created under a persistent watch.
+/// A request to make after a live event: a read for what the event could not tell (the
+/// creation zxid of a node created under a persistent watch), or a persistent watch to set
+/// again.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum FollowUp {
     /// Read the node of the persistent watch on this path.
     Node(String),
     /// Read `path` in the subtree of the recursive watch on `root`.
     Stat { root: String, path: String },
+    /// Set the persistent (or recursive) watch on `path` again on the server, and read what
+    /// it watches to report what it missed meanwhile (see `restore_beside_oneshots`).
+    Restore { path: String, recursive: bool },
 }
 
 /// What a new persistent watch needs before its node or subtree is known.
@@ -102,6 +115,20 @@ impl WatchSet {
 }
 
 impl WatchRegistry {
+    /// No watches yet; each recursive watch remembers at most `max_subtree_bytes` of its
+    /// subtree.
+    pub fn new(max_subtree_bytes: usize) -> WatchRegistry {
+        WatchRegistry {
+            data: HashMap::new(),
+            exist: HashMap::new(),
+            child: HashMap::new(),
+            persistent: HashMap::new(),
+            recursive: HashMap::new(),
+            last_tag: 0,
+            max_subtree_bytes,
+        }
+    }
+
     pub fn add_data(&mut self, path: String, tx: OneshotTx) {
         metrics::watch_registered(WatchKind::Data);
         self.data.entry(path).or_default().push(tx);
@@ -121,12 +148,13 @@ impl WatchRegistry {
     pub fn add_persistent(&mut self, path: String, recursive: bool, tx: StreamTx) -> Learn {
         metrics::watch_registered(WatchKind::persistent(recursive));
         if recursive {
+            let max_bytes = self.max_subtree_bytes;
             let entry = self
                 .recursive
                 .entry(path)
                 .or_insert_with_key(|root| Recursive {
                     txs: vec![],
-                    cache: SubtreeCache::new(root.clone()),
+                    cache: SubtreeCache::new(root.clone(), max_bytes),
                     held: vec![],
                     walk: 0,
                 });
@@ -202,15 +230,18 @@ impl WatchRegistry {
             EventType::NodeDeleted => (true, true, true),
             _ => (false, false, false),
         };
+        let mut fired_data = false;
+        let mut fired_child = false;
         if data {
-            fire_oneshots(&mut self.data, server_path, &event);
+            fired_data |= fire_oneshots(&mut self.data, server_path, &event);
         }
         if exist {
-            fire_oneshots(&mut self.exist, server_path, &event);
+            fired_data |= fire_oneshots(&mut self.exist, server_path, &event);
         }
         if child {
-            fire_oneshots(&mut self.child, server_path, &event);
+            fired_child = fire_oneshots(&mut self.child, server_path, &event);
         }
+        self.restore_beside_oneshots(server_path, fired_data, fired_child, &mut follow);
         if let Some(entry) = self.persistent.get_mut(server_path) {
             if let Some(missed) = entry.node.on_event(event_type, zxid) {
                 send_all(&mut entry.txs, &with_type(&event, missed));
@@ -223,6 +254,11 @@ impl WatchRegistry {
                 if let Some(entry) = self.persistent.remove(server_path) {
                     release(entry.held);
                 }
+            }
+        }
+        if matches!(event_type, EventType::NodeCreated | EventType::NodeDeleted) {
+            if let Some(parent) = self.fire_child_watches_of_parent(server_path, chroot) {
+                self.restore_beside_oneshots(&parent, false, true, &mut follow);
             }
         }
         if event_type != EventType::NodeChildrenChanged && !self.recursive.is_empty() {
@@ -245,17 +281,74 @@ impl WatchRegistry {
                         }
                     }
                 }
-                if path == "/" {
-                    break;
-                }
-                path = match path.rfind('/') {
-                    Some(0) => "/",
-                    Some(i) => &path[..i],
+                path = match parent_of(path) {
+                    Some(parent) => parent,
                     None => break,
                 };
             }
         }
         follow
+    }
+
+    /// Fires the one-shot child watches of the parent of `server_path`, just created or
+    /// deleted, when a recursive watch covers that parent: its event is the parent's children
+    /// changing. The server may not send that event itself: 3.8 keeps one watch mode per
+    /// connection and path, so a recursive watch set on the same path, by `addWatch` or by the
+    /// `setWatches2` that restores both after a reconnect, turns the child watch recursive, and
+    /// recursive watchers get no child events (ZOOKEEPER-4466). Where the server does send it,
+    /// the watches have already fired and it finds none. Returns the parent if any fired.
+    fn fire_child_watches_of_parent(
+        &mut self,
+        server_path: &str,
+        chroot: &Chroot,
+    ) -> Option<String> {
+        if self.child.is_empty() || self.recursive.is_empty() {
+            return None;
+        }
+        let parent = parent_of(server_path)?;
+        if !self.child.contains_key(parent) {
+            return None;
+        }
+        let mut covering = Some(parent);
+        while let Some(path) = covering {
+            if self.recursive.contains_key(path) {
+                let event = WatchedEvent {
+                    event_type: EventType::NodeChildrenChanged,
+                    state: SessionState::Connected,
+                    path: chroot.strip(parent),
+                };
+                fire_oneshots(&mut self.child, parent, &event);
+                return Some(parent.to_string());
+            }
+            covering = parent_of(path);
+        }
+        None
+    }
+
+    /// After one-shot watches on `path` fired: a 3.8 server keeps one watch per connection,
+    /// path and kind of event (data and existence, or children), so a one-shot watch set on
+    /// the path of a persistent one took its place, and firing removed both
+    /// (ZOOKEEPER-4466). The persistent watch is set again. A recursive watch gets no child
+    /// events, so only data and existence watches displace it.
+    fn restore_beside_oneshots(
+        &self,
+        path: &str,
+        fired_data: bool,
+        fired_child: bool,
+        follow: &mut Vec<FollowUp>,
+    ) {
+        if (fired_data || fired_child) && self.persistent.contains_key(path) {
+            follow.push(FollowUp::Restore {
+                path: path.to_string(),
+                recursive: false,
+            });
+        }
+        if fired_data && self.recursive.contains_key(path) {
+            follow.push(FollowUp::Restore {
+                path: path.to_string(),
+                recursive: true,
+            });
+        }
     }
 
     /// A read of a persistent watch's node is about to be sent: its tag, `None` when the
@@ -288,14 +381,30 @@ impl WatchRegistry {
         release(std::mem::take(&mut entry.held));
     }
 
-    /// Starts a walk of a recursive watch's subtree: the tag of its listings, `None` when the
-    /// watch is gone.
-    pub fn start_walk(&mut self, root: &str) -> Option<u64> {
+    /// Starts a walk of a recursive watch's subtree, `seen_through` being the last zxid the
+    /// session has seen: the tag of its listings, `None` when the watch is gone.
+    pub fn start_walk(&mut self, root: &str, seen_through: i64) -> Option<u64> {
         let entry = self.recursive.get_mut(root)?;
         self.last_tag += 1;
         entry.walk = self.last_tag;
-        entry.cache.walk_started();
+        // A walk under way is replaced: its listings are no longer counted.
+        entry.cache.walk_abandoned();
+        entry.cache.walk_started(seen_through);
         Some(self.last_tag)
+    }
+
+    /// Whether the recursive watch on `root` went past the memory bound.
+    #[cfg(test)]
+    pub fn is_folded(&self, root: &str) -> bool {
+        self.recursive
+            .get(root)
+            .is_some_and(|e| e.cache.is_folded())
+    }
+
+    /// The nodes the recursive watch on `root` remembers.
+    #[cfg(test)]
+    pub fn remembered(&self, root: &str) -> usize {
+        self.recursive.get(root).map_or(0, |e| e.cache.len())
     }
 
     /// The walk `tag` of the recursive watch on `root`, if it is still the one under way.
@@ -456,13 +565,29 @@ impl WatchRegistry {
     }
 }
 
-fn fire_oneshots(map: &mut HashMap<String, Vec<OneshotTx>>, path: &str, event: &WatchedEvent) {
-    if let Some(txs) = map.remove(path) {
-        let delivered = txs
-            .into_iter()
-            .filter_map(|tx| tx.send(event.clone()).ok())
-            .count();
-        metrics::watch_events(event.event_type, delivered);
+/// Fires and forgets the one-shot watches on `path`; false when there were none.
+fn fire_oneshots(
+    map: &mut HashMap<String, Vec<OneshotTx>>,
+    path: &str,
+    event: &WatchedEvent,
+) -> bool {
+    let Some(txs) = map.remove(path) else {
+        return false;
+    };
+    let delivered = txs
+        .into_iter()
+        .filter_map(|tx| tx.send(event.clone()).ok())
+        .count();
+    metrics::watch_events(event.event_type, delivered);
+    true
+}
+
+/// The parent of a server path, `None` for the root.
+fn parent_of(path: &str) -> Option<&str> {
+    match path.rfind('/') {
+        Some(0) if path.len() > 1 => Some("/"),
+        Some(i) if i > 0 => Some(&path[..i]),
+        _ => None,
     }
 }
 
@@ -574,6 +699,43 @@ mod tests {
         assert_eq!(dr.try_recv().unwrap(), ev(EventType::NodeDataChanged, "/a"));
         assert_eq!(pr.try_recv().unwrap(), ev(EventType::NodeDataChanged, "/a"));
         assert_eq!(rr.try_recv().unwrap(), ev(EventType::NodeDataChanged, "/a"));
+    }
+
+    #[test]
+    fn a_recursive_watch_fires_the_child_watches_of_a_parent_it_covers() {
+        let mut reg = WatchRegistry::default();
+        let root = Chroot::new(Some("/app"));
+        let (r, _rr) = event_queue::channel(usize::MAX);
+        reg.add_persistent("/app/p".into(), true, r);
+        let (on_root, mut on_root_rx) = oneshot::channel();
+        reg.add_child("/app/p".into(), on_root);
+        let (below, mut below_rx) = oneshot::channel();
+        reg.add_child("/app/p/q".into(), below);
+        let (outside, mut outside_rx) = oneshot::channel();
+        reg.add_child("/app".into(), outside);
+        // A data change is no change of the parent's children.
+        reg.dispatch(EventType::NodeDataChanged, "/app/p/kid", -1, &root);
+        assert!(on_root_rx.try_recv().is_err());
+        reg.dispatch(EventType::NodeCreated, "/app/p/kid", -1, &root);
+        assert_eq!(
+            on_root_rx.try_recv().unwrap(),
+            ev(EventType::NodeChildrenChanged, "/p")
+        );
+        reg.dispatch(EventType::NodeDeleted, "/app/p/q/kid", -1, &root);
+        assert_eq!(
+            below_rx.try_recv().unwrap(),
+            ev(EventType::NodeChildrenChanged, "/p/q")
+        );
+        // The server's own event, if it sends one, finds the watch already fired.
+        reg.dispatch(EventType::NodeChildrenChanged, "/app/p/q", -1, &root);
+        // The root's parent is not covered: its child watch waits for the server.
+        reg.dispatch(EventType::NodeDeleted, "/app/p", -1, &root);
+        assert!(outside_rx.try_recv().is_err());
+        reg.dispatch(EventType::NodeChildrenChanged, "/app", -1, &root);
+        assert_eq!(
+            outside_rx.try_recv().unwrap(),
+            ev(EventType::NodeChildrenChanged, "/")
+        );
     }
 
     #[test]

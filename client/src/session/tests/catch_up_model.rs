@@ -12,12 +12,27 @@ use crate::session::watch_memo::{Missed, NodeState, SubtreeCache};
 
 const ROOT: &str = "/r";
 
-/// A node of the model: creation zxid, data and child versions.
+/// A node of the model: creation zxid, data and child versions, and the zxids of the last
+/// data and child changes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Node {
     czxid: i64,
     version: i32,
     cversion: i32,
+    mzxid: i64,
+    pzxid: i64,
+}
+
+impl Node {
+    fn created(zxid: i64) -> Node {
+        Node {
+            czxid: zxid,
+            version: 0,
+            cversion: 0,
+            mzxid: zxid,
+            pzxid: zxid,
+        }
+    }
 }
 
 /// The server's tree under the root (root included), and its zxid counter.
@@ -55,14 +70,7 @@ fn children_of(nodes: &BTreeMap<String, Node>, path: &str) -> Vec<String> {
 impl Tree {
     fn new() -> Tree {
         let mut nodes = BTreeMap::new();
-        nodes.insert(
-            ROOT.to_string(),
-            Node {
-                czxid: 1,
-                version: 0,
-                cversion: 0,
-            },
-        );
+        nodes.insert(ROOT.to_string(), Node::created(1));
         Tree { nodes, zxid: 1 }
     }
 
@@ -78,24 +86,27 @@ impl Tree {
                     let name = ["a", "b", "c"][rng.below(3)];
                     let child = format!("{path}/{name}");
                     if !self.nodes.contains_key(&child) {
-                        let node = Node {
-                            czxid: self.zxid,
-                            version: 0,
-                            cversion: 0,
-                        };
-                        self.nodes.insert(child.clone(), node);
-                        self.nodes.get_mut(path).unwrap().cversion += 1;
+                        self.nodes.insert(child.clone(), Node::created(self.zxid));
+                        let parent = self.nodes.get_mut(path).unwrap();
+                        parent.cversion += 1;
+                        parent.pzxid = self.zxid;
                         return (EventType::NodeCreated, child);
                     }
                 }
                 1 if path != ROOT && children_of(&self.nodes, path).is_empty() => {
                     self.nodes.remove(path);
-                    let parent = &path[..path.rfind('/').unwrap()];
-                    self.nodes.get_mut(parent).unwrap().cversion += 1;
+                    let parent = self
+                        .nodes
+                        .get_mut(&path[..path.rfind('/').unwrap()])
+                        .unwrap();
+                    parent.cversion += 1;
+                    parent.pzxid = self.zxid;
                     return (EventType::NodeDeleted, path.clone());
                 }
                 2 => {
-                    self.nodes.get_mut(path).unwrap().version += 1;
+                    let node = self.nodes.get_mut(path).unwrap();
+                    node.version += 1;
+                    node.mzxid = self.zxid;
                     return (EventType::NodeDataChanged, path.clone());
                 }
                 _ => {}
@@ -108,6 +119,8 @@ impl Tree {
             czxid: n.czxid,
             version: n.version,
             cversion: n.cversion,
+            mzxid: n.mzxid,
+            pzxid: n.pzxid,
             ..Stat::default()
         })
     }
@@ -115,9 +128,14 @@ impl Tree {
 
 /// One walk of the cache over the tree, in the order the session sends listings.
 fn walk(cache: &mut SubtreeCache, tree: &Tree) -> Vec<Missed> {
+    walk_from(cache, tree, tree.zxid)
+}
+
+/// [`walk`] begun when the last zxid the session had seen was `seen_through`.
+fn walk_from(cache: &mut SubtreeCache, tree: &Tree, seen_through: i64) -> Vec<Missed> {
     let mut missed = vec![];
     let mut queue = VecDeque::from([ROOT.to_string()]);
-    cache.walk_started();
+    cache.walk_started(seen_through);
     while let Some(path) = queue.pop_front() {
         let children = children_of(&tree.nodes, &path);
         let stat = tree.stat(&path);
@@ -200,7 +218,7 @@ fn a_walk_reports_exactly_the_changes_made_while_cut_off() {
         for _ in 0..rng.below(30) {
             tree.change(&mut rng);
         }
-        let mut cache = SubtreeCache::new(ROOT.to_string());
+        let mut cache = SubtreeCache::new(ROOT.to_string(), usize::MAX);
         assert_eq!(
             walk(&mut cache, &tree),
             vec![],
@@ -348,4 +366,93 @@ fn a_read_reports_exactly_the_changes_of_a_node_made_while_cut_off() {
             "seed {seed}: nothing twice"
         );
     }
+}
+
+/// Whether `missed` reports `change` (a change of the coalesced difference) or, once the
+/// cache folded, something a consumer must take for it: a deleted node by its creation again,
+/// or by a change of the children of an ancestor still there.
+fn covered(missed: &BTreeSet<(i32, String)>, change: &(i32, String), after: &Tree) -> bool {
+    if missed.contains(change) {
+        return true;
+    }
+    let (t, path) = change;
+    if *t != i32::from(EventType::NodeDeleted) {
+        return false;
+    }
+    if missed.contains(&(i32::from(EventType::NodeCreated), path.clone())) {
+        return true;
+    }
+    let mut ancestor = path.as_str();
+    while let Some((parent, _)) = ancestor.rsplit_once('/') {
+        if after.nodes.contains_key(parent) {
+            let children_changed = (
+                i32::from(EventType::NodeChildrenChanged),
+                parent.to_string(),
+            );
+            let recreated = (i32::from(EventType::NodeCreated), parent.to_string());
+            return missed.contains(&children_changed) || missed.contains(&recreated);
+        }
+        ancestor = parent;
+    }
+    false
+}
+
+/// With a bound far smaller than the tree, the cache folds: what it holds stays within the
+/// bound, and a walk after changes made while cut off reports every one of them, by zxid, from
+/// the last zxid seen before the loss (which live changes after it make report again).
+#[test]
+fn a_folded_cache_loses_no_change_made_while_cut_off() {
+    let max_bytes = 4 * (2 * "/r/a/b/c".len() + 160);
+    let mut folded = 0;
+    for seed in 1..=400u64 {
+        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let mut tree = Tree::new();
+        for _ in 0..rng.below(30) {
+            tree.change(&mut rng);
+        }
+        let mut cache = SubtreeCache::new(ROOT.to_string(), max_bytes);
+        assert_eq!(
+            walk(&mut cache, &tree),
+            vec![],
+            "seed {seed}: the first walk learns"
+        );
+
+        // The last reply before the loss came after some of the live changes.
+        let mut seen_through = tree.zxid;
+        for _ in 0..rng.below(30) {
+            let (t, p) = tree.change(&mut rng);
+            cache.on_event(t, &p, None);
+            if let Some(stat) = tree.stat(&p).filter(|_| cache.needs_czxid(&p)) {
+                cache.on_stat(&p, &stat);
+            }
+            if rng.below(3) == 0 {
+                seen_through = tree.zxid;
+            }
+            assert!(cache.len() <= 4, "seed {seed}: {} nodes", cache.len());
+        }
+
+        let before = tree.clone();
+        for _ in 0..rng.below(30) {
+            tree.change(&mut rng);
+        }
+        let missed = walk_from(&mut cache, &tree, seen_through);
+        let reported: BTreeSet<(i32, String)> = missed
+            .iter()
+            .map(|(t, p)| (i32::from(*t), p.clone()))
+            .collect();
+        let expected = coalesced_difference(&before, &tree);
+        if !cache.is_folded() {
+            assert_eq!(reported, expected, "seed {seed}: {missed:?}");
+            continue;
+        }
+        folded += 1;
+        for change in &expected {
+            assert!(
+                covered(&reported, change, &tree),
+                "seed {seed}: {change:?} not reported: {missed:?}"
+            );
+        }
+        assert!(cache.len() <= 4, "seed {seed}: {} nodes", cache.len());
+    }
+    assert!(folded > 200, "only {folded} histories folded");
 }

@@ -514,3 +514,141 @@ fn a_call_held_for_a_watch_whose_stream_is_gone_is_answered() {
         assert_eq!(result(&mut reply), Some(Ok(())), "{drop_by}");
     }
 }
+
+/// A server that reports nodes under a recursive watch without end: what the watch remembers
+/// stays within its bound (it folds to its root), every event is still delivered, and after a
+/// reconnect the walk reports by zxid what changed after the last reply before the loss.
+#[test]
+fn a_recursive_watch_told_of_nodes_without_end_folds_and_reports_by_zxid() {
+    let mut cfg = config(1);
+    cfg.max_subtree_bytes = 64 * 1024;
+    let mut h = Harness::new(cfg);
+    h.establish(0x42, 3000);
+    let (mut reply, mut rx) = add_watch(&mut h, "/r", true);
+    h.xids();
+    h.reply(1, 0x10, ErrorCode::Ok, &[]);
+    answer_listing(&mut h, "/r", &[], stat(1, 0, 0));
+    assert_eq!(result(&mut reply), Some(Ok(())));
+
+    for i in 0..100_000 {
+        h.notify(EventType::NodeCreated, &format!("/r/n{i}"));
+        // Until it folds, the watch reads each new node for its creation zxid.
+        for (xid, _) in h.xids() {
+            assert!(!h.s.watches.is_folded("/r"), "no such read once folded");
+            h.reply(xid, 0x10, ErrorCode::Ok, &exists_body(stat(0x10, 0, 0)));
+        }
+        assert!(h.s.watches.remembered("/r") <= 64 * 1024 / NODE_COST_FLOOR);
+    }
+    assert!(h.s.watches.is_folded("/r"));
+    assert_eq!(h.s.watches.remembered("/r"), 1, "the root only");
+    let got = events(&mut rx);
+    assert_eq!(got.len(), 100_000, "every event delivered");
+
+    // The last reply before the loss carried zxid 0x30; after it, /r/n1 changed and /r/m was
+    // created, unseen. /r/n0 changed before it, seen live.
+    let _read = h.get_data("/r");
+    let (xid, _) = h.xids()[0];
+    h.reply(xid, 0x30, ErrorCode::Ok, &[]);
+    let sw = bounce(&mut h);
+    h.reply(sw, 0x40, ErrorCode::Ok, &[]);
+    let root = Stat {
+        czxid: 1,
+        pzxid: 0x31,
+        ..Stat::default()
+    };
+    answer_listing(&mut h, "/r", &["n0", "n1", "m"], root);
+    let reads = h.xids();
+    assert_eq!(reads.len(), 3, "the walk goes on below the root");
+    // Listed in name order: m, n0, n1.
+    let kids = [
+        Stat {
+            czxid: 0x31,
+            mzxid: 0x31,
+            pzxid: 0x31,
+            ..Stat::default()
+        },
+        Stat {
+            czxid: 2,
+            mzxid: 0x20,
+            pzxid: 2,
+            ..Stat::default()
+        },
+        Stat {
+            czxid: 3,
+            mzxid: 0x32,
+            pzxid: 3,
+            ..Stat::default()
+        },
+    ];
+    for ((xid, _), kid) in reads.iter().zip(kids) {
+        h.reply(*xid, 0x40, ErrorCode::Ok, &listing_body(&[], kid));
+    }
+    let mut got = events(&mut rx);
+    got.sort_by_key(|(t, p)| (p.clone(), i32::from(*t)));
+    assert_eq!(
+        got,
+        vec![
+            ev(EventType::NodeChildrenChanged, "/r"),
+            ev(EventType::NodeCreated, "/r/m"),
+            ev(EventType::NodeDataChanged, "/r/n1"),
+        ]
+    );
+    assert_eq!(h.s.watches.remembered("/r"), 1);
+}
+
+/// The least a cached node is counted for (a path of 6 bytes): a bound on how many fit.
+const NODE_COST_FLOOR: usize = 160;
+
+/// A one-shot watch on the path of a persistent watch displaced it on a 3.8 server, and firing
+/// removed both: the session sets the persistent watch again and reads its node, which reports
+/// what changed in between.
+#[test]
+fn a_persistent_watch_displaced_by_a_fired_one_shot_is_set_again_and_caught_up() {
+    let mut h = connected();
+    let (mut reply, mut rx) = add_watch(&mut h, "/p", false);
+    h.xids();
+    h.reply(1, 0x10, ErrorCode::Ok, &[]);
+    let read = one_read(&mut h, exists("/p"));
+    h.reply(read, 0x10, ErrorCode::Ok, &exists_body(stat(5, 1, 0)));
+    assert_eq!(result(&mut reply), Some(Ok(())));
+    let (data_reply, mut data) = h.get_data_watched("/p");
+    let (xid, _) = h.xids()[0];
+    h.reply(xid, 0x11, ErrorCode::Ok, &[]);
+    drop(data_reply);
+
+    h.notify(EventType::NodeDataChanged, "/p");
+    assert_eq!(
+        data.try_recv().unwrap().event_type,
+        EventType::NodeDataChanged
+    );
+    assert_eq!(events(&mut rx), vec![ev(EventType::NodeDataChanged, "/p")]);
+    let sent = h.sent();
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    let Sent::Request {
+        xid: sw,
+        opcode,
+        body,
+    } = &sent[0]
+    else {
+        panic!("{sent:?}")
+    };
+    assert_eq!(*opcode, OpCode::SetWatches2);
+    let set = SetWatches2::decode(&mut body.clone()).unwrap();
+    assert_eq!(set.persistent_watches, vec!["/p".to_string()]);
+    assert!(set.data_watches.is_empty() && set.persistent_recursive_watches.is_empty());
+    let Sent::Request {
+        xid: read, opcode, ..
+    } = &sent[1]
+    else {
+        panic!("{sent:?}")
+    };
+    assert_eq!(*opcode, OpCode::Exists);
+    h.reply(*sw, 0x13, ErrorCode::Ok, &[]);
+    // Version 3: the change seen, and one made before the watch was set again.
+    h.reply(*read, 0x13, ErrorCode::Ok, &exists_body(stat(5, 3, 0)));
+    assert_eq!(events(&mut rx), vec![ev(EventType::NodeDataChanged, "/p")]);
+
+    // A child event fires no one-shot here: nothing to set again.
+    h.notify(EventType::NodeChildrenChanged, "/p");
+    assert!(h.sent().is_empty());
+}

@@ -291,3 +291,60 @@ fn auth_failure_is_terminal() {
     let mut late = h.get_data("/a");
     assert_eq!(result(&mut late), Some(Err(ErrorKind::AuthFailed)));
 }
+
+fn orphans(actions: &[Action]) -> usize {
+    actions
+        .iter()
+        .filter(|a| matches!(a, Action::Orphan { .. }))
+        .count()
+}
+
+/// A handshake given up on is set apart for its answer (the driver closes the session it
+/// grants) when it asked for a new session or the session is ending; never when it resumes
+/// the session still in use, nor before the request went out.
+#[test]
+fn a_handshake_given_up_on_is_set_apart_unless_it_resumes_the_session() {
+    // A new session asked for: the attempt times out.
+    let mut h = Harness::new(config(2));
+    h.open_connection();
+    h.advance(T);
+    let actions = h.actions();
+    assert_eq!(orphans(&actions), 1, "{actions:?}");
+    let first = actions
+        .iter()
+        .position(|a| matches!(a, Action::Orphan { .. }))
+        .unwrap();
+    assert!(
+        matches!(actions[first + 1], Action::Disconnect),
+        "set apart before it is dropped: {actions:?}"
+    );
+    assert!(matches!(actions[0], Action::Orphan { wait } if wait == T));
+
+    // Closed by the user while the handshake is out.
+    h.s.on_connected(h.now);
+    h.s.output().clear();
+    h.s.close(None, h.now);
+    assert_eq!(orphans(&h.actions()), 1);
+    assert_eq!(h.state(), SessionState::Closed);
+
+    // Closed before the TCP connection was even up: nothing was asked.
+    let mut h = Harness::new(config(1));
+    h.s.close(None, h.now);
+    assert_eq!(orphans(&h.actions()), 0);
+
+    // A resume times out: its late answer is the session, which goes on elsewhere.
+    let mut h = Harness::new(config(2));
+    h.establish(0x42, 3000);
+    h.s.on_disconnected(h.now, "eof");
+    let request = h.open_connection();
+    assert_eq!(request.session_id, 0x42);
+    // The attempt's share of the session timeout, short of the session's expiry.
+    h.advance(T / 2);
+    let actions = h.actions();
+    assert!(
+        actions.contains(&Action::Disconnect),
+        "given up: {actions:?}"
+    );
+    assert_ne!(h.state(), SessionState::Expired);
+    assert_eq!(orphans(&actions), 0);
+}
