@@ -1,0 +1,100 @@
+//! The session's own thread: a current-thread tokio runtime that runs the session task (and
+//! the tasks the recipes spawn), driven by nothing else, for as long as anything needs it.
+//!
+//! Calls do not go through this thread: a blocking call makes its request on the calling
+//! thread, which queues it on the session as an async call does (and writes it to the socket
+//! itself when the connection is idle), then parks until the reply's channel wakes it. The
+//! runtime is *entered* around the call, so the call's timers and any task it spawns belong
+//! to this runtime; and since this thread always drives it, the session keeps the call's
+//! deadline as it does for a call made on its own runtime (see `home`).
+//!
+//! The thread ends once every blocking handle is gone *and* the session has ended: a
+//! recipe's background delete, or an async handle taken from a blocking one, keeps the
+//! session, and so the thread, alive. The runtime is dropped on this thread only, never on a
+//! caller's (which tokio forbids inside another runtime).
+
+use std::cell::Cell;
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::runtime::{EnterGuard, Handle};
+use tokio::sync::{oneshot, watch};
+
+use crate::state::SessionState;
+
+use super::park;
+
+thread_local! {
+    /// Set on the session threads: a blocking call there would stop the session it waits for.
+    static SESSION_THREAD: Cell<bool> = const { Cell::new(false) };
+}
+
+/// A handle on the session thread's runtime; the thread winds down once the last is dropped
+/// and the session has ended.
+pub(crate) struct Runtime {
+    handle: Handle,
+    /// Dropped with this: the thread then waits for the session to end, and stops.
+    _stop: oneshot::Sender<()>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("id", &self.handle.id())
+            .finish()
+    }
+}
+
+/// Tells the session thread which session it serves (once connected): it stops only after
+/// that session's end.
+pub(crate) type SessionSender = oneshot::Sender<watch::Receiver<SessionState>>;
+
+impl Runtime {
+    /// Starts the thread.
+    pub fn start() -> std::io::Result<(Arc<Runtime>, SessionSender)> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let handle = runtime.handle().clone();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let (session_tx, session_rx) = oneshot::channel::<watch::Receiver<SessionState>>();
+        std::thread::Builder::new()
+            .name("zookeeper-session".into())
+            .spawn(move || {
+                SESSION_THREAD.with(|on| on.set(true));
+                runtime.block_on(async move {
+                    let _ = stopped.await;
+                    // The watch's sender lives as long as a handle on the session or the
+                    // session task: its closing is the session's end.
+                    if let Ok(mut state) = session_rx.await {
+                        while state.changed().await.is_ok() {}
+                    }
+                });
+                drop(runtime);
+            })?;
+        Ok((
+            Arc::new(Runtime {
+                handle,
+                _stop: stop,
+            }),
+            session_tx,
+        ))
+    }
+
+    /// Runs `future` to completion on the calling thread, within this runtime.
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        assert!(
+            !SESSION_THREAD.with(Cell::get),
+            "a blocking ZooKeeper call was made on a session thread of the blocking API, which \
+             it would stop: call it from another thread"
+        );
+        let _entered = self.enter();
+        park::wait(future, None).expect("no deadline")
+    }
+
+    /// Makes this runtime the calling thread's, until the guard drops: tasks spawned and
+    /// timers made meanwhile are this runtime's.
+    pub fn enter(&self) -> EnterGuard<'_> {
+        self.handle.enter()
+    }
+}
