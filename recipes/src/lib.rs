@@ -100,6 +100,8 @@
 #![warn(missing_docs)]
 
 mod barrier;
+#[cfg(feature = "blocking")]
+pub mod blocking;
 pub mod cache;
 mod contend;
 mod counter;

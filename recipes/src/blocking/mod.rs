@@ -1,0 +1,64 @@
+//! The recipes for plain threads (cargo feature `blocking`): [`Mutex`], [`ReadWriteLock`],
+//! [`Semaphore`] and [`LeaderLatch`], on a
+//! [`zookeeper_tokio::blocking::Client`].
+//!
+//! Each is the async recipe of the crate root, on the blocking client's session, with its
+//! layouts, fairness, fencing and guarantees; its acquisitions block the calling thread, and
+//! its streams of states are blocking iterators ([`Changes`]). A guard's state is the async
+//! guard's, read against the session's lease clock on every look, so a thread resuming from
+//! a pause past the session timeout reads [`LockState::Lost`](crate::LockState::Lost) on its
+//! first look. Guards and latches release when dropped, from any thread: the delete is
+//! followed on the session's thread.
+//!
+//! The recipes here run on the blocking client's one session: after the session expires, a
+//! guard reads lost and further acquisitions fail with the session's error; connect a new
+//! client to carry on.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use zookeeper_recipes::blocking::Mutex;
+//! use zookeeper_recipes::LockState;
+//! use zookeeper_tokio::blocking::Client;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let client = Client::connect("127.0.0.1:2181")?;
+//! let mutex = Mutex::new(&client, "/locks/orders")?;
+//!
+//! let guard = mutex.acquire()?;
+//! for batch in 0..10 {
+//!     // Look before each step: a pause past the session timeout reads lost here.
+//!     if guard.state() != LockState::Held {
+//!         break;
+//!     }
+//!     println!("batch {batch} under token {}", guard.fencing_token());
+//! }
+//! guard.release()?;
+//!
+//! // Several threads contend through one handle: they exclude each other.
+//! let mutex = std::sync::Arc::new(mutex);
+//! let workers: Vec<_> = (0..4)
+//!     .map(|_| {
+//!         let mutex = mutex.clone();
+//!         std::thread::spawn(move || {
+//!             if let Ok(Some(guard)) = mutex.acquire_timeout(Duration::from_secs(5)) {
+//!                 drop(guard); // released from this thread
+//!             }
+//!         })
+//!     })
+//!     .collect();
+//! for worker in workers {
+//!     worker.join().unwrap();
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+mod changes;
+mod guard;
+mod latch;
+mod locks;
+
+pub use changes::Changes;
+pub use guard::LockGuard;
+pub use latch::LeaderLatch;
+pub use locks::{Lease, Mutex, ReadWriteLock, Semaphore};
