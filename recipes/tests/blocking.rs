@@ -1,7 +1,8 @@
 //! The blocking recipes from plain threads, against the shared server: a lock excludes
 //! threads sharing a handle and threads on other sessions, a guard dropped on a plain thread
 //! hands the lock on, a guard reads lost on its first look after a pause past its lease, and
-//! the read-write lock, the semaphore and the latch grant as their async forms do.
+//! the read-write lock, the semaphore, the latch and the selector grant as their async forms
+//! do; a selector's term ends when its work, told to stop, returns.
 
 mod common;
 
@@ -11,8 +12,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{chroot_connect, init_tracing, BOUND, CONNECT_TIMEOUT};
-use zookeeper_recipes::blocking::{LeaderLatch, Mutex, ReadWriteLock, Semaphore};
-use zookeeper_recipes::{Leadership, LockState, LossReason};
+use zookeeper_recipes::blocking::{
+    LeaderContext, LeaderLatch, LeaderSelector, Mutex, ReadWriteLock, Semaphore,
+};
+use zookeeper_recipes::{Leadership, LockState, LossReason, SelectorState};
 use zookeeper_tokio::blocking::Client;
 
 fn connect(connect_string: &str, session: Duration) -> Client {
@@ -205,4 +208,91 @@ fn a_latch_hands_leadership_on_when_the_leader_drops_it_on_a_plain_thread() {
     std::thread::spawn(move || drop(first)).join().unwrap();
     assert_eq!(changes.recv_timeout(BOUND), Ok(Leadership::Leader));
     assert!(second.has_leadership());
+}
+
+/// Two selectors requeueing on two sessions take turns: one term's work at a time, every
+/// term with a larger fencing token than the one before.
+#[test]
+fn selectors_on_two_sessions_lead_one_at_a_time() {
+    let connect_string = chroot_connect("blocking_selector_turns");
+    let leading = Arc::new(AtomicBool::new(false));
+    let (terms_tx, terms) = std::sync::mpsc::channel();
+    let selectors: Vec<_> = ["a", "b"]
+        .into_iter()
+        .map(|id| {
+            let client = connect(&connect_string, Duration::from_secs(10));
+            let (leading, terms_tx) = (leading.clone(), terms_tx.clone());
+            LeaderSelector::builder(&client, "/election")
+                .id(id)
+                .auto_requeue(true)
+                .start(move |ctx: LeaderContext| {
+                    assert!(!leading.swap(true, Ordering::SeqCst), "two leaders at once");
+                    assert!(!ctx.is_cancelled());
+                    let _ = terms_tx.send((ctx.id().to_owned(), ctx.fencing_token()));
+                    leading.store(false, Ordering::SeqCst);
+                })
+                .unwrap()
+        })
+        .collect();
+    let mut tokens = Vec::new();
+    let mut ids = std::collections::HashSet::new();
+    while tokens.len() < 6 {
+        let (id, token) = terms.recv_timeout(BOUND).expect("another term");
+        ids.insert(id);
+        tokens.push(token);
+    }
+    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "{tokens:?}");
+    assert_eq!(ids.len(), 2, "both led");
+    for selector in &selectors {
+        selector.close();
+        assert_eq!(selector.state(), SelectorState::Closed);
+    }
+}
+
+/// A term's work, told to stop (interrupted, then closed), returns, and only then does the
+/// term end: `close` returns after the work did.
+#[test]
+fn a_term_ends_when_its_work_told_to_stop_returns() {
+    let connect_string = chroot_connect("blocking_selector_stop");
+    let client = connect(&connect_string, Duration::from_secs(10));
+    let (started_tx, started) = std::sync::mpsc::channel();
+    let returned = Arc::new(AtomicUsize::new(0));
+    let selector = {
+        let returned = returned.clone();
+        LeaderSelector::builder(&client, "/election")
+            .id("only")
+            .start(move |ctx: LeaderContext| {
+                let _ = started_tx.send(ctx.term());
+                while !ctx.wait_cancelled(BOUND) {}
+                returned.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap()
+    };
+    assert_eq!(started.recv_timeout(BOUND), Ok(1));
+    assert!(selector.has_leadership());
+    assert_eq!(
+        selector.leader().unwrap().map(|p| p.id).as_deref(),
+        Some("only")
+    );
+    let mut changes = selector.changes();
+    selector.interrupt_leadership();
+    loop {
+        match changes.recv_timeout(BOUND) {
+            Ok(SelectorState::Idle) => break,
+            Ok(SelectorState::Leading) => continue,
+            other => panic!("{other:?} before idle"),
+        }
+    }
+    assert_eq!(returned.load(Ordering::SeqCst), 1);
+    assert!(selector.requeue());
+    assert_eq!(started.recv_timeout(BOUND), Ok(2));
+    on_thread("close", move || {
+        selector.close();
+        assert_eq!(
+            returned.load(Ordering::SeqCst),
+            2,
+            "close waits for the work"
+        );
+        assert_eq!(selector.participants().unwrap(), vec![]);
+    });
 }

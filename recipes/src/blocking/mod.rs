@@ -1,5 +1,5 @@
 //! The recipes for plain threads (cargo feature `blocking`): [`Mutex`], [`ReadWriteLock`],
-//! [`Semaphore`] and [`LeaderLatch`], on a
+//! [`Semaphore`], [`LeaderLatch`] and [`LeaderSelector`], on a
 //! [`zookeeper_tokio::blocking::Client`].
 //!
 //! Each is the async recipe of the crate root, on the blocking client's session, with its
@@ -57,8 +57,10 @@ mod changes;
 mod guard;
 mod latch;
 mod locks;
+mod selector;
 
 pub use changes::Changes;
 pub use guard::LockGuard;
 pub use latch::LeaderLatch;
 pub use locks::{Lease, Mutex, ReadWriteLock, Semaphore};
+pub use selector::{LeaderContext, LeaderSelector, LeaderSelectorBuilder};
