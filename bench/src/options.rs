@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 
 /// Every workload, in the order a full run executes them.
-pub const WORKLOADS: [&str; 9] = [
+pub const WORKLOADS: [&str; 10] = [
     "codec",
     "client-bound",
     "latency",
@@ -13,6 +13,7 @@ pub const WORKLOADS: [&str; 9] = [
     "locks",
     "scale",
     "cache",
+    "blocking",
 ];
 
 const USAGE: &str = "\
@@ -21,7 +22,7 @@ usage: zookeeper-bench [--quick] [--only W[,W..]] [--server HOST:PORT] [--rounds
 
   --quick          small counts and 2 rounds: checks that every workload runs
   --only W,..      run only these workloads: codec, client-bound, latency, pipeline,
-                   latency-tls, pipeline-tls, locks, scale, cache
+                   latency-tls, pipeline-tls, locks, scale, cache, blocking
   --server ADDR    use a running ZooKeeper instead of starting one (it needs 4lw mntr);
                    the -tls workloads always start their own, with a secure client port
   --rounds N       rounds per workload (default 5, at most 3 for the pipeline workloads;

@@ -1,5 +1,6 @@
 //! The workloads, one file each.
 
+mod blocking;
 mod cache;
 mod client_bound;
 mod codec;
@@ -31,6 +32,7 @@ pub async fn run(name: &str, ctx: &Ctx, report: &mut Report) -> Result<(), Bench
         "codec" => codec::run(ctx, report).await,
         "scale" => scale::run(ctx, report).await,
         "cache" => cache::run(ctx, report).await,
+        "blocking" => blocking::run(ctx, report).await,
         other => {
             report.not_measured(other, "", "not implemented yet");
             Ok(())
