@@ -23,14 +23,17 @@
 //! [`Client::block_on`] runs any future of the async API to completion from a plain thread;
 //! [`Client::as_async`] lends the async handle on the same session.
 //!
-//! ```no_run
+//! ```
 //! use std::time::Duration;
 //! use zookeeper_tokio::blocking::Client;
 //! use zookeeper_tokio::{CreateOptions, EventType};
 //!
 //! # fn main() -> zookeeper_tokio::Result<()> {
+//! let servers = "127.0.0.1:2181/app";
+//! # let servers = &zookeeper_testkit::shared_server()
+//! #     .connect_string_with_chroot(&zookeeper_testkit::chroot_for("doc_blocking"));
 //! let client = Client::connect_with(
-//!     zookeeper_tokio::Client::builder("127.0.0.1:2181/app")
+//!     zookeeper_tokio::Client::builder(servers)
 //!         .session_timeout(Duration::from_secs(10))
 //!         .request_timeout(Duration::from_secs(5)),
 //! )?;
@@ -49,7 +52,7 @@
 //! let events = client.add_watch("/config", zookeeper_tokio::AddWatchMode::Persistent)?;
 //! client.delete("/config", None)?;
 //! for event in events.take(1) {
-//!     println!("{event}"); // NodeDeleted /config
+//!     assert_eq!(event.to_string(), "NodeDeleted /config");
 //! }
 //! # Ok(())
 //! # }

@@ -14,14 +14,17 @@
 //! guard reads lost and further acquisitions fail with the session's error; connect a new
 //! client to carry on.
 //!
-//! ```no_run
+//! ```
 //! use std::time::Duration;
 //! use zookeeper_recipes::blocking::Mutex;
 //! use zookeeper_recipes::LockState;
 //! use zookeeper_tokio::blocking::Client;
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let client = Client::connect("127.0.0.1:2181")?;
+//! let servers = "127.0.0.1:2181";
+//! # let servers = &zookeeper_testkit::shared_server()
+//! #     .connect_string_with_chroot(&zookeeper_testkit::chroot_for("doc_blocking_recipes"));
+//! let client = Client::connect(servers)?;
 //! let mutex = Mutex::new(&client, "/locks/orders")?;
 //!
 //! let guard = mutex.acquire()?;
