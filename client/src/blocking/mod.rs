@@ -68,3 +68,19 @@ mod watchers;
 
 pub use client::Client;
 pub use watchers::{OneshotWatcher, PersistentWatcher, StateChanges};
+
+#[cfg(test)]
+mod contract {
+    //! The shapes threads rely on, checked at compile time.
+
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+
+    #[test]
+    fn handles_are_shared_and_watchers_moved_between_threads() {
+        send_sync::<super::Client>();
+        send::<super::OneshotWatcher>();
+        send::<super::PersistentWatcher>();
+        send::<super::StateChanges>();
+    }
+}

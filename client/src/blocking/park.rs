@@ -2,6 +2,7 @@
 //! unparks it, poll again. No runtime is built or driven here; the futures waited for are the
 //! client's, whose replies and events come from the session's own thread.
 
+use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -23,11 +24,23 @@ impl Wake for Unpark {
 }
 
 thread_local! {
+    /// Set on the session threads: a wait there would stop the session it waits for.
+    static SESSION_THREAD: Cell<bool> = const { Cell::new(false) };
     /// One waker per thread, made on its first wait: a call costs no allocation for it.
     static WAKER: Waker = Waker::from(Arc::new(Unpark(thread::current())));
 }
 
+/// Marks the calling thread as a session's: a wait on it panics instead of stopping the
+/// session (replies and events come from there).
+pub(crate) fn refuse_waits_here() {
+    SESSION_THREAD.with(|on| on.set(true));
+}
+
 /// Polls `future` on this thread until it is ready, or until `deadline` passes (`None`).
+///
+/// # Panics
+///
+/// On a session thread (see [`refuse_waits_here`]).
 ///
 /// The future runs unconstrained by tokio's cooperative budget: called from a task of some
 /// runtime, the budget is that task's, and once it is spent every tokio resource the future
@@ -42,6 +55,11 @@ pub(crate) fn wait_pinned<F: Future>(
     future: Pin<&mut F>,
     deadline: Option<Instant>,
 ) -> Option<F::Output> {
+    assert!(
+        !SESSION_THREAD.with(Cell::get),
+        "a blocking ZooKeeper call was made on a session thread of the blocking API, which it \
+         would stop: call it from another thread"
+    );
     let mut future = std::pin::pin!(tokio::task::unconstrained(future));
     WAKER.with(|waker| {
         let mut cx = Context::from_waker(waker);

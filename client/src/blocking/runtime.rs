@@ -13,7 +13,6 @@
 //! session, and so the thread, alive. The runtime is dropped on this thread only, never on a
 //! caller's (which tokio forbids inside another runtime).
 
-use std::cell::Cell;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -23,11 +22,6 @@ use tokio::sync::{oneshot, watch};
 use crate::state::SessionState;
 
 use super::park;
-
-thread_local! {
-    /// Set on the session threads: a blocking call there would stop the session it waits for.
-    static SESSION_THREAD: Cell<bool> = const { Cell::new(false) };
-}
 
 /// A handle on the session thread's runtime; the thread winds down once the last is dropped
 /// and the session has ended.
@@ -61,7 +55,7 @@ impl Runtime {
         std::thread::Builder::new()
             .name("zookeeper-session".into())
             .spawn(move || {
-                SESSION_THREAD.with(|on| on.set(true));
+                park::refuse_waits_here();
                 runtime.block_on(async move {
                     let _ = stopped.await;
                     // The watch's sender lives as long as a handle on the session or the
@@ -83,11 +77,6 @@ impl Runtime {
 
     /// Runs `future` to completion on the calling thread, within this runtime.
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
-        assert!(
-            !SESSION_THREAD.with(Cell::get),
-            "a blocking ZooKeeper call was made on a session thread of the blocking API, which \
-             it would stop: call it from another thread"
-        );
         let _entered = self.enter();
         park::wait(future, None).expect("no deadline")
     }

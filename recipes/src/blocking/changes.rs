@@ -11,7 +11,8 @@ use zookeeper_tokio::blocking::Client;
 /// each transition, ending after a final state. Wraps the recipe's async stream
 /// ([`LockStateChanges`](crate::LockStateChanges),
 /// [`LeadershipChanges`](crate::LeadershipChanges),
-/// [`SelectorChanges`](crate::SelectorChanges)); it reads the lease clock as they do.
+/// [`SelectorChanges`](crate::SelectorChanges)); it reads the lease clock as they do. It
+/// holds a handle on the session, which stays open while it lives.
 #[derive(Debug)]
 pub struct Changes<S> {
     stream: S,

@@ -67,3 +67,21 @@ pub use guard::LockGuard;
 pub use latch::LeaderLatch;
 pub use locks::{Lease, Mutex, ReadWriteLock, Semaphore};
 pub use selector::{LeaderContext, LeaderSelector, LeaderSelectorBuilder};
+
+#[cfg(test)]
+mod contract {
+    //! The shapes threads rely on, checked at compile time.
+
+    fn send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn recipes_and_guards_are_shared_between_threads() {
+        send_sync::<super::Mutex>();
+        send_sync::<super::ReadWriteLock>();
+        send_sync::<super::Semaphore>();
+        send_sync::<super::LockGuard>();
+        send_sync::<super::LeaderLatch>();
+        send_sync::<super::LeaderSelector>();
+        send_sync::<super::LeaderContext>();
+    }
+}

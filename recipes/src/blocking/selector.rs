@@ -286,7 +286,9 @@ impl LeaderSelector {
     }
 
     /// Leaves the election: tells the work to stop if it runs, and returns once it returned
-    /// and our node is deleted (or the session ended).
+    /// and our node is deleted (or the session ended). Not from the work itself, which this
+    /// would wait for: the work returns instead (and drops the selector, or asks another
+    /// thread to close it).
     pub fn close(&self) {
         self.shared.close.cancel();
         let task = lock(&self.task).take();
