@@ -1,8 +1,9 @@
 //! The blocking recipes from plain threads, against the shared server: a lock excludes
 //! threads sharing a handle and threads on other sessions, a guard dropped on a plain thread
-//! hands the lock on, a guard reads lost on its first look after a pause past its lease, and
-//! the read-write lock, the semaphore, the latch and the selector grant as their async forms
-//! do; a selector's term ends when its work, told to stop, returns.
+//! hands the lock on, a guard reads lost on its first look after a pause past its lease and
+//! once the server ends its session, and the read-write lock, the semaphore, the latch and
+//! the selector grant as their async forms do; a selector's term ends when its work, told to
+//! stop, returns.
 
 mod common;
 
@@ -295,4 +296,31 @@ fn a_term_ends_when_its_work_told_to_stop_returns() {
         );
         assert_eq!(selector.participants().unwrap(), vec![]);
     });
+}
+
+/// A holder whose session the server ended (another client resumed it and closed it) reads
+/// its lock lost, `wait_lost` returns, and another session is granted the lock.
+#[test]
+fn a_guard_reads_lost_once_its_session_is_ended_by_the_server() {
+    let connect_string = chroot_connect("blocking_guard_session_end");
+    let holder = connect(&connect_string, Duration::from_secs(10));
+    let guard = Mutex::new(&holder, "/lock").unwrap().acquire().unwrap();
+    let thief = Client::connect_with(
+        zookeeper_tokio::Client::builder(&connect_string)
+            .session(holder.session_id(), &holder.session_password())
+            .connect_timeout(CONNECT_TIMEOUT),
+    )
+    .expect("resume the holder's session");
+    thief.close();
+    let (reason, state) = on_thread("the loss", move || {
+        let reason = guard.wait_lost();
+        (reason, guard.state())
+    });
+    assert_eq!(state, LockState::Lost(reason));
+    let other = connect(&connect_string, Duration::from_secs(10));
+    let granted = Mutex::new(&other, "/lock")
+        .unwrap()
+        .acquire_timeout(BOUND)
+        .unwrap();
+    assert!(granted.is_some(), "the ended session's node went with it");
 }
