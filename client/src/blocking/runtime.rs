@@ -44,18 +44,27 @@ impl std::fmt::Debug for Runtime {
 pub(crate) type SessionSender = oneshot::Sender<watch::Receiver<SessionState>>;
 
 impl Runtime {
-    /// Starts the thread.
+    /// Starts the thread. The runtime is built there, so that no other thread ever owns it
+    /// (not even when building fails).
     pub fn start() -> std::io::Result<(Arc<Runtime>, SessionSender)> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        let handle = runtime.handle().clone();
+        let (built_tx, built) = std::sync::mpsc::sync_channel(1);
         let (stop, stopped) = oneshot::channel::<()>();
         let (session_tx, session_rx) = oneshot::channel::<watch::Receiver<SessionState>>();
         std::thread::Builder::new()
             .name("zookeeper-session".into())
             .spawn(move || {
                 park::refuse_waits_here();
+                let runtime = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => runtime,
+                    Err(e) => {
+                        let _ = built_tx.send(Err(e));
+                        return;
+                    }
+                };
+                let _ = built_tx.send(Ok(runtime.handle().clone()));
                 runtime.block_on(async move {
                     let _ = stopped.await;
                     // The watch's sender lives as long as a handle on the session or the
@@ -64,8 +73,10 @@ impl Runtime {
                         while state.changed().await.is_ok() {}
                     }
                 });
-                drop(runtime);
             })?;
+        let handle = built
+            .recv()
+            .map_err(|_| std::io::Error::other("the session thread ended while starting"))??;
         Ok((
             Arc::new(Runtime {
                 handle,
