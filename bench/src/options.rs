@@ -14,6 +14,7 @@ pub const WORKLOADS: [&str; 10] = [
     "scale",
     "cache",
     "spans",
+    "blocking",
 ];
 
 const USAGE: &str = "\
@@ -22,8 +23,8 @@ usage: zookeeper-bench [--quick] [--only W[,W..]] [--server HOST:PORT] [--rounds
 
   --quick          small counts and 2 rounds: checks that every workload runs
   --only W,..      run only these workloads: codec, client-bound, latency, pipeline,
-                   latency-tls, pipeline-tls, locks, scale, cache, spans (meant to be
-                   compared between builds with and without --features tracing-spans)
+                   latency-tls, pipeline-tls, locks, scale, cache, blocking, spans (meant
+                   to be compared between builds with and without --features tracing-spans)
   --server ADDR    use a running ZooKeeper instead of starting one (it needs 4lw mntr);
                    the -tls workloads always start their own, with a secure client port
   --rounds N       rounds per workload (default 5, at most 3 for the pipeline workloads;

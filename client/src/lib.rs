@@ -27,6 +27,8 @@
 //!   secure client port: server certificates verified against given or platform
 //!   authorities, hostnames checked, client certificates re-read from disk on every
 //!   reconnect; certificate problems fail with [`ErrorKind::Tls`] naming a [`TlsCause`].
+//! * With the cargo feature `blocking`, `blocking::Client` offers every operation to code
+//!   without a runtime (plain threads), the session running on a thread of its own.
 //! * With the cargo feature `metrics`, requests, connections, the session state, watches and
 //!   bytes are recorded through the [`metrics`](https://docs.rs/metrics) facade, into whatever
 //!   recorder the application installed (see [Metrics](#metrics)).
@@ -106,6 +108,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "blocking")]
+pub mod blocking;
 mod builder;
 mod client;
 mod connect_string;

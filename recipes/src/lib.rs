@@ -48,6 +48,10 @@
 //! path, so however many are queued a grant is, as a rule, a deletion and its notification.
 //! Each rule is checked against a model of the peers over random queues.
 //!
+//! With the cargo feature `blocking`, the module `blocking` has the mutex, read-write lock,
+//! semaphore, leader latch and leader selector for plain threads, on the client's blocking
+//! API.
+//!
 //! Acquisitions are cancel-safe: dropping an acquiring future at any await point deletes the
 //! node it created (even if the create's reply has not arrived yet), and so do timeouts and
 //! failed `try_` calls. Calls with a timeout return within it whatever the connection does.
@@ -108,6 +112,8 @@
 #![warn(missing_docs)]
 
 mod barrier;
+#[cfg(feature = "blocking")]
+pub mod blocking;
 pub mod cache;
 mod contend;
 mod counter;

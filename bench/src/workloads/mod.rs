@@ -1,5 +1,6 @@
 //! The workloads, one file each.
 
+mod blocking;
 mod cache;
 mod client_bound;
 mod codec;
@@ -33,6 +34,7 @@ pub async fn run(name: &str, ctx: &Ctx, report: &mut Report) -> Result<(), Bench
         "scale" => scale::run(ctx, report).await,
         "cache" => cache::run(ctx, report).await,
         "spans" => spans::run(ctx, report).await,
+        "blocking" => blocking::run(ctx, report).await,
         other => {
             report.not_measured(other, "", "not implemented yet");
             Ok(())
