@@ -19,14 +19,14 @@ use crate::contend::{predecessor, wait_turn, AheadRule, Line, Patience, Rule};
 use crate::ensure_path::validate;
 use crate::error::{Error, Result};
 use crate::guard::FencingToken;
-use crate::lease;
+use crate::hold::{HoldPhase, Holding, Narrate};
 use crate::loss_reason::LossReason;
 use crate::metrics;
 use crate::naming::{attempt_prefix, child_name, join, peer_queue, Layout, CURATOR_LATCH};
 use crate::protection::{list_children, PendingNode};
 use crate::release::{delete_until_gone, spawn_delete};
 use crate::session_follower::{SessionFollower, SessionSignal};
-use crate::transitions::{changes_stream, Phase, Transitions};
+use crate::transitions::{changes_stream, Phase};
 
 /// The rule a latch hands the contention core: the participant just before us blocks us.
 pub(crate) const RULE: AheadRule = predecessor;
@@ -109,7 +109,7 @@ pub(crate) struct Participation {
     id: String,
     node: String,
     token: FencingToken,
-    shared: Arc<LatchState>,
+    holding: Arc<Holding<Leadership>>,
     stop: StdMutex<Option<oneshot::Sender<()>>>,
 }
 
@@ -134,20 +134,19 @@ impl Participation {
         pending.created().await?;
         let (node, stat) = pending.keep();
         let follower = SessionFollower::start(client);
-        let shared = Arc::new(LatchState {
-            state: Transitions::new(Leadership::Starting),
-            client: client.clone(),
+        let narrator = LatchNarrator {
             path: path.to_owned(),
             node: node.clone(),
             token: FencingToken(stat.czxid),
-        });
+        };
+        let holding = Holding::new(Leadership::Starting, client, narrator);
         let (stop_tx, stop_rx) = oneshot::channel();
         let task = Follow {
             client: client.clone(),
             path: path.to_owned(),
             ours: child_name(&node).to_owned(),
             owner: stat.ephemeral_owner,
-            shared: shared.clone(),
+            holding: holding.clone(),
         };
         tokio::spawn(task.run(follower, stop_rx));
         Ok(Participation {
@@ -156,7 +155,7 @@ impl Participation {
             id: id.to_owned(),
             node,
             token: FencingToken(stat.czxid),
-            shared,
+            holding,
             stop: StdMutex::new(Some(stop_tx)),
         })
     }
@@ -165,7 +164,7 @@ impl Participation {
     /// call, before anything the background task published: once the lease has run out this
     /// reads `Lost`, also on the first look of a process resuming from a pause.
     pub(crate) fn state(&self) -> Leadership {
-        self.shared.current()
+        self.holding.current()
     }
 
     /// True while we lead (not while suspended, nor once the lease ran out).
@@ -193,32 +192,21 @@ impl Participation {
     /// the lease is checked before each, so the first look after a pause past the session
     /// reads `Lost`. Does not borrow the latch.
     pub(crate) fn changes(&self) -> LeadershipChanges {
-        self.shared.current();
-        let shared = self.shared.clone();
-        self.shared
-            .state
-            .changes()
-            .refreshed_by(Arc::new(move || shared.current()))
-            .into()
+        self.holding.changes().into()
     }
 
     /// Waits until we lead. Fails with [`Error::LatchLost`] (session-terminal when the
     /// session ended) if the latch loses its place first, [`Error::LatchClosed`] if it is
     /// closed first.
     pub(crate) async fn await_leadership(&self) -> Result<()> {
-        let mut rx = self.shared.state.watch();
-        loop {
-            let s = self.shared.current();
-            rx.borrow_and_update();
-            match s {
-                Leadership::Leader => return Ok(()),
-                Leadership::Lost(reason) => return Err(Error::LatchLost { reason }),
-                _ if s.is_final() => return Err(Error::LatchClosed),
-                _ => {}
-            }
-            if rx.changed().await.is_err() {
-                return Err(Error::LatchClosed);
-            }
+        match self
+            .holding
+            .wait_for(|state| state == Leadership::Leader)
+            .await
+        {
+            Leadership::Leader => Ok(()),
+            Leadership::Lost(reason) => Err(Error::LatchLost { reason }),
+            _ => Err(Error::LatchClosed),
         }
     }
 
@@ -227,26 +215,7 @@ impl Participation {
     /// resolves no later than the session's lease runs out, and every poll checks the lease
     /// first.
     pub(crate) fn lost(&self) -> impl std::future::Future<Output = Leadership> + Send + 'static {
-        let mut rx = self.shared.state.watch();
-        let shared = self.shared.clone();
-        let ended = async move {
-            loop {
-                let s = *rx.borrow_and_update();
-                if s.is_final() || rx.changed().await.is_err() {
-                    return *rx.borrow();
-                }
-            }
-        };
-        async move {
-            tokio::select! {
-                biased;
-                s = ended => s,
-                reason = lease::until_over(&shared.client) => {
-                    shared.set(Leadership::Lost(reason));
-                    shared.state.current()
-                }
-            }
-        }
+        self.holding.finished()
     }
 
     /// The participants in queue order, the leader first.
@@ -268,7 +237,7 @@ impl Participation {
         if let Some(stop) = self.stop.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = stop.send(());
         }
-        self.shared.set(final_state);
+        self.holding.set(final_state);
     }
 }
 
@@ -322,34 +291,24 @@ pub(crate) async fn read_participants(
     Ok(out)
 }
 
-/// What the latch and its task share: the state and what a log line says about it.
-struct LatchState {
-    state: Transitions<Leadership>,
-    client: Client,
+impl HoldPhase for Leadership {
+    const SUSPENDED: Self = Leadership::Suspended;
+
+    fn lost(reason: LossReason) -> Self {
+        Leadership::Lost(reason)
+    }
+}
+
+/// What a latch's log lines and metrics say of its moves: the changes someone chasing an
+/// incident needs.
+struct LatchNarrator {
     path: String,
     node: String,
     token: FencingToken,
 }
 
-impl LatchState {
-    /// The state now, the lease checked against the clock first.
-    fn current(&self) -> Leadership {
-        let state = self.state.current();
-        if state.is_final() {
-            return state;
-        }
-        if let Some(reason) = lease::loss(&self.client) {
-            self.set(Leadership::Lost(reason));
-        }
-        self.state.current()
-    }
-
-    /// Moves to `new`, logging the changes someone chasing an incident needs.
-    fn set(&self, new: Leadership) {
-        let old = self.state.current();
-        if !self.state.set(new) {
-            return;
-        }
+impl Narrate<Leadership> for LatchNarrator {
+    fn moved(&self, old: Leadership, new: Leadership) {
         metrics::leadership(old, new);
         let (path, node, token) = (&*self.path, child_name(&self.node), self.token);
         match new {
@@ -377,7 +336,7 @@ struct Follow {
     path: String,
     ours: String,
     owner: i64,
-    shared: Arc<LatchState>,
+    holding: Arc<Holding<Leadership>>,
 }
 
 /// What one step of following concluded.
@@ -392,7 +351,7 @@ enum Step {
 
 impl Follow {
     fn set(&self, s: Leadership) {
-        self.shared.set(s);
+        self.holding.set(s);
     }
 
     /// Waits in the queue until we are first (see `contend`), as a follower once a watch on the

@@ -109,6 +109,7 @@ mod error;
 mod fenced_work;
 mod group;
 mod guard;
+mod hold;
 mod latch;
 mod leader;
 mod lease;

@@ -20,17 +20,17 @@ use std::fmt;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use tokio::sync::{oneshot, watch, Notify};
+use tokio::sync::{oneshot, Notify};
 use tracing::{debug, info, warn};
 use zookeeper_tokio::{Client, ErrorKind, EventType, OneshotWatcher};
 
 use crate::guard::FencingToken;
-use crate::lease;
+use crate::hold::{HoldPhase, Holding, Narrate};
 use crate::loss_reason::LossReason;
 use crate::metrics::Hold;
 use crate::naming::child_name;
 use crate::session_follower::{SessionFollower, SessionSignal};
-use crate::transitions::{changes_stream, Phase, Refresh, StateWatcher, Transitions};
+use crate::transitions::{changes_stream, Phase, StateWatcher};
 
 /// Whether a lock (or lease, or leadership) can be trusted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -84,73 +84,51 @@ changes_stream! {
     LockStateChanges of LockState
 }
 
-/// What the monitor task and the guard share: the state and what a log line says about it.
-struct Shared {
-    state: Transitions<LockState>,
-    client: Client,
+impl HoldPhase for LockState {
+    const SUSPENDED: Self = LockState::Suspended;
+
+    fn lost(reason: LossReason) -> Self {
+        LockState::Lost(reason)
+    }
+}
+
+/// What a lock's log lines and metrics say of its moves.
+struct LockNarrator {
     /// Our node's full path.
     node: String,
     token: FencingToken,
     hold: Hold,
 }
 
-impl Shared {
-    fn lock_path(&self) -> &str {
-        self.node.rsplit_once('/').map_or("", |(parent, _)| parent)
-    }
-
-    /// The state now, the lease checked against the clock first.
-    fn current(&self) -> LockState {
-        let state = self.state.current();
-        if state.is_final() {
-            return state;
-        }
-        match lease::loss(&self.client) {
-            Some(reason) => {
-                self.lose(reason);
-                self.state.current()
+impl Narrate<LockState> for LockNarrator {
+    fn moved(&self, _old: LockState, new: LockState) {
+        let path = self.node.rsplit_once('/').map_or("", |(parent, _)| parent);
+        let (node, token) = (child_name(&self.node), self.token);
+        match new {
+            LockState::Lost(LossReason::Released) => {
+                self.hold.ended(LossReason::Released);
+                debug!(path = %path, node = %node, %token, "lock released")
             }
-            None => state,
-        }
-    }
-
-    fn lose(&self, reason: LossReason) {
-        if !self.state.set(LockState::Lost(reason)) {
-            return;
-        }
-        self.hold.ended(reason);
-        let (path, node, token) = (self.lock_path(), child_name(&self.node), self.token);
-        match reason {
-            LossReason::Released => debug!(path = %path, node = %node, %token, "lock released"),
-            _ => {
+            LockState::Lost(reason) => {
+                self.hold.ended(reason);
                 warn!(path = %path, node = %node, %token, %reason, "lock lost: stop the work it protects")
             }
-        }
-    }
-
-    fn suspend(&self) {
-        if self.state.set(LockState::Suspended) {
-            let (path, node, token) = (self.lock_path(), child_name(&self.node), self.token);
-            warn!(
+            LockState::Suspended => warn!(
                 path = %path,
                 node = %node,
                 %token,
                 "lock suspended: connection lost; pause the work it protects"
-            );
-        }
-    }
-
-    fn hold_again(&self) {
-        if self.state.set(LockState::Held) {
-            let (path, node, token) = (self.lock_path(), child_name(&self.node), self.token);
-            info!(path = %path, node = %node, %token, "lock held again: reconnected within the lease");
+            ),
+            LockState::Held => {
+                info!(path = %path, node = %node, %token, "lock held again: reconnected within the lease")
+            }
         }
     }
 }
 
 /// The handle on a node's monitor task.
 pub(crate) struct LossMonitor {
-    shared: Arc<Shared>,
+    holding: Arc<Holding<LockState>>,
     arm: Arc<Notify>,
     stop: StdMutex<Option<oneshot::Sender<()>>>,
 }
@@ -166,24 +144,25 @@ impl LossMonitor {
         hold: Hold,
     ) -> LossMonitor {
         let follower = SessionFollower::start(client);
-        let shared = Arc::new(Shared {
-            state: Transitions::new(LockState::Held),
-            client: client.clone(),
+        let narrator = LockNarrator {
             node: path.to_owned(),
             token,
             hold,
-        });
+        };
+        let holding = Holding::new(LockState::Held, client, narrator);
         let arm = Arc::new(Notify::new());
         let (stop_tx, stop_rx) = oneshot::channel();
         let task = Monitor {
+            client: client.clone(),
+            node: path.to_owned(),
             owner,
-            shared: shared.clone(),
+            holding: holding.clone(),
         };
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(task.run(follower, arm.clone(), stop_rx));
         }
         LossMonitor {
-            shared,
+            holding,
             arm,
             stop: StdMutex::new(Some(stop_tx)),
         }
@@ -191,80 +170,48 @@ impl LossMonitor {
 
     /// The state now, the lease checked against the clock first.
     pub(crate) fn current(&self) -> LockState {
-        self.shared.current()
-    }
-
-    /// A receiver of the latest state; also starts watching the node itself.
-    pub(crate) fn subscribe(&self) -> watch::Receiver<LockState> {
-        self.arm.notify_one();
-        self.shared.current();
-        self.shared.state.watch()
+        self.holding.current()
     }
 
     /// The latest state, read against the lease on every look; also starts watching the node
     /// itself.
     pub(crate) fn watcher(&self) -> StateWatcher<LockState> {
-        StateWatcher::new(self.subscribe(), self.refresh())
+        self.arm.notify_one();
+        self.holding.watcher()
     }
 
     /// Every state from now on, in order, the lease checked before each; also starts watching
     /// the node itself.
     pub(crate) fn changes(&self) -> LockStateChanges {
         self.arm.notify_one();
-        self.shared.current();
-        self.shared
-            .state
-            .changes()
-            .refreshed_by(self.refresh())
-            .into()
-    }
-
-    fn refresh(&self) -> Refresh<LockState> {
-        let shared = self.shared.clone();
-        Arc::new(move || shared.current())
+        self.holding.changes().into()
     }
 
     /// Resolves with the reason once the lock is lost; checks the lease on every poll, so
     /// it is ready at once when polled after the lease ran out. Does not borrow the monitor.
     pub(crate) fn lost(&self) -> impl std::future::Future<Output = LossReason> + Send + 'static {
-        let rx = self.subscribe();
-        let shared = self.shared.clone();
+        self.arm.notify_one();
+        let finished = self.holding.finished();
         async move {
-            tokio::select! {
-                biased;
-                reason = until_lost(rx) => reason,
-                reason = lease::until_over(&shared.client) => {
-                    shared.lose(reason);
-                    match shared.state.current() {
-                        LockState::Lost(reason) => reason,
-                        _ => reason,
-                    }
-                }
+            match finished.await {
+                LockState::Lost(reason) => reason,
+                _ => LossReason::Released,
             }
         }
     }
 
-    /// Resolves with the first state other than `Held`, the lease checked on every poll.
+    /// Resolves with the first state other than `Held` (a suspension counts even if the
+    /// connection is back by the time anyone looks), the lease checked on every poll.
     pub(crate) fn suspended(
         &self,
     ) -> impl std::future::Future<Output = LockState> + Send + 'static {
-        let changes = self.changes();
-        let shared = self.shared.clone();
-        async move {
-            tokio::select! {
-                biased;
-                state = until_not_held(changes) => state,
-                reason = lease::until_over(&shared.client) => {
-                    shared.lose(reason);
-                    shared.state.current()
-                }
-            }
-        }
+        self.arm.notify_one();
+        self.holding.first(|state| state != LockState::Held)
     }
 
     /// Stops the task and tells every receiver the lock was released.
     pub(crate) fn stop(&self) {
-        self.shared.lose(LossReason::Released);
+        self.holding.lose(LossReason::Released);
         if let Some(stop) = self.stop.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = stop.send(());
         }
@@ -277,38 +224,15 @@ impl Drop for LossMonitor {
     }
 }
 
-/// Waits until the state is `Lost` and returns why.
-async fn until_lost(mut rx: watch::Receiver<LockState>) -> LossReason {
-    loop {
-        if let LockState::Lost(reason) = *rx.borrow_and_update() {
-            return reason;
-        }
-        if rx.changed().await.is_err() {
-            return match *rx.borrow() {
-                LockState::Lost(reason) => reason,
-                _ => LossReason::Released,
-            };
-        }
-    }
-}
-
-/// Waits for the first state other than `Held` (a suspension counts even if the connection is
-/// back by the time anyone looks) and returns it.
-async fn until_not_held(mut changes: LockStateChanges) -> LockState {
-    while let Some(s) = changes.next().await {
-        if s != LockState::Held {
-            return s;
-        }
-    }
-    LockState::Lost(LossReason::Released)
-}
-
 /// How soon a look at our node that failed on a live connection is tried again.
 const RECHECK: Duration = Duration::from_millis(20);
 
 struct Monitor {
+    client: Client,
+    /// Our node's full path.
+    node: String,
     owner: i64,
-    shared: Arc<Shared>,
+    holding: Arc<Holding<LockState>>,
 }
 
 /// What one look at the node found.
@@ -320,12 +244,7 @@ enum NodeCheck {
 
 impl Monitor {
     async fn check_node(&self) -> NodeCheck {
-        match self
-            .shared
-            .client
-            .get_data_and_watch(&self.shared.node)
-            .await
-        {
+        match self.client.get_data_and_watch(&self.node).await {
             Ok((_, stat, watcher)) if stat.ephemeral_owner == self.owner => {
                 NodeCheck::Watching(watcher)
             }
@@ -347,7 +266,7 @@ impl Monitor {
             match self.check_node().await {
                 NodeCheck::Watching(w) => *node_watch = Some(w),
                 NodeCheck::Gone => {
-                    self.shared.lose(LossReason::NodeDeleted);
+                    self.holding.lose(LossReason::NodeDeleted);
                     return false;
                 }
                 // Connection trouble again (perhaps a disconnect is already queued): stay
@@ -358,7 +277,7 @@ impl Monitor {
                 }
             }
         }
-        self.shared.hold_again();
+        self.holding.set(LockState::Held);
         true
     }
 
@@ -379,7 +298,7 @@ impl Monitor {
                 signal = follower.next() => match signal {
                     SessionSignal::Suspended => {
                         recheck = false;
-                        self.shared.suspend();
+                        self.holding.suspend();
                     }
                     SessionSignal::Reconnected => {
                         if !self.confirm(armed, &mut node_watch, &mut recheck).await {
@@ -387,7 +306,7 @@ impl Monitor {
                         }
                     }
                     SessionSignal::Lost(reason) => {
-                        self.shared.lose(reason);
+                        self.holding.lose(reason);
                         return;
                     }
                 },
@@ -405,7 +324,7 @@ impl Monitor {
                     match self.check_node().await {
                         NodeCheck::Watching(w) => node_watch = Some(w),
                         NodeCheck::Gone => {
-                            self.shared.lose(LossReason::NodeDeleted);
+                            self.holding.lose(LossReason::NodeDeleted);
                             return;
                         }
                         // Connection trouble: the reconnect looks again.
@@ -416,7 +335,7 @@ impl Monitor {
                     node_watch = None;
                     match event.event_type {
                         EventType::NodeDeleted => {
-                            self.shared.lose(LossReason::NodeDeleted);
+                            self.holding.lose(LossReason::NodeDeleted);
                             return;
                         }
                         // A session event: the follower decides.
@@ -425,7 +344,7 @@ impl Monitor {
                         _ => match self.check_node().await {
                             NodeCheck::Watching(w) => node_watch = Some(w),
                             NodeCheck::Gone => {
-                                self.shared.lose(LossReason::NodeDeleted);
+                                self.holding.lose(LossReason::NodeDeleted);
                                 return;
                             }
                             NodeCheck::Unknown => {}

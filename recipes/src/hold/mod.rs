@@ -1,0 +1,6 @@
+//! What a holder knows: the state of a lock, a lease or a leadership, read against the
+//! session's lease on every look.
+
+mod holding;
+
+pub(crate) use holding::{HoldPhase, Holding, Narrate};
