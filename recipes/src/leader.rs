@@ -8,8 +8,7 @@
 //! ran out, the session expired or was closed, or our node was deleted by someone else.
 
 use std::fmt;
-use std::sync::{Arc, Mutex as StdMutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use tokio::sync::oneshot;
 use tracing::{info, warn};
@@ -19,7 +18,7 @@ use crate::contend::{predecessor, wait_turn, AheadRule, Line, Patience, Rule};
 use crate::ensure_path::validate;
 use crate::error::{Error, Result};
 use crate::guard::FencingToken;
-use crate::hold::{HoldPhase, Holding, Narrate};
+use crate::hold::{check_node, HoldPhase, Holding, Narrate, NodeCheck, TaskStop, RECHECK};
 use crate::loss_reason::LossReason;
 use crate::metrics;
 use crate::naming::{attempt_prefix, child_name, join, peer_queue, Layout, CURATOR_LATCH};
@@ -110,7 +109,7 @@ pub(crate) struct Participation {
     node: String,
     token: FencingToken,
     holding: Arc<Holding<Leadership>>,
-    stop: StdMutex<Option<oneshot::Sender<()>>>,
+    stop: TaskStop,
 }
 
 impl std::fmt::Debug for Participation {
@@ -140,7 +139,7 @@ impl Participation {
             token: FencingToken(stat.czxid),
         };
         let holding = Holding::new(Leadership::Starting, client, narrator);
-        let (stop_tx, stop_rx) = oneshot::channel();
+        let (stop, stop_rx) = TaskStop::new();
         let task = Follow {
             client: client.clone(),
             path: path.to_owned(),
@@ -156,7 +155,7 @@ impl Participation {
             node,
             token: FencingToken(stat.czxid),
             holding,
-            stop: StdMutex::new(Some(stop_tx)),
+            stop,
         })
     }
 
@@ -233,23 +232,17 @@ impl Participation {
         }
     }
 
-    fn halt(&self, final_state: Leadership) {
-        if let Some(stop) = self.stop.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            let _ = stop.send(());
-        }
+    /// Stops following and ends in `final_state`; true when it was still following.
+    fn halt(&self, final_state: Leadership) -> bool {
+        let was_running = self.stop.stop();
         self.holding.set(final_state);
+        was_running
     }
 }
 
 impl Drop for Participation {
     fn drop(&mut self) {
-        let was_running = self
-            .stop
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_some();
-        self.halt(Leadership::Closed);
-        if was_running {
+        if self.halt(Leadership::Closed) {
             spawn_delete(self.client.clone(), self.node.clone());
         }
     }
@@ -385,18 +378,13 @@ impl Follow {
     /// First in the queue: we lead only if our node is still there and ours (a stale listing
     /// must not make a second leader). The read also watches it, to hear of its deletion.
     async fn lead(&self) -> Step {
-        match self
-            .client
-            .get_data_and_watch(&join(&self.path, &self.ours))
-            .await
-        {
-            Ok((_, stat, watcher)) if stat.ephemeral_owner == self.owner => {
+        match check_node(&self.client, &join(&self.path, &self.ours), self.owner).await {
+            NodeCheck::Ours(watcher) => {
                 self.set(Leadership::Leader);
                 Step::Lead(watcher)
             }
-            Ok(_) => Step::End(LossReason::NodeDeleted),
-            Err(e) if e == ErrorKind::NoNode => Step::End(LossReason::NodeDeleted),
-            Err(e) => self.on_error(e),
+            NodeCheck::Gone => Step::End(LossReason::NodeDeleted),
+            NodeCheck::Unknown(e) => self.on_error(e),
         }
     }
 
@@ -467,7 +455,7 @@ impl Follow {
                             }
                         }
                         // Backoff, not synchronisation: a failed look is retried shortly.
-                        _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+                        _ = tokio::time::sleep(RECHECK) => {}
                     }
                 }
                 Step::Lead(watcher) => {

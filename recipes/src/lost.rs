@@ -17,15 +17,14 @@
 //! [`LockGuard::lost`]: crate::LockGuard::lost
 
 use std::fmt;
-use std::sync::{Arc, Mutex as StdMutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use tokio::sync::{oneshot, Notify};
 use tracing::{debug, info, warn};
-use zookeeper_tokio::{Client, ErrorKind, EventType, OneshotWatcher};
+use zookeeper_tokio::{Client, EventType, OneshotWatcher};
 
 use crate::guard::FencingToken;
-use crate::hold::{HoldPhase, Holding, Narrate};
+use crate::hold::{check_node, HoldPhase, Holding, Narrate, NodeCheck, TaskStop, RECHECK};
 use crate::loss_reason::LossReason;
 use crate::metrics::Hold;
 use crate::naming::child_name;
@@ -130,7 +129,7 @@ impl Narrate<LockState> for LockNarrator {
 pub(crate) struct LossMonitor {
     holding: Arc<Holding<LockState>>,
     arm: Arc<Notify>,
-    stop: StdMutex<Option<oneshot::Sender<()>>>,
+    stop: TaskStop,
 }
 
 impl LossMonitor {
@@ -151,7 +150,7 @@ impl LossMonitor {
         };
         let holding = Holding::new(LockState::Held, client, narrator);
         let arm = Arc::new(Notify::new());
-        let (stop_tx, stop_rx) = oneshot::channel();
+        let (stop, stop_rx) = TaskStop::new();
         let task = Monitor {
             client: client.clone(),
             node: path.to_owned(),
@@ -161,11 +160,7 @@ impl LossMonitor {
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(task.run(follower, arm.clone(), stop_rx));
         }
-        LossMonitor {
-            holding,
-            arm,
-            stop: StdMutex::new(Some(stop_tx)),
-        }
+        LossMonitor { holding, arm, stop }
     }
 
     /// The state now, the lease checked against the clock first.
@@ -212,9 +207,7 @@ impl LossMonitor {
     /// Stops the task and tells every receiver the lock was released.
     pub(crate) fn stop(&self) {
         self.holding.lose(LossReason::Released);
-        if let Some(stop) = self.stop.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            let _ = stop.send(());
-        }
+        self.stop.stop();
     }
 }
 
@@ -224,9 +217,6 @@ impl Drop for LossMonitor {
     }
 }
 
-/// How soon a look at our node that failed on a live connection is tried again.
-const RECHECK: Duration = Duration::from_millis(20);
-
 struct Monitor {
     client: Client,
     /// Our node's full path.
@@ -235,23 +225,9 @@ struct Monitor {
     holding: Arc<Holding<LockState>>,
 }
 
-/// What one look at the node found.
-enum NodeCheck {
-    Watching(OneshotWatcher),
-    Gone,
-    Unknown,
-}
-
 impl Monitor {
     async fn check_node(&self) -> NodeCheck {
-        match self.client.get_data_and_watch(&self.node).await {
-            Ok((_, stat, watcher)) if stat.ephemeral_owner == self.owner => {
-                NodeCheck::Watching(watcher)
-            }
-            Ok(_) => NodeCheck::Gone,
-            Err(e) if e == ErrorKind::NoNode => NodeCheck::Gone,
-            Err(_) => NodeCheck::Unknown,
-        }
+        check_node(&self.client, &self.node, self.owner).await
     }
 
     /// After a reconnect: held again once the node is known to be ours (when it is watched,
@@ -264,14 +240,14 @@ impl Monitor {
     ) -> bool {
         if armed {
             match self.check_node().await {
-                NodeCheck::Watching(w) => *node_watch = Some(w),
+                NodeCheck::Ours(w) => *node_watch = Some(w),
                 NodeCheck::Gone => {
                     self.holding.lose(LossReason::NodeDeleted);
                     return false;
                 }
                 // Connection trouble again (perhaps a disconnect is already queued): stay
                 // suspended; look again at the next transition, or shortly.
-                NodeCheck::Unknown => {
+                NodeCheck::Unknown(_) => {
                     *recheck = true;
                     return true;
                 }
@@ -322,13 +298,13 @@ impl Monitor {
                 _ = arm.notified(), if !armed => {
                     armed = true;
                     match self.check_node().await {
-                        NodeCheck::Watching(w) => node_watch = Some(w),
+                        NodeCheck::Ours(w) => node_watch = Some(w),
                         NodeCheck::Gone => {
                             self.holding.lose(LossReason::NodeDeleted);
                             return;
                         }
                         // Connection trouble: the reconnect looks again.
-                        NodeCheck::Unknown => {}
+                        NodeCheck::Unknown(_) => {}
                     }
                 }
                 event = async { node_watch.as_mut().expect("guarded").await }, if node_watch.is_some() => {
@@ -342,12 +318,12 @@ impl Monitor {
                         EventType::None => {}
                         // Data changed (someone wrote to our node): keep watching.
                         _ => match self.check_node().await {
-                            NodeCheck::Watching(w) => node_watch = Some(w),
+                            NodeCheck::Ours(w) => node_watch = Some(w),
                             NodeCheck::Gone => {
                                 self.holding.lose(LossReason::NodeDeleted);
                                 return;
                             }
-                            NodeCheck::Unknown => {}
+                            NodeCheck::Unknown(_) => {}
                         },
                     }
                 }

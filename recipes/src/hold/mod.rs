@@ -2,5 +2,7 @@
 //! session's lease on every look.
 
 mod holding;
+mod node;
 
 pub(crate) use holding::{HoldPhase, Holding, Narrate};
+pub(crate) use node::{check_node, NodeCheck, TaskStop, RECHECK};
