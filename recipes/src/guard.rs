@@ -7,25 +7,10 @@ use std::sync::{Arc, Mutex as StdMutex};
 use zookeeper_tokio::{Client, ErrorKind, MultiOp, MultiResult, Stat};
 
 use crate::error::{Error, Result};
-use crate::loss_reason::LossReason;
-use crate::lost::{LockState, LockStateChanges, LossMonitor};
+use crate::hold::{FencingToken, Holding, LockState, LockStateChanges, LossReason, StateWatcher};
+use crate::lost::LossMonitor;
 use crate::metrics::{Hold, Recipe};
 use crate::release::{delete_until_gone, spawn_delete};
-use crate::transitions::StateWatcher;
-
-/// A number that grows with every grant of a lock: the lock node's creation zxid (`czxid`).
-///
-/// Zxids are unique and totally ordered across the ensemble and across leader changes, and a
-/// later holder's node was created later, so a resource that remembers the highest token it
-/// has seen can refuse a stale holder (one that paused and outlived its lock).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct FencingToken(pub i64);
-
-impl fmt::Display for FencingToken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:#x}", self.0)
-    }
-}
 
 /// A node we hold, shared by every reentrant guard on it.
 pub(crate) struct HeldNode {
@@ -82,6 +67,11 @@ impl HeldNode {
 
     pub(crate) fn state(&self) -> LockState {
         self.monitor.current()
+    }
+
+    /// The node's state as every reader sees it.
+    pub(crate) fn holding(&self) -> std::sync::Arc<Holding<LockState>> {
+        self.monitor.holding()
     }
 
     pub(crate) fn state_changes(&self) -> LockStateChanges {

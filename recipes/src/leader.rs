@@ -7,7 +7,6 @@
 //! disconnect and lost on the same signals as a lock (see `session_follower`): the session's lease
 //! ran out, the session expired or was closed, or our node was deleted by someone else.
 
-use std::fmt;
 use std::sync::Arc;
 
 use tokio::sync::oneshot;
@@ -17,57 +16,18 @@ use zookeeper_tokio::{Client, ErrorKind, EventType};
 use crate::contend::{predecessor, wait_turn, AheadRule, Line, Patience, Rule};
 use crate::ensure_path::validate;
 use crate::error::{Error, Result};
-use crate::guard::FencingToken;
-use crate::hold::{check_node, HoldPhase, Holding, Narrate, NodeCheck, TaskStop, RECHECK};
-use crate::loss_reason::LossReason;
+use crate::hold::{
+    check_node, FencingToken, Holding, LossReason, Narrate, NodeCheck, SessionFollower, TaskStop,
+    RECHECK,
+};
+use crate::hold::{Leadership, LeadershipChanges};
 use crate::metrics;
 use crate::naming::{attempt_prefix, child_name, join, peer_queue, Layout, CURATOR_LATCH};
 use crate::protection::{list_children, PendingNode};
 use crate::release::{delete_until_gone, spawn_delete};
-use crate::session_follower::{SessionFollower, SessionSignal};
-use crate::transitions::{changes_stream, Phase};
 
 /// The rule a latch hands the contention core: the participant just before us blocks us.
 pub(crate) const RULE: AheadRule = predecessor;
-
-/// Where a participant stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Leadership {
-    /// Our node is created; the first look at the queue is under way.
-    Starting,
-    /// We lead.
-    Leader,
-    /// Someone else leads; we wait for the participant before us.
-    Follower,
-    /// The connection is down: a leader must pause until it is `Leader` again (and, when in
-    /// doubt, stop leading: nothing proves the leadership is still ours).
-    Suspended,
-    /// Our participation ended without us asking: the latch must be started anew (with a new
-    /// client if the session ended).
-    Lost(LossReason),
-    /// We resigned.
-    Closed,
-}
-
-impl fmt::Display for Leadership {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Leadership::Starting => f.write_str("starting"),
-            Leadership::Leader => f.write_str("leader"),
-            Leadership::Follower => f.write_str("follower"),
-            Leadership::Suspended => f.write_str("suspended (connection lost)"),
-            Leadership::Lost(reason) => write!(f, "lost: {reason}"),
-            Leadership::Closed => f.write_str("closed"),
-        }
-    }
-}
-
-impl Leadership {
-    /// True when nothing more will happen on this latch.
-    pub fn is_final(self) -> bool {
-        matches!(self, Leadership::Lost(_) | Leadership::Closed)
-    }
-}
 
 /// A participant as seen in the election queue.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -78,25 +38,6 @@ pub struct Participant {
     pub node: String,
     /// True for the first in the queue.
     pub is_leader: bool,
-}
-
-impl Phase for Leadership {
-    // A latch whose state is no longer published is gone.
-    const ENDED: Self = Leadership::Closed;
-
-    fn is_final(self) -> bool {
-        Leadership::is_final(self)
-    }
-}
-
-changes_stream! {
-    /// Every [`Leadership`] a latch goes through, in order: the current state first, then each
-    /// change (a `Suspended` and the `Leader` after it, however quickly the connection came
-    /// back), ending after a final state ([`Leadership::Lost`] or [`Leadership::Closed`]).
-    /// Also a [`futures_core::Stream`].
-    ///
-    /// A receiver that falls more than 32 changes behind loses the oldest of them.
-    LeadershipChanges of Leadership
 }
 
 /// One participation in an election, on one session: our node, and the task that follows the
@@ -284,14 +225,6 @@ pub(crate) async fn read_participants(
     Ok(out)
 }
 
-impl HoldPhase for Leadership {
-    const SUSPENDED: Self = Leadership::Suspended;
-
-    fn lost(reason: LossReason) -> Self {
-        Leadership::Lost(reason)
-    }
-}
-
 /// What a latch's log lines and metrics say of its moves: the changes someone chasing an
 /// incident needs.
 struct LatchNarrator {
@@ -397,21 +330,6 @@ impl Follow {
         }
     }
 
-    /// What a session signal means for the latch; false once participation is over.
-    fn on_signal(&self, signal: SessionSignal) -> bool {
-        match signal {
-            SessionSignal::Suspended => {
-                self.set(Leadership::Suspended);
-                true
-            }
-            SessionSignal::Reconnected => true,
-            SessionSignal::Lost(reason) => {
-                self.set(Leadership::Lost(reason));
-                false
-            }
-        }
-    }
-
     /// Follows the queue, and the session through `follower`: a disconnect healed before
     /// this task looks still suspends us. Any session signal interrupts the step under way,
     /// and the next one looks afresh.
@@ -424,7 +342,7 @@ impl Follow {
                     _ = &mut stop => return,
                     signal = follower.next() => signal,
                 };
-                if !self.on_signal(signal) {
+                if !self.holding.follow(signal) {
                     return;
                 }
                 continue;
@@ -433,7 +351,7 @@ impl Follow {
                 biased;
                 _ = &mut stop => return,
                 signal = follower.next() => {
-                    if !self.on_signal(signal) {
+                    if !self.holding.follow(signal) {
                         return;
                     }
                     continue;
@@ -450,7 +368,7 @@ impl Follow {
                         biased;
                         _ = &mut stop => return,
                         signal = follower.next() => {
-                            if !self.on_signal(signal) {
+                            if !self.holding.follow(signal) {
                                 return;
                             }
                         }
@@ -464,7 +382,7 @@ impl Follow {
                         _ = &mut stop => return,
                         signal = follower.next() => {
                             // A new watch is set once connected again.
-                            if !self.on_signal(signal) {
+                            if !self.holding.follow(signal) {
                                 return;
                             }
                         }
@@ -478,20 +396,5 @@ impl Follow {
                 }
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn leadership_reads_as_a_word_and_a_loss_says_why() {
-        assert_eq!(Leadership::Leader.to_string(), "leader");
-        assert_eq!(Leadership::Follower.to_string(), "follower");
-        assert_eq!(
-            Leadership::Lost(LossReason::SessionClosed).to_string(),
-            "lost: the session was closed"
-        );
     }
 }

@@ -24,16 +24,16 @@ use tracing::{error, info, warn};
 use zookeeper_tokio::{Client, ErrorKind, MultiOp, MultiResult};
 
 use crate::error::{Error, Result};
-use crate::fenced_work::{Fenced, FencedWork};
-use crate::guard::{FencingToken, HeldNode, LockGuard};
+use crate::guard::{HeldNode, LockGuard};
+use crate::hold::{
+    changes_stream, Fenced, FencedWork, FencingToken, LockState, LockStateChanges, LossReason,
+    Phase, Transitions,
+};
 use crate::leader::{read_participants, Participant};
-use crate::loss_reason::LossReason;
-use crate::lost::{LockState, LockStateChanges};
 use crate::metrics::Recipe;
 use crate::mutex::Mutex;
 use crate::naming::CURATOR_LOCK;
 use crate::sessions::Sessions;
-use crate::transitions::{changes_stream, Phase, Transitions};
 
 /// How long the selector waits before queueing again after an acquisition failed for a reason
 /// other than the session's end (our waiting node deleted by someone, a wrapped sequence).
@@ -505,7 +505,7 @@ where
             CancelOn::Suspended => |s: LockState| s == LockState::Held,
             CancelOn::Lost => |s: LockState| !matches!(s, LockState::Lost(_)),
         };
-        let fenced = FencedWork::new((self.leader)(context), guard.held(), trusted);
+        let fenced = FencedWork::new((self.leader)(context), guard.held().holding(), trusted);
         let mut work = tokio::spawn(fenced);
         let end = tokio::select! {
             biased;

@@ -12,9 +12,10 @@ use std::sync::Arc;
 
 use zookeeper_tokio::Client;
 
-use crate::lease;
-use crate::loss_reason::LossReason;
-use crate::transitions::{Changes, Phase, Refresh, StateWatcher, Transitions};
+use super::lease;
+use super::loss_reason::LossReason;
+use super::session_follower::SessionSignal;
+use super::transitions::{Changes, Phase, Refresh, StateWatcher, Transitions};
 
 /// A state of something an ephemeral node of ours stands for.
 pub(crate) trait HoldPhase: Phase {
@@ -83,6 +84,23 @@ impl<S: HoldPhase> Holding<S> {
     /// The connection is down.
     pub(crate) fn suspend(&self) {
         self.set(S::SUSPENDED);
+    }
+
+    /// Follows a signal of the session: suspended on a disconnect, lost when the session is.
+    /// False once the hold is over; a reconnect leaves the state to the caller, who knows
+    /// what to look at before the hold is trusted again.
+    pub(crate) fn follow(&self, signal: SessionSignal) -> bool {
+        match signal {
+            SessionSignal::Suspended => {
+                self.suspend();
+                true
+            }
+            SessionSignal::Reconnected => true,
+            SessionSignal::Lost(reason) => {
+                self.lose(reason);
+                false
+            }
+        }
     }
 
     /// What the readers call before every look.

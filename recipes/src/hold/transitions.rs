@@ -248,7 +248,7 @@ macro_rules! changes_stream {
     ($(#[$doc:meta])* $name:ident of $state:ty) => {
         $(#[$doc])*
         #[derive(Debug)]
-        pub struct $name(crate::transitions::Changes<$state>);
+        pub struct $name(crate::hold::Changes<$state>);
 
         impl $name {
             /// The next state (the first call returns the current one); `None` after a final
@@ -258,8 +258,8 @@ macro_rules! changes_stream {
             }
         }
 
-        impl From<crate::transitions::Changes<$state>> for $name {
-            fn from(changes: crate::transitions::Changes<$state>) -> Self {
+        impl From<crate::hold::Changes<$state>> for $name {
+            fn from(changes: crate::hold::Changes<$state>) -> Self {
                 $name(changes)
             }
         }
