@@ -86,6 +86,14 @@ impl HeldNode {
         self.monitor.suspended()
     }
 
+    /// The first state from now on that `stop` accepts, or `Lost` (see `LossMonitor::until`).
+    pub(crate) fn until(
+        &self,
+        stop: fn(LockState) -> bool,
+    ) -> impl Future<Output = LockState> + Send + 'static {
+        self.monitor.until(stop)
+    }
+
     pub(crate) fn check_op(&self) -> MultiOp {
         MultiOp::check(&self.path, -1)
     }

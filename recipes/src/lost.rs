@@ -143,8 +143,17 @@ impl LossMonitor {
     pub(crate) fn suspended(
         &self,
     ) -> impl std::future::Future<Output = LockState> + Send + 'static {
+        self.until(|state| state != LockState::Held)
+    }
+
+    /// Resolves with the first state from now on that `stop` accepts, or `Lost`, the lease
+    /// checked on every poll; also starts watching the node itself.
+    pub(crate) fn until(
+        &self,
+        stop: fn(LockState) -> bool,
+    ) -> impl std::future::Future<Output = LockState> + Send + 'static {
         self.arm.notify_one();
-        self.holding.first(|state| state != LockState::Held)
+        self.holding.first(stop)
     }
 
     /// Stops the task and tells every receiver the lock was released.

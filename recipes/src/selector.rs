@@ -12,7 +12,6 @@
 //! can expire the session and let anyone else lead (see `session_follower`).
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
@@ -75,6 +74,18 @@ pub enum SelectorState {
     Ended(LossReason),
     /// Closed.
     Closed,
+}
+
+impl CancelOn {
+    /// The states of the term's lock in which the work is cancelled (besides `Lost`, which
+    /// always cancels it): what the selector's task waits for, and what every poll of the
+    /// work is checked against.
+    fn stops_in(self) -> fn(LockState) -> bool {
+        match self {
+            CancelOn::Suspended => |state| state != LockState::Held,
+            CancelOn::Lost => |state| matches!(state, LockState::Lost(_)),
+        }
+    }
 }
 
 impl std::fmt::Display for SelectorState {
@@ -482,14 +493,9 @@ where
     /// One term: runs the work until it returns or is cancelled, then lets go of the lock.
     async fn lead(&mut self, guard: LockGuard, term: u64) -> TermEnd {
         let node = guard.held();
+        let stops = self.cancel_on.stops_in();
         // Made before the work starts, so a suspension from the grant on counts.
-        let mut signal: Pin<Box<dyn Future<Output = LockState> + Send>> = match self.cancel_on {
-            CancelOn::Suspended => Box::pin(node.suspended()),
-            CancelOn::Lost => {
-                let lost = node.lost();
-                Box::pin(async move { LockState::Lost(lost.await) })
-            }
-        };
+        let mut signal = Box::pin(node.until(stops));
         let interrupt = CancellationToken::new();
         *lock(&self.shared.term) = Some((interrupt.clone(), guard.held()));
         let token = node.fencing_token();
@@ -501,11 +507,7 @@ where
             id: self.id.clone(),
             term,
         };
-        let trusted = match self.cancel_on {
-            CancelOn::Suspended => |s: LockState| s == LockState::Held,
-            CancelOn::Lost => |s: LockState| !matches!(s, LockState::Lost(_)),
-        };
-        let fenced = FencedWork::new((self.leader)(context), guard.held().holding(), trusted);
+        let fenced = FencedWork::new((self.leader)(context), guard.held().holding(), stops);
         let mut work = tokio::spawn(fenced);
         let end = tokio::select! {
             biased;

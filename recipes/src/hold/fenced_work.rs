@@ -24,19 +24,19 @@ pub(crate) enum Fenced<S> {
     Stopped(S),
 }
 
-/// `work`, polled only while `trusted` says yes of the hold's state (read on every poll).
+/// `work`, polled only until `stops` says yes of the hold's state (read on every poll).
 pub(crate) struct FencedWork<W, S> {
     work: Pin<Box<W>>,
     holding: Arc<Holding<S>>,
-    trusted: fn(S) -> bool,
+    stops: fn(S) -> bool,
 }
 
 impl<W: Future<Output = ()>, S: HoldPhase> FencedWork<W, S> {
-    pub(crate) fn new(work: W, holding: Arc<Holding<S>>, trusted: fn(S) -> bool) -> Self {
+    pub(crate) fn new(work: W, holding: Arc<Holding<S>>, stops: fn(S) -> bool) -> Self {
         FencedWork {
             work: Box::pin(work),
             holding,
-            trusted,
+            stops,
         }
     }
 }
@@ -46,7 +46,7 @@ impl<W: Future<Output = ()>, S: HoldPhase> Future for FencedWork<W, S> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Fenced<S>> {
         let state = self.holding.current();
-        if !(self.trusted)(state) {
+        if (self.stops)(state) || state.is_final() {
             return Poll::Ready(Fenced::Stopped(state));
         }
         self.work.as_mut().poll(cx).map(|()| Fenced::Returned)
