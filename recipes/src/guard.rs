@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::hold::{FencingToken, Holding, LockState, LockStateChanges, LossReason, StateWatcher};
 use crate::lost::LossMonitor;
 use crate::metrics::{Hold, Recipe};
-use crate::release::{delete_until_gone, spawn_delete};
+use crate::release::{delete_and_wait, delete_queued, spawn_delete};
 
 /// A node we hold, shared by every reentrant guard on it.
 pub(crate) struct HeldNode {
@@ -383,10 +383,7 @@ impl LockGuard {
         let Some(node) = self.let_go() else {
             return Ok(());
         };
-        match spawn_delete(node.client.clone(), node.path.clone()) {
-            Some(_following) => Ok(()),
-            None => delete_until_gone(&node.client, &node.path).await,
-        }
+        delete_queued(&node.client, &node.path).await
     }
 
     /// [`release`](Self::release), returning only once the node is gone (or our session
@@ -396,10 +393,7 @@ impl LockGuard {
         let Some(node) = self.let_go() else {
             return Ok(());
         };
-        match spawn_delete(node.client.clone(), node.path.clone()) {
-            Some(task) => task.await.unwrap_or(Ok(())),
-            None => delete_until_gone(&node.client, &node.path).await,
-        }
+        delete_and_wait(&node.client, &node.path).await
     }
 
     /// Drops one hold; returns the node when it was the last one.

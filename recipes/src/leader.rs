@@ -24,7 +24,7 @@ use crate::hold::{Leadership, LeadershipChanges};
 use crate::metrics;
 use crate::naming::{attempt_prefix, child_name, join, peer_queue, Layout, CURATOR_LATCH};
 use crate::protection::{list_children, PendingNode};
-use crate::release::{delete_until_gone, spawn_delete};
+use crate::release::{delete_and_wait, spawn_delete};
 
 /// The rule a latch hands the contention core: the participant just before us blocks us.
 pub(crate) const RULE: AheadRule = predecessor;
@@ -167,10 +167,7 @@ impl Participation {
     /// until it or the session is gone).
     pub(crate) async fn resign(&self) -> Result<()> {
         self.halt(Leadership::Closed);
-        match spawn_delete(self.client.clone(), self.node.clone()) {
-            Some(task) => task.await.unwrap_or(Ok(())),
-            None => delete_until_gone(&self.client, &self.node).await,
-        }
+        delete_and_wait(&self.client, &self.node).await
     }
 
     /// Stops following and ends in `final_state`; true when it was still following.

@@ -124,29 +124,7 @@ impl<S: HoldPhase> Holding<S> {
     /// Resolves with the final state; checks the lease on every poll, so it is ready at once
     /// when polled after the lease ran out. Does not borrow the hold's owner.
     pub(crate) fn finished(self: &Arc<Self>) -> impl Future<Output = S> + Send + 'static {
-        let mut rx = self.state.watch();
-        let holding = self.clone();
-        async move {
-            let published = async {
-                loop {
-                    let state = *rx.borrow_and_update();
-                    if state.is_final() {
-                        return state;
-                    }
-                    if rx.changed().await.is_err() {
-                        return S::ENDED;
-                    }
-                }
-            };
-            tokio::select! {
-                biased;
-                state = published => state,
-                reason = lease::until_over(&holding.client) => {
-                    holding.lose(reason);
-                    holding.state.current()
-                }
-            }
-        }
+        self.first(|_| false)
     }
 
     /// Resolves with the first state from now on (the current one included) that `stop`
