@@ -2,10 +2,11 @@
 //! whose data is the participant id).
 //!
 //! We lead only when our node sorts first **and** a fresh read of it shows our session as its
-//! `ephemeralOwner` (a stale listing must not make a second leader). A follower watches only the
-//! participant just before it and the one before that (see `contend`). Leadership is suspended on a
-//! disconnect and lost on the same signals as a lock (see `session_follower`): the session's lease
-//! ran out, the session expired or was closed, or our node was deleted by someone else.
+//! `ephemeralOwner` (a stale listing must not make a second leader). A follower watches only
+//! the participant just before it and the one before that (see `contend`). Leadership is
+//! suspended on a disconnect and lost on the same signals as a lock (see
+//! `hold::session_follower`): the session's lease ran out, the session expired or was closed,
+//! or our node was deleted by someone else.
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! The lost-lock signal: whether a held node can still be trusted.
 //!
-//! One task per held node follows the session (see `session_follower`): on a disconnect the
-//! node is *suspended* (it may still be ours, but nobody can tell); if a server takes the
+//! One task per held node follows the session (see `hold::session_follower`): on a disconnect
+//! the node is *suspended* (it may still be ours, but nobody can tell); if a server takes the
 //! session back it is held again; once the session's lease runs out, or the session ends,
 //! it is *lost*. The task reads every session transition in order, from the moment the node
 //! is handed over, so a disconnect healed at once still shows as a suspension. Once somebody
@@ -10,8 +10,9 @@
 //! release) and reports it lost when someone else deletes it.
 //!
 //! The task is not the only judge: every look at the state ([`LockGuard::state`], polling
-//! [`LockGuard::lost`]) checks the lease against the clock first, so a process that was
-//! paused past its lease reads `Lost` before any task of it has run again.
+//! [`LockGuard::lost`], the watcher, the change stream) goes through the node's `Holding`,
+//! which checks the lease against the clock first, so a process that was paused past its
+//! lease reads `Lost` before any task of it has run again.
 //!
 //! [`LockGuard::state`]: crate::LockGuard::state
 //! [`LockGuard::lost`]: crate::LockGuard::lost

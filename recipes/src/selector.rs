@@ -3,13 +3,13 @@
 //! work runs, and released when it ends.
 //!
 //! The work is a future, run in a task of its own, and polled only while leadership is trusted
-//! (the state read against the lease clock before every poll, see `fenced_work`): a leader
+//! (the state read against the lease clock before every poll, see `hold::fenced_work`): a leader
 //! paused past its session is cancelled on its first poll after resuming, never stepped. It
 //! is cancelled (dropped at its next await point) when leadership can no longer be trusted: on a disconnect ([`CancelOn::Suspended`],
 //! the default, as Curator advises) or only once it is lost ([`CancelOn::Lost`]). Either way
 //! the task has stopped before our node is deleted, so the next leader starts after ours
 //! stopped; and loss is reported no later than the session's lease runs out, before the server
-//! can expire the session and let anyone else lead (see `session_follower`).
+//! can expire the session and let anyone else lead (see `hold::session_follower`).
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
