@@ -179,8 +179,21 @@ struct Monitor {
 }
 
 impl Monitor {
-    async fn check_node(&self) -> NodeCheck {
-        check_node(&self.client, &self.node, self.owner).await
+    /// Looks at our node and watches it again: `Some(true)` when it is ours, `Some(false)`
+    /// when it is gone (the lock is then lost), `None` when the look told nothing
+    /// (connection trouble).
+    async fn look(&self, node_watch: &mut Option<OneshotWatcher>) -> Option<bool> {
+        match check_node(&self.client, &self.node, self.owner).await {
+            NodeCheck::Ours(w) => {
+                *node_watch = Some(w);
+                Some(true)
+            }
+            NodeCheck::Gone => {
+                self.holding.lose(LossReason::NodeDeleted);
+                Some(false)
+            }
+            NodeCheck::Unknown(_) => None,
+        }
     }
 
     /// After a reconnect: held again once the node is known to be ours (when it is watched,
@@ -192,15 +205,12 @@ impl Monitor {
         recheck: &mut bool,
     ) -> bool {
         if armed {
-            match self.check_node().await {
-                NodeCheck::Ours(w) => *node_watch = Some(w),
-                NodeCheck::Gone => {
-                    self.holding.lose(LossReason::NodeDeleted);
-                    return false;
-                }
+            match self.look(node_watch).await {
+                Some(true) => {}
+                Some(false) => return false,
                 // Connection trouble again (perhaps a disconnect is already queued): stay
                 // suspended; look again at the next transition, or shortly.
-                NodeCheck::Unknown(_) => {
+                None => {
                     *recheck = true;
                     return true;
                 }
@@ -248,14 +258,9 @@ impl Monitor {
                 }
                 _ = arm.notified(), if !armed => {
                     armed = true;
-                    match self.check_node().await {
-                        NodeCheck::Ours(w) => node_watch = Some(w),
-                        NodeCheck::Gone => {
-                            self.holding.lose(LossReason::NodeDeleted);
-                            return;
-                        }
-                        // Connection trouble: the reconnect looks again.
-                        NodeCheck::Unknown(_) => {}
+                    // Connection trouble leaves it to the reconnect to look again.
+                    if self.look(&mut node_watch).await == Some(false) {
+                        return;
                     }
                 }
                 event = async { node_watch.as_mut().expect("guarded").await }, if node_watch.is_some() => {
@@ -268,14 +273,11 @@ impl Monitor {
                         // A session event: the follower decides.
                         EventType::None => {}
                         // Data changed (someone wrote to our node): keep watching.
-                        _ => match self.check_node().await {
-                            NodeCheck::Ours(w) => node_watch = Some(w),
-                            NodeCheck::Gone => {
-                                self.holding.lose(LossReason::NodeDeleted);
+                        _ => {
+                            if self.look(&mut node_watch).await == Some(false) {
                                 return;
                             }
-                            NodeCheck::Unknown(_) => {}
-                        },
+                        }
                     }
                 }
             }
