@@ -1,6 +1,6 @@
 //! The one error type of the recipes.
 
-use crate::loss_reason::LossReason;
+use crate::hold::LossReason;
 
 /// Why a recipe operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

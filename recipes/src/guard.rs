@@ -7,28 +7,11 @@ use std::sync::{Arc, Mutex as StdMutex};
 use zookeeper_tokio::{Client, ErrorKind, MultiOp, MultiResult, Stat};
 
 use crate::error::{Error, Result};
-use crate::loss_reason::LossReason;
-use crate::lost::{LockState, LockStateChanges, LossMonitor};
+use crate::hold::{FencingToken, Holding, LockState, LockStateChanges, LossReason, StateWatcher};
+use crate::lost::LossMonitor;
 use crate::metrics::{Hold, Recipe};
-use crate::release::{delete_until_gone, spawn_delete};
+use crate::release::{delete_and_wait, delete_queued, spawn_delete};
 use crate::spans::{self, Op};
-use crate::transitions::StateWatcher;
-
-/// A number that grows with every grant of a lock: the lock node's creation zxid (`czxid`).
-///
-/// Zxids are unique and totally ordered across the ensemble and across leader changes, and a
-/// later holder's node was created later, so a resource that remembers the highest token it
-/// has seen can refuse a stale holder (one that paused and outlived its lock).
-///
-/// Displayed (and logged) in decimal, as `zk` gives it to commands in `ZK_FENCING_TOKEN`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct FencingToken(pub i64);
-
-impl fmt::Display for FencingToken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
-    }
-}
 
 /// A node we hold, shared by every reentrant guard on it.
 pub(crate) struct HeldNode {
@@ -87,6 +70,11 @@ impl HeldNode {
         self.monitor.current()
     }
 
+    /// The node's state as every reader sees it.
+    pub(crate) fn holding(&self) -> std::sync::Arc<Holding<LockState>> {
+        self.monitor.holding()
+    }
+
     pub(crate) fn state_changes(&self) -> LockStateChanges {
         self.monitor.changes()
     }
@@ -97,6 +85,14 @@ impl HeldNode {
 
     pub(crate) fn suspended(&self) -> impl Future<Output = LockState> + Send + 'static {
         self.monitor.suspended()
+    }
+
+    /// The first state from now on that `stop` accepts, or `Lost` (see `LossMonitor::until`).
+    pub(crate) fn until(
+        &self,
+        stop: fn(LockState) -> bool,
+    ) -> impl Future<Output = LockState> + Send + 'static {
+        self.monitor.until(stop)
     }
 
     pub(crate) fn check_op(&self) -> MultiOp {
@@ -390,12 +386,7 @@ impl LockGuard {
             return Ok(());
         };
         let path = node.path.clone();
-        let releasing = async move {
-            match spawn_delete(node.client.clone(), node.path.clone()) {
-                Some(_following) => Ok(()),
-                None => delete_until_gone(&node.client, &node.path).await,
-            }
-        };
+        let releasing = async move { delete_queued(&node.client, &node.path).await };
         spans::traced(Op::Release, "lock", &path, releasing).await
     }
 
@@ -407,12 +398,7 @@ impl LockGuard {
             return Ok(());
         };
         let path = node.path.clone();
-        let releasing = async move {
-            match spawn_delete(node.client.clone(), node.path.clone()) {
-                Some(task) => task.await.unwrap_or(Ok(())),
-                None => delete_until_gone(&node.client, &node.path).await,
-            }
-        };
+        let releasing = async move { delete_and_wait(&node.client, &node.path).await };
         spans::traced(Op::Release, "lock", &path, releasing).await
     }
 

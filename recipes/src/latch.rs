@@ -10,9 +10,8 @@ use std::time::Duration;
 use tracing::info;
 
 use crate::error::{Error, Result};
-use crate::guard::FencingToken;
-use crate::leader::{Leadership, LeadershipChanges, Participant, Participation};
-use crate::loss_reason::LossReason;
+use crate::hold::{FencingToken, Leadership, LeadershipChanges, LossReason};
+use crate::leader::{Participant, Participation};
 use crate::sessions::Sessions;
 
 /// A participant in a leader election on a path.

@@ -2,14 +2,13 @@
 //! whose data is the participant id).
 //!
 //! We lead only when our node sorts first **and** a fresh read of it shows our session as its
-//! `ephemeralOwner` (a stale listing must not make a second leader). A follower watches only the
-//! participant just before it and the one before that (see `contend`). Leadership is suspended on a
-//! disconnect and lost on the same signals as a lock (see `session_follower`): the session's lease
-//! ran out, the session expired or was closed, or our node was deleted by someone else.
+//! `ephemeralOwner` (a stale listing must not make a second leader). A follower watches only
+//! the participant just before it and the one before that (see `contend`). Leadership is
+//! suspended on a disconnect and lost on the same signals as a lock (see
+//! `hold::session_follower`): the session's lease ran out, the session expired or was closed,
+//! or our node was deleted by someone else.
 
-use std::fmt;
-use std::sync::{Arc, Mutex as StdMutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use tokio::sync::oneshot;
 use tracing::{info, warn};
@@ -18,58 +17,19 @@ use zookeeper_tokio::{Client, ErrorKind, EventType};
 use crate::contend::{predecessor, wait_turn, AheadRule, Line, Patience, Rule};
 use crate::ensure_path::validate;
 use crate::error::{Error, Result};
-use crate::guard::FencingToken;
-use crate::lease;
-use crate::loss_reason::LossReason;
+use crate::hold::{
+    check_node, FencingToken, Holding, LossReason, Narrate, NodeCheck, SessionFollower, TaskStop,
+    RECHECK,
+};
+use crate::hold::{Leadership, LeadershipChanges};
 use crate::metrics;
 use crate::naming::{attempt_prefix, child_name, join, peer_queue, Layout, CURATOR_LATCH};
 use crate::protection::{list_children, PendingNode};
-use crate::release::{delete_until_gone, spawn_delete};
-use crate::session_follower::{SessionFollower, SessionSignal};
+use crate::release::{delete_and_wait, spawn_delete};
 use crate::spans::{self, Op};
-use crate::transitions::{changes_stream, Phase, Transitions};
 
 /// The rule a latch hands the contention core: the participant just before us blocks us.
 pub(crate) const RULE: AheadRule = predecessor;
-
-/// Where a participant stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Leadership {
-    /// Our node is created; the first look at the queue is under way.
-    Starting,
-    /// We lead.
-    Leader,
-    /// Someone else leads; we wait for the participant before us.
-    Follower,
-    /// The connection is down: a leader must pause until it is `Leader` again (and, when in
-    /// doubt, stop leading: nothing proves the leadership is still ours).
-    Suspended,
-    /// Our participation ended without us asking: the latch must be started anew (with a new
-    /// client if the session ended).
-    Lost(LossReason),
-    /// We resigned.
-    Closed,
-}
-
-impl fmt::Display for Leadership {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Leadership::Starting => f.write_str("starting"),
-            Leadership::Leader => f.write_str("leader"),
-            Leadership::Follower => f.write_str("follower"),
-            Leadership::Suspended => f.write_str("suspended (connection lost)"),
-            Leadership::Lost(reason) => write!(f, "lost: {reason}"),
-            Leadership::Closed => f.write_str("closed"),
-        }
-    }
-}
-
-impl Leadership {
-    /// True when nothing more will happen on this latch.
-    pub fn is_final(self) -> bool {
-        matches!(self, Leadership::Lost(_) | Leadership::Closed)
-    }
-}
 
 /// A participant as seen in the election queue.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,25 +42,6 @@ pub struct Participant {
     pub is_leader: bool,
 }
 
-impl Phase for Leadership {
-    // A latch whose state is no longer published is gone.
-    const ENDED: Self = Leadership::Closed;
-
-    fn is_final(self) -> bool {
-        Leadership::is_final(self)
-    }
-}
-
-changes_stream! {
-    /// Every [`Leadership`] a latch goes through, in order: the current state first, then each
-    /// change (a `Suspended` and the `Leader` after it, however quickly the connection came
-    /// back), ending after a final state ([`Leadership::Lost`] or [`Leadership::Closed`]).
-    /// Also a [`futures_core::Stream`].
-    ///
-    /// A receiver that falls more than 32 changes behind loses the oldest of them.
-    LeadershipChanges of Leadership
-}
-
 /// One participation in an election, on one session: our node, and the task that follows the
 /// queue for it. It ends with its session; the public [`LeaderLatch`](crate::LeaderLatch)
 /// starts a new one on the next session when it can.
@@ -110,8 +51,8 @@ pub(crate) struct Participation {
     id: String,
     node: String,
     token: FencingToken,
-    shared: Arc<LatchState>,
-    stop: StdMutex<Option<oneshot::Sender<()>>>,
+    holding: Arc<Holding<Leadership>>,
+    stop: TaskStop,
 }
 
 impl std::fmt::Debug for Participation {
@@ -138,20 +79,19 @@ impl Participation {
         spans::traced(Op::Join, "leader_latch", path, joining).await?;
         let (node, stat) = pending.keep();
         let follower = SessionFollower::start(client);
-        let shared = Arc::new(LatchState {
-            state: Transitions::new(Leadership::Starting),
-            client: client.clone(),
+        let narrator = LatchNarrator {
             path: path.to_owned(),
             node: node.clone(),
             token: FencingToken(stat.czxid),
-        });
-        let (stop_tx, stop_rx) = oneshot::channel();
+        };
+        let holding = Holding::new(Leadership::Starting, client, narrator);
+        let (stop, stop_rx) = TaskStop::new();
         let task = Follow {
             client: client.clone(),
             path: path.to_owned(),
             ours: child_name(&node).to_owned(),
             owner: stat.ephemeral_owner,
-            shared: shared.clone(),
+            holding: holding.clone(),
         };
         tokio::spawn(task.run(follower, stop_rx));
         Ok(Participation {
@@ -160,8 +100,8 @@ impl Participation {
             id: id.to_owned(),
             node,
             token: FencingToken(stat.czxid),
-            shared,
-            stop: StdMutex::new(Some(stop_tx)),
+            holding,
+            stop,
         })
     }
 
@@ -169,7 +109,7 @@ impl Participation {
     /// call, before anything the background task published: once the lease has run out this
     /// reads `Lost`, also on the first look of a process resuming from a pause.
     pub(crate) fn state(&self) -> Leadership {
-        self.shared.current()
+        self.holding.current()
     }
 
     /// True while we lead (not while suspended, nor once the lease ran out).
@@ -197,32 +137,21 @@ impl Participation {
     /// the lease is checked before each, so the first look after a pause past the session
     /// reads `Lost`. Does not borrow the latch.
     pub(crate) fn changes(&self) -> LeadershipChanges {
-        self.shared.current();
-        let shared = self.shared.clone();
-        self.shared
-            .state
-            .changes()
-            .refreshed_by(Arc::new(move || shared.current()))
-            .into()
+        self.holding.changes().into()
     }
 
     /// Waits until we lead. Fails with [`Error::LatchLost`] (session-terminal when the
     /// session ended) if the latch loses its place first, [`Error::LatchClosed`] if it is
     /// closed first.
     pub(crate) async fn await_leadership(&self) -> Result<()> {
-        let mut rx = self.shared.state.watch();
-        loop {
-            let s = self.shared.current();
-            rx.borrow_and_update();
-            match s {
-                Leadership::Leader => return Ok(()),
-                Leadership::Lost(reason) => return Err(Error::LatchLost { reason }),
-                _ if s.is_final() => return Err(Error::LatchClosed),
-                _ => {}
-            }
-            if rx.changed().await.is_err() {
-                return Err(Error::LatchClosed);
-            }
+        match self
+            .holding
+            .wait_for(|state| state == Leadership::Leader)
+            .await
+        {
+            Leadership::Leader => Ok(()),
+            Leadership::Lost(reason) => Err(Error::LatchLost { reason }),
+            _ => Err(Error::LatchClosed),
         }
     }
 
@@ -231,26 +160,7 @@ impl Participation {
     /// resolves no later than the session's lease runs out, and every poll checks the lease
     /// first.
     pub(crate) fn lost(&self) -> impl std::future::Future<Output = Leadership> + Send + 'static {
-        let mut rx = self.shared.state.watch();
-        let shared = self.shared.clone();
-        let ended = async move {
-            loop {
-                let s = *rx.borrow_and_update();
-                if s.is_final() || rx.changed().await.is_err() {
-                    return *rx.borrow();
-                }
-            }
-        };
-        async move {
-            tokio::select! {
-                biased;
-                s = ended => s,
-                reason = lease::until_over(&shared.client) => {
-                    shared.set(Leadership::Lost(reason));
-                    shared.state.current()
-                }
-            }
-        }
+        self.holding.finished()
     }
 
     /// The participants in queue order, the leader first.
@@ -262,29 +172,20 @@ impl Participation {
     /// until it or the session is gone).
     pub(crate) async fn resign(&self) -> Result<()> {
         self.halt(Leadership::Closed);
-        match spawn_delete(self.client.clone(), self.node.clone()) {
-            Some(task) => task.await.unwrap_or(Ok(())),
-            None => delete_until_gone(&self.client, &self.node).await,
-        }
+        delete_and_wait(&self.client, &self.node).await
     }
 
-    fn halt(&self, final_state: Leadership) {
-        if let Some(stop) = self.stop.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            let _ = stop.send(());
-        }
-        self.shared.set(final_state);
+    /// Stops following and ends in `final_state`; true when it was still following.
+    fn halt(&self, final_state: Leadership) -> bool {
+        let was_running = self.stop.stop();
+        self.holding.set(final_state);
+        was_running
     }
 }
 
 impl Drop for Participation {
     fn drop(&mut self) {
-        let was_running = self
-            .stop
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_some();
-        self.halt(Leadership::Closed);
-        if was_running {
+        if self.halt(Leadership::Closed) {
             spawn_delete(self.client.clone(), self.node.clone());
         }
     }
@@ -326,34 +227,16 @@ pub(crate) async fn read_participants(
     Ok(out)
 }
 
-/// What the latch and its task share: the state and what a log line says about it.
-struct LatchState {
-    state: Transitions<Leadership>,
-    client: Client,
+/// What a latch's log lines and metrics say of its moves: the changes someone chasing an
+/// incident needs.
+struct LatchNarrator {
     path: String,
     node: String,
     token: FencingToken,
 }
 
-impl LatchState {
-    /// The state now, the lease checked against the clock first.
-    fn current(&self) -> Leadership {
-        let state = self.state.current();
-        if state.is_final() {
-            return state;
-        }
-        if let Some(reason) = lease::loss(&self.client) {
-            self.set(Leadership::Lost(reason));
-        }
-        self.state.current()
-    }
-
-    /// Moves to `new`, logging the changes someone chasing an incident needs.
-    fn set(&self, new: Leadership) {
-        let old = self.state.current();
-        if !self.state.set(new) {
-            return;
-        }
+impl Narrate<Leadership> for LatchNarrator {
+    fn moved(&self, old: Leadership, new: Leadership) {
         metrics::leadership(old, new);
         let (path, node, token) = (&*self.path, child_name(&self.node), self.token);
         match new {
@@ -381,7 +264,7 @@ struct Follow {
     path: String,
     ours: String,
     owner: i64,
-    shared: Arc<LatchState>,
+    holding: Arc<Holding<Leadership>>,
 }
 
 /// What one step of following concluded.
@@ -396,7 +279,7 @@ enum Step {
 
 impl Follow {
     fn set(&self, s: Leadership) {
-        self.shared.set(s);
+        self.holding.set(s);
     }
 
     /// Waits in the queue until we are first (see `contend`), as a follower once a watch on the
@@ -440,18 +323,13 @@ impl Follow {
     /// First in the queue: we lead only if our node is still there and ours (a stale listing
     /// must not make a second leader). The read also watches it, to hear of its deletion.
     async fn lead(&self) -> Step {
-        match self
-            .client
-            .get_data_and_watch(&join(&self.path, &self.ours))
-            .await
-        {
-            Ok((_, stat, watcher)) if stat.ephemeral_owner == self.owner => {
+        match check_node(&self.client, &join(&self.path, &self.ours), self.owner).await {
+            NodeCheck::Ours(watcher) => {
                 self.set(Leadership::Leader);
                 Step::Lead(watcher)
             }
-            Ok(_) => Step::End(LossReason::NodeDeleted),
-            Err(e) if e == ErrorKind::NoNode => Step::End(LossReason::NodeDeleted),
-            Err(e) => self.on_error(e),
+            NodeCheck::Gone => Step::End(LossReason::NodeDeleted),
+            NodeCheck::Unknown(e) => self.on_error(e),
         }
     }
 
@@ -461,21 +339,6 @@ impl Follow {
             _ if e.is_session_terminal() => Step::End(LossReason::SessionClosed),
             // Connection trouble: the session state decides what comes next.
             _ => Step::Again,
-        }
-    }
-
-    /// What a session signal means for the latch; false once participation is over.
-    fn on_signal(&self, signal: SessionSignal) -> bool {
-        match signal {
-            SessionSignal::Suspended => {
-                self.set(Leadership::Suspended);
-                true
-            }
-            SessionSignal::Reconnected => true,
-            SessionSignal::Lost(reason) => {
-                self.set(Leadership::Lost(reason));
-                false
-            }
         }
     }
 
@@ -491,7 +354,7 @@ impl Follow {
                     _ = &mut stop => return,
                     signal = follower.next() => signal,
                 };
-                if !self.on_signal(signal) {
+                if !self.holding.follow(signal) {
                     return;
                 }
                 continue;
@@ -500,7 +363,7 @@ impl Follow {
                 biased;
                 _ = &mut stop => return,
                 signal = follower.next() => {
-                    if !self.on_signal(signal) {
+                    if !self.holding.follow(signal) {
                         return;
                     }
                     continue;
@@ -517,12 +380,12 @@ impl Follow {
                         biased;
                         _ = &mut stop => return,
                         signal = follower.next() => {
-                            if !self.on_signal(signal) {
+                            if !self.holding.follow(signal) {
                                 return;
                             }
                         }
                         // Backoff, not synchronisation: a failed look is retried shortly.
-                        _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+                        _ = tokio::time::sleep(RECHECK) => {}
                     }
                 }
                 Step::Lead(watcher) => {
@@ -531,7 +394,7 @@ impl Follow {
                         _ = &mut stop => return,
                         signal = follower.next() => {
                             // A new watch is set once connected again.
-                            if !self.on_signal(signal) {
+                            if !self.holding.follow(signal) {
                                 return;
                             }
                         }
@@ -545,20 +408,5 @@ impl Follow {
                 }
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn leadership_reads_as_a_word_and_a_loss_says_why() {
-        assert_eq!(Leadership::Leader.to_string(), "leader");
-        assert_eq!(Leadership::Follower.to_string(), "follower");
-        assert_eq!(
-            Leadership::Lost(LossReason::SessionClosed).to_string(),
-            "lost: the session was closed"
-        );
     }
 }

@@ -120,13 +120,11 @@ mod counter;
 mod double_barrier;
 mod ensure_path;
 mod error;
-mod fenced_work;
 mod group;
 mod guard;
+mod hold;
 mod latch;
 mod leader;
-mod lease;
-mod loss_reason;
 mod lost;
 #[cfg(feature = "metrics")]
 pub mod metrics;
@@ -143,11 +141,9 @@ mod selector;
 mod semaphore;
 mod semaphore_mutex;
 mod session;
-mod session_follower;
 mod sessions;
 mod spans;
 mod standalone;
-mod transitions;
 
 pub use barrier::DistributedBarrier;
 pub use cache::{
@@ -161,11 +157,13 @@ pub use counter::{
 pub use double_barrier::DistributedDoubleBarrier;
 pub use error::{Error, Result};
 pub use group::GroupMember;
-pub use guard::{FencingToken, LockGuard};
+pub use guard::LockGuard;
+pub use hold::{
+    FencingToken, Leadership, LeadershipChanges, LockState, LockStateChanges, LossReason,
+    StateWatcher,
+};
 pub use latch::LeaderLatch;
-pub use leader::{participants as leader_participants, Leadership, LeadershipChanges, Participant};
-pub use loss_reason::LossReason;
-pub use lost::{LockState, LockStateChanges};
+pub use leader::{participants as leader_participants, Participant};
 pub use mutex::Mutex;
 pub use naming::Layout;
 pub use persistent_node::{PersistentNode, PersistentNodeState};
@@ -177,7 +175,6 @@ pub use selector::{
 pub use semaphore::{Lease, Semaphore};
 pub use semaphore_mutex::SemaphoreMutex;
 pub use sessions::Sessions;
-pub use transitions::StateWatcher;
 /// The client types a recipe user needs, so that a lock takes one dependency.
 pub use zookeeper_tokio::{
     Client, ClientBuilder, CreateOptions, Error as ClientError, ErrorKind, MultiOp, SessionId,

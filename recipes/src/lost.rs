@@ -1,7 +1,7 @@
 //! The lost-lock signal: whether a held node can still be trusted.
 //!
-//! One task per held node follows the session (see `session_follower`): on a disconnect the
-//! node is *suspended* (it may still be ours, but nobody can tell); if a server takes the
+//! One task per held node follows the session (see `hold::session_follower`): on a disconnect
+//! the node is *suspended* (it may still be ours, but nobody can tell); if a server takes the
 //! session back it is held again; once the session's lease runs out, or the session ends,
 //! it is *lost*. The task reads every session transition in order, from the moment the node
 //! is handed over, so a disconnect healed at once still shows as a suspension. Once somebody
@@ -10,149 +10,65 @@
 //! release) and reports it lost when someone else deletes it.
 //!
 //! The task is not the only judge: every look at the state ([`LockGuard::state`], polling
-//! [`LockGuard::lost`]) checks the lease against the clock first, so a process that was
-//! paused past its lease reads `Lost` before any task of it has run again.
+//! [`LockGuard::lost`], the watcher, the change stream) goes through the node's `Holding`,
+//! which checks the lease against the clock first, so a process that was paused past its
+//! lease reads `Lost` before any task of it has run again.
 //!
 //! [`LockGuard::state`]: crate::LockGuard::state
 //! [`LockGuard::lost`]: crate::LockGuard::lost
 
-use std::fmt;
-use std::sync::{Arc, Mutex as StdMutex};
-use std::time::Duration;
+use std::sync::Arc;
 
-use tokio::sync::{oneshot, watch, Notify};
+use tokio::sync::{oneshot, Notify};
 use tracing::{debug, info, warn};
-use zookeeper_tokio::{Client, ErrorKind, EventType, OneshotWatcher};
+use zookeeper_tokio::{Client, EventType, OneshotWatcher};
 
-use crate::guard::FencingToken;
-use crate::lease;
-use crate::loss_reason::LossReason;
+use crate::hold::{
+    check_node, FencingToken, Holding, LockState, LockStateChanges, LossReason, Narrate, NodeCheck,
+    SessionFollower, SessionSignal, StateWatcher, TaskStop, RECHECK,
+};
 use crate::metrics::Hold;
 use crate::naming::child_name;
-use crate::session_follower::{SessionFollower, SessionSignal};
-use crate::transitions::{changes_stream, Phase, Refresh, StateWatcher, Transitions};
 
-/// Whether a lock (or lease, or leadership) can be trusted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum LockState {
-    /// Connected, and our node is ours.
-    Held,
-    /// The connection is down: the node may still be ours, but nobody can tell until a
-    /// server answers. Work protected by the lock should pause (and, when in doubt, stop:
-    /// an operation that must not overlap with another holder's cannot be finished safely
-    /// from here). Becomes `Held` again on reconnect, or `Lost` once the lease runs out.
-    Suspended,
-    /// The lock can no longer be trusted; another contender may hold it now.
-    Lost(LossReason),
-}
-
-impl fmt::Display for LockState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LockState::Held => f.write_str("held"),
-            LockState::Suspended => f.write_str("suspended (connection lost)"),
-            LockState::Lost(reason) => write!(f, "lost: {reason}"),
-        }
-    }
-}
-
-impl LockState {
-    /// True only for [`LockState::Held`].
-    pub fn is_held(self) -> bool {
-        self == LockState::Held
-    }
-}
-
-impl Phase for LockState {
-    // A lock whose state is no longer published was released.
-    const ENDED: Self = LockState::Lost(LossReason::Released);
-
-    fn is_final(self) -> bool {
-        matches!(self, LockState::Lost(_))
-    }
-}
-
-changes_stream! {
-    /// Every state a lock goes through, in order: the current state first, then each
-    /// transition, ending after [`LockState::Lost`]. Unlike [`LockGuard::state_watcher`],
-    /// which keeps only the latest state, this sees a suspension even when the connection was
-    /// back before anyone looked. Also a [`futures_core::Stream`].
-    ///
-    /// A receiver that falls more than 32 transitions behind loses the oldest of them.
-    ///
-    /// [`LockGuard::state_watcher`]: crate::LockGuard::state_watcher
-    LockStateChanges of LockState
-}
-
-/// What the monitor task and the guard share: the state and what a log line says about it.
-struct Shared {
-    state: Transitions<LockState>,
-    client: Client,
+/// What a lock's log lines and metrics say of its moves.
+struct LockNarrator {
     /// Our node's full path.
     node: String,
     token: FencingToken,
     hold: Hold,
 }
 
-impl Shared {
-    fn lock_path(&self) -> &str {
-        self.node.rsplit_once('/').map_or("", |(parent, _)| parent)
-    }
-
-    /// The state now, the lease checked against the clock first.
-    fn current(&self) -> LockState {
-        let state = self.state.current();
-        if state.is_final() {
-            return state;
-        }
-        match lease::loss(&self.client) {
-            Some(reason) => {
-                self.lose(reason);
-                self.state.current()
+impl Narrate<LockState> for LockNarrator {
+    fn moved(&self, _old: LockState, new: LockState) {
+        let path = self.node.rsplit_once('/').map_or("", |(parent, _)| parent);
+        let (node, token) = (child_name(&self.node), self.token);
+        match new {
+            LockState::Lost(LossReason::Released) => {
+                self.hold.ended(LossReason::Released);
+                debug!(path = %path, node = %node, %token, "lock released")
             }
-            None => state,
-        }
-    }
-
-    fn lose(&self, reason: LossReason) {
-        if !self.state.set(LockState::Lost(reason)) {
-            return;
-        }
-        self.hold.ended(reason);
-        let (path, node, token) = (self.lock_path(), child_name(&self.node), self.token);
-        match reason {
-            LossReason::Released => debug!(path = %path, node = %node, %token, "lock released"),
-            _ => {
+            LockState::Lost(reason) => {
+                self.hold.ended(reason);
                 warn!(path = %path, node = %node, %token, %reason, "lock lost: stop the work it protects")
             }
-        }
-    }
-
-    fn suspend(&self) {
-        if self.state.set(LockState::Suspended) {
-            let (path, node, token) = (self.lock_path(), child_name(&self.node), self.token);
-            warn!(
+            LockState::Suspended => warn!(
                 path = %path,
                 node = %node,
                 %token,
                 "lock suspended: connection lost; pause the work it protects"
-            );
-        }
-    }
-
-    fn hold_again(&self) {
-        if self.state.set(LockState::Held) {
-            let (path, node, token) = (self.lock_path(), child_name(&self.node), self.token);
-            info!(path = %path, node = %node, %token, "lock held again: reconnected within the lease");
+            ),
+            LockState::Held => {
+                info!(path = %path, node = %node, %token, "lock held again: reconnected within the lease")
+            }
         }
     }
 }
 
 /// The handle on a node's monitor task.
 pub(crate) struct LossMonitor {
-    shared: Arc<Shared>,
+    holding: Arc<Holding<LockState>>,
     arm: Arc<Notify>,
-    stop: StdMutex<Option<oneshot::Sender<()>>>,
+    stop: TaskStop,
 }
 
 impl LossMonitor {
@@ -166,108 +82,85 @@ impl LossMonitor {
         hold: Hold,
     ) -> LossMonitor {
         let follower = SessionFollower::start(client);
-        let shared = Arc::new(Shared {
-            state: Transitions::new(LockState::Held),
-            client: client.clone(),
+        let narrator = LockNarrator {
             node: path.to_owned(),
             token,
             hold,
-        });
+        };
+        let holding = Holding::new(LockState::Held, client, narrator);
         let arm = Arc::new(Notify::new());
-        let (stop_tx, stop_rx) = oneshot::channel();
+        let (stop, stop_rx) = TaskStop::new();
         let task = Monitor {
+            client: client.clone(),
+            node: path.to_owned(),
             owner,
-            shared: shared.clone(),
+            holding: holding.clone(),
         };
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(task.run(follower, arm.clone(), stop_rx));
         }
-        LossMonitor {
-            shared,
-            arm,
-            stop: StdMutex::new(Some(stop_tx)),
-        }
+        LossMonitor { holding, arm, stop }
     }
 
     /// The state now, the lease checked against the clock first.
     pub(crate) fn current(&self) -> LockState {
-        self.shared.current()
+        self.holding.current()
     }
 
-    /// A receiver of the latest state; also starts watching the node itself.
-    pub(crate) fn subscribe(&self) -> watch::Receiver<LockState> {
-        self.arm.notify_one();
-        self.shared.current();
-        self.shared.state.watch()
+    /// The state as every reader sees it.
+    pub(crate) fn holding(&self) -> Arc<Holding<LockState>> {
+        self.holding.clone()
     }
 
     /// The latest state, read against the lease on every look; also starts watching the node
     /// itself.
     pub(crate) fn watcher(&self) -> StateWatcher<LockState> {
-        StateWatcher::new(self.subscribe(), self.refresh())
+        self.arm.notify_one();
+        self.holding.watcher()
     }
 
     /// Every state from now on, in order, the lease checked before each; also starts watching
     /// the node itself.
     pub(crate) fn changes(&self) -> LockStateChanges {
         self.arm.notify_one();
-        self.shared.current();
-        self.shared
-            .state
-            .changes()
-            .refreshed_by(self.refresh())
-            .into()
-    }
-
-    fn refresh(&self) -> Refresh<LockState> {
-        let shared = self.shared.clone();
-        Arc::new(move || shared.current())
+        self.holding.changes().into()
     }
 
     /// Resolves with the reason once the lock is lost; checks the lease on every poll, so
     /// it is ready at once when polled after the lease ran out. Does not borrow the monitor.
     pub(crate) fn lost(&self) -> impl std::future::Future<Output = LossReason> + Send + 'static {
-        let rx = self.subscribe();
-        let shared = self.shared.clone();
+        self.arm.notify_one();
+        let finished = self.holding.finished();
         async move {
-            tokio::select! {
-                biased;
-                reason = until_lost(rx) => reason,
-                reason = lease::until_over(&shared.client) => {
-                    shared.lose(reason);
-                    match shared.state.current() {
-                        LockState::Lost(reason) => reason,
-                        _ => reason,
-                    }
-                }
+            match finished.await {
+                LockState::Lost(reason) => reason,
+                _ => LossReason::Released,
             }
         }
     }
 
-    /// Resolves with the first state other than `Held`, the lease checked on every poll.
+    /// Resolves with the first state other than `Held` (a suspension counts even if the
+    /// connection is back by the time anyone looks), the lease checked on every poll.
     pub(crate) fn suspended(
         &self,
     ) -> impl std::future::Future<Output = LockState> + Send + 'static {
-        let changes = self.changes();
-        let shared = self.shared.clone();
-        async move {
-            tokio::select! {
-                biased;
-                state = until_not_held(changes) => state,
-                reason = lease::until_over(&shared.client) => {
-                    shared.lose(reason);
-                    shared.state.current()
-                }
-            }
-        }
+        self.until(|state| state != LockState::Held)
+    }
+
+    /// Resolves with the first state from now on that `stop` accepts, or `Lost`, the lease
+    /// checked on every poll; also starts watching the node itself.
+    pub(crate) fn until(
+        &self,
+        stop: fn(LockState) -> bool,
+    ) -> impl std::future::Future<Output = LockState> + Send + 'static {
+        self.arm.notify_one();
+        self.holding.first(stop)
     }
 
     /// Stops the task and tells every receiver the lock was released.
     pub(crate) fn stop(&self) {
-        self.shared.lose(LossReason::Released);
-        if let Some(stop) = self.stop.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            let _ = stop.send(());
-        }
+        self.holding.lose(LossReason::Released);
+        self.stop.stop();
     }
 }
 
@@ -277,61 +170,29 @@ impl Drop for LossMonitor {
     }
 }
 
-/// Waits until the state is `Lost` and returns why.
-async fn until_lost(mut rx: watch::Receiver<LockState>) -> LossReason {
-    loop {
-        if let LockState::Lost(reason) = *rx.borrow_and_update() {
-            return reason;
-        }
-        if rx.changed().await.is_err() {
-            return match *rx.borrow() {
-                LockState::Lost(reason) => reason,
-                _ => LossReason::Released,
-            };
-        }
-    }
-}
-
-/// Waits for the first state other than `Held` (a suspension counts even if the connection is
-/// back by the time anyone looks) and returns it.
-async fn until_not_held(mut changes: LockStateChanges) -> LockState {
-    while let Some(s) = changes.next().await {
-        if s != LockState::Held {
-            return s;
-        }
-    }
-    LockState::Lost(LossReason::Released)
-}
-
-/// How soon a look at our node that failed on a live connection is tried again.
-const RECHECK: Duration = Duration::from_millis(20);
-
 struct Monitor {
+    client: Client,
+    /// Our node's full path.
+    node: String,
     owner: i64,
-    shared: Arc<Shared>,
-}
-
-/// What one look at the node found.
-enum NodeCheck {
-    Watching(OneshotWatcher),
-    Gone,
-    Unknown,
+    holding: Arc<Holding<LockState>>,
 }
 
 impl Monitor {
-    async fn check_node(&self) -> NodeCheck {
-        match self
-            .shared
-            .client
-            .get_data_and_watch(&self.shared.node)
-            .await
-        {
-            Ok((_, stat, watcher)) if stat.ephemeral_owner == self.owner => {
-                NodeCheck::Watching(watcher)
+    /// Looks at our node and watches it again: `Some(true)` when it is ours, `Some(false)`
+    /// when it is gone (the lock is then lost), `None` when the look told nothing
+    /// (connection trouble).
+    async fn look(&self, node_watch: &mut Option<OneshotWatcher>) -> Option<bool> {
+        match check_node(&self.client, &self.node, self.owner).await {
+            NodeCheck::Ours(w) => {
+                *node_watch = Some(w);
+                Some(true)
             }
-            Ok(_) => NodeCheck::Gone,
-            Err(e) if e == ErrorKind::NoNode => NodeCheck::Gone,
-            Err(_) => NodeCheck::Unknown,
+            NodeCheck::Gone => {
+                self.holding.lose(LossReason::NodeDeleted);
+                Some(false)
+            }
+            NodeCheck::Unknown(_) => None,
         }
     }
 
@@ -344,21 +205,18 @@ impl Monitor {
         recheck: &mut bool,
     ) -> bool {
         if armed {
-            match self.check_node().await {
-                NodeCheck::Watching(w) => *node_watch = Some(w),
-                NodeCheck::Gone => {
-                    self.shared.lose(LossReason::NodeDeleted);
-                    return false;
-                }
+            match self.look(node_watch).await {
+                Some(true) => {}
+                Some(false) => return false,
                 // Connection trouble again (perhaps a disconnect is already queued): stay
                 // suspended; look again at the next transition, or shortly.
-                NodeCheck::Unknown => {
+                None => {
                     *recheck = true;
                     return true;
                 }
             }
         }
-        self.shared.hold_again();
+        self.holding.set(LockState::Held);
         true
     }
 
@@ -377,18 +235,16 @@ impl Monitor {
                 biased;
                 _ = &mut stop => return,
                 signal = follower.next() => match signal {
-                    SessionSignal::Suspended => {
-                        recheck = false;
-                        self.shared.suspend();
-                    }
                     SessionSignal::Reconnected => {
                         if !self.confirm(armed, &mut node_watch, &mut recheck).await {
                             return;
                         }
                     }
-                    SessionSignal::Lost(reason) => {
-                        self.shared.lose(reason);
-                        return;
+                    signal => {
+                        recheck = false;
+                        if !self.holding.follow(signal) {
+                            return;
+                        }
                     }
                 },
                 // Backoff, not synchronisation: a failed look is retried shortly.
@@ -402,63 +258,29 @@ impl Monitor {
                 }
                 _ = arm.notified(), if !armed => {
                     armed = true;
-                    match self.check_node().await {
-                        NodeCheck::Watching(w) => node_watch = Some(w),
-                        NodeCheck::Gone => {
-                            self.shared.lose(LossReason::NodeDeleted);
-                            return;
-                        }
-                        // Connection trouble: the reconnect looks again.
-                        NodeCheck::Unknown => {}
+                    // Connection trouble leaves it to the reconnect to look again.
+                    if self.look(&mut node_watch).await == Some(false) {
+                        return;
                     }
                 }
                 event = async { node_watch.as_mut().expect("guarded").await }, if node_watch.is_some() => {
                     node_watch = None;
                     match event.event_type {
                         EventType::NodeDeleted => {
-                            self.shared.lose(LossReason::NodeDeleted);
+                            self.holding.lose(LossReason::NodeDeleted);
                             return;
                         }
                         // A session event: the follower decides.
                         EventType::None => {}
                         // Data changed (someone wrote to our node): keep watching.
-                        _ => match self.check_node().await {
-                            NodeCheck::Watching(w) => node_watch = Some(w),
-                            NodeCheck::Gone => {
-                                self.shared.lose(LossReason::NodeDeleted);
+                        _ => {
+                            if self.look(&mut node_watch).await == Some(false) {
                                 return;
                             }
-                            NodeCheck::Unknown => {}
-                        },
+                        }
                     }
                 }
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn states_and_reasons_read_as_sentences() {
-        assert_eq!(LockState::Held.to_string(), "held");
-        assert_eq!(
-            LockState::Suspended.to_string(),
-            "suspended (connection lost)"
-        );
-        assert_eq!(
-            LockState::Lost(LossReason::NodeDeleted).to_string(),
-            "lost: our node was deleted by someone else"
-        );
-        assert_eq!(
-            LossReason::LeaseExpired.to_string(),
-            "the session's lease ran out: no server answered within the session timeout"
-        );
-        assert_eq!(
-            LossReason::SessionExpired.to_string(),
-            "the session expired"
-        );
     }
 }

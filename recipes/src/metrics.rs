@@ -15,8 +15,7 @@ use ::metrics::{counter, histogram};
 use tokio::time::Instant;
 
 use crate::contend::Patience;
-use crate::leader::Leadership;
-use crate::loss_reason::LossReason;
+use crate::hold::{Leadership, LossReason};
 
 /// Seconds from an acquire call to its grant, by `recipe`.
 pub const LOCK_WAIT: &str = "zookeeper_lock_wait_seconds";

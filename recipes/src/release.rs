@@ -49,6 +49,24 @@ async fn follow_delete(
     }
 }
 
+/// Queues the delete of `path` and returns, the delete followed to the end in the background
+/// ([`spawn_delete`]); outside a tokio runtime, deletes it here.
+pub(crate) async fn delete_queued(client: &Client, path: &str) -> Result<()> {
+    match spawn_delete(client.clone(), path.to_owned()) {
+        Some(_following) => Ok(()),
+        None => delete_until_gone(client, path).await,
+    }
+}
+
+/// Deletes `path` and returns once it is gone (or the session ended). The delete goes on in
+/// the background if this future is dropped.
+pub(crate) async fn delete_and_wait(client: &Client, path: &str) -> Result<()> {
+    match spawn_delete(client.clone(), path.to_owned()) {
+        Some(task) => task.await.unwrap_or(Ok(())),
+        None => delete_until_gone(client, path).await,
+    }
+}
+
 /// Queues the delete of `path` now and follows it to the end ([`delete_until_gone`]) in a
 /// background task. Outside a tokio runtime nothing can follow it (and a request nobody
 /// awaits is not sent): the node then lives until the session ends, and a warning says so.

@@ -3,16 +3,15 @@
 //! work runs, and released when it ends.
 //!
 //! The work is a future, run in a task of its own, and polled only while leadership is trusted
-//! (the state read against the lease clock before every poll, see `fenced_work`): a leader
+//! (the state read against the lease clock before every poll, see `hold::fenced_work`): a leader
 //! paused past its session is cancelled on its first poll after resuming, never stepped. It
 //! is cancelled (dropped at its next await point) when leadership can no longer be trusted: on a disconnect ([`CancelOn::Suspended`],
 //! the default, as Curator advises) or only once it is lost ([`CancelOn::Lost`]). Either way
 //! the task has stopped before our node is deleted, so the next leader starts after ours
 //! stopped; and loss is reported no later than the session's lease runs out, before the server
-//! can expire the session and let anyone else lead (see `session_follower`).
+//! can expire the session and let anyone else lead (see `hold::session_follower`).
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
@@ -24,17 +23,17 @@ use tracing::{error, info, warn};
 use zookeeper_tokio::{Client, ErrorKind, MultiOp, MultiResult};
 
 use crate::error::{Error, Result};
-use crate::fenced_work::{Fenced, FencedWork};
-use crate::guard::{FencingToken, HeldNode, LockGuard};
+use crate::guard::{HeldNode, LockGuard};
+use crate::hold::{
+    changes_stream, Fenced, FencedWork, FencingToken, LockState, LockStateChanges, LossReason,
+    Phase, Transitions,
+};
 use crate::leader::{read_participants, Participant};
-use crate::loss_reason::LossReason;
-use crate::lost::{LockState, LockStateChanges};
 use crate::metrics::Recipe;
 use crate::mutex::Mutex;
 use crate::naming::CURATOR_LOCK;
 use crate::sessions::Sessions;
 use crate::spans::{self, Op};
-use crate::transitions::{changes_stream, Phase, Transitions};
 
 /// How long the selector waits before queueing again after an acquisition failed for a reason
 /// other than the session's end (our waiting node deleted by someone, a wrapped sequence).
@@ -76,6 +75,18 @@ pub enum SelectorState {
     Ended(LossReason),
     /// Closed.
     Closed,
+}
+
+impl CancelOn {
+    /// The states of the term's lock in which the work is cancelled (besides `Lost`, which
+    /// always cancels it): what the selector's task waits for, and what every poll of the
+    /// work is checked against.
+    fn stops_in(self) -> fn(LockState) -> bool {
+        match self {
+            CancelOn::Suspended => |state| state != LockState::Held,
+            CancelOn::Lost => |state| matches!(state, LockState::Lost(_)),
+        }
+    }
 }
 
 impl std::fmt::Display for SelectorState {
@@ -485,14 +496,9 @@ where
     /// One term: runs the work until it returns or is cancelled, then lets go of the lock.
     async fn lead(&mut self, guard: LockGuard, term: u64) -> TermEnd {
         let node = guard.held();
+        let stops = self.cancel_on.stops_in();
         // Made before the work starts, so a suspension from the grant on counts.
-        let mut signal: Pin<Box<dyn Future<Output = LockState> + Send>> = match self.cancel_on {
-            CancelOn::Suspended => Box::pin(node.suspended()),
-            CancelOn::Lost => {
-                let lost = node.lost();
-                Box::pin(async move { LockState::Lost(lost.await) })
-            }
-        };
+        let mut signal = Box::pin(node.until(stops));
         let interrupt = CancellationToken::new();
         *lock(&self.shared.term) = Some((interrupt.clone(), guard.held()));
         let token = node.fencing_token();
@@ -504,11 +510,7 @@ where
             id: self.id.clone(),
             term,
         };
-        let trusted = match self.cancel_on {
-            CancelOn::Suspended => |s: LockState| s == LockState::Held,
-            CancelOn::Lost => |s: LockState| !matches!(s, LockState::Lost(_)),
-        };
-        let fenced = FencedWork::new((self.leader)(context), guard.held(), trusted);
+        let fenced = FencedWork::new((self.leader)(context), guard.held().holding(), stops);
         let mut work = tokio::spawn(spans::in_current_span(fenced));
         let end = tokio::select! {
             biased;

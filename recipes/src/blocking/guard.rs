@@ -8,10 +8,10 @@ use zookeeper_tokio::{MultiOp, MultiResult};
 
 use super::changes::Changes;
 use crate::error::Result;
-use crate::guard::FencingToken;
-use crate::loss_reason::LossReason;
-use crate::lost::{LockState, LockStateChanges};
-use crate::transitions::StateWatcher;
+use crate::hold::FencingToken;
+use crate::hold::LossReason;
+use crate::hold::StateWatcher;
+use crate::hold::{LockState, LockStateChanges};
 
 /// A held lock, read-write lock half or semaphore lease (see [`crate::LockGuard`]); released
 /// when dropped, from any thread.

@@ -6,8 +6,9 @@ use zookeeper_tokio::blocking::Client;
 
 use super::changes::Changes;
 use crate::error::Result;
-use crate::guard::FencingToken;
-use crate::leader::{Leadership, LeadershipChanges, Participant};
+use crate::hold::FencingToken;
+use crate::hold::{Leadership, LeadershipChanges};
+use crate::leader::Participant;
 
 /// A participant in a leader election that only says who leads (see
 /// [`crate::LeaderLatch`]: Curator's `LeaderLatch` layout). Leaves the election when dropped,

@@ -24,14 +24,15 @@ use zookeeper_tokio::{ErrorKind, MultiOp, MultiResult};
 
 use super::changes::Changes;
 use crate::error::{Error, Result};
-use crate::guard::{FencingToken, HeldNode};
+use crate::guard::HeldNode;
+use crate::hold::FencingToken;
+use crate::hold::LockState;
+use crate::hold::LossReason;
+use crate::hold::Transitions;
 use crate::leader::{read_participants, Participant};
-use crate::loss_reason::LossReason;
-use crate::lost::LockState;
 use crate::metrics::Recipe;
 use crate::naming::CURATOR_LOCK;
 use crate::selector::{CancelOn, SelectorChanges, SelectorState};
-use crate::transitions::Transitions;
 
 /// How long a failed attempt to queue waits before the next (as the async selector does).
 const RETRY_AFTER: Duration = Duration::from_secs(1);

@@ -384,7 +384,7 @@ async fn again_after(client: &Client, e: zookeeper_tokio::Error) -> Result<()> {
 /// Keeps our node: the acquisition is granted.
 fn won(pending: PendingNode, wakeups: u32, started: Instant) -> Won {
     let (path, stat) = pending.keep();
-    let token = crate::guard::FencingToken(stat.czxid);
+    let token = crate::hold::FencingToken(stat.czxid);
     if wakeups == 0 {
         debug!(path, %token, "acquired");
     } else {

@@ -60,18 +60,21 @@ impl<S: Phase> Transitions<S> {
         Changes::new(self.current(), rx)
     }
 
-    /// Moves to `new` unless it is the current state or the current state is final; true
-    /// when it moved.
-    pub(crate) fn set(&self, new: S) -> bool {
+    /// Moves to `new` unless it is the current state or the current state is final; returns
+    /// the state it moved from, if it moved.
+    pub(crate) fn set(&self, new: S) -> Option<S> {
+        let mut old = None;
         self.latest.send_if_modified(|cur| {
             if cur.is_final() || *cur == new {
                 return false;
             }
+            old = Some(*cur);
             *cur = new;
             // Under the watch's lock: transitions are broadcast in the order they happen.
             let _ = self.every.send(new);
             true
-        })
+        });
+        old
     }
 }
 
@@ -245,7 +248,7 @@ macro_rules! changes_stream {
     ($(#[$doc:meta])* $name:ident of $state:ty) => {
         $(#[$doc])*
         #[derive(Debug)]
-        pub struct $name(crate::transitions::Changes<$state>);
+        pub struct $name(crate::hold::Changes<$state>);
 
         impl $name {
             /// The next state (the first call returns the current one); `None` after a final
@@ -255,8 +258,8 @@ macro_rules! changes_stream {
             }
         }
 
-        impl From<crate::transitions::Changes<$state>> for $name {
-            fn from(changes: crate::transitions::Changes<$state>) -> Self {
+        impl From<crate::hold::Changes<$state>> for $name {
+            fn from(changes: crate::hold::Changes<$state>) -> Self {
                 $name(changes)
             }
         }

@@ -13,41 +13,40 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use crate::guard::HeldNode;
-use crate::lost::LockState;
+use super::holding::{HoldPhase, Holding};
 
 /// How a fenced work ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Fenced {
+pub(crate) enum Fenced<S> {
     /// The work returned.
     Returned,
     /// The hold was in doubt at a poll: the work was dropped unpolled, in `state`.
-    Stopped(LockState),
+    Stopped(S),
 }
 
-/// `work`, polled only while `trusted` says yes of the hold's state (read on every poll).
-pub(crate) struct FencedWork<W> {
+/// `work`, polled only until `stops` says yes of the hold's state (read on every poll).
+pub(crate) struct FencedWork<W, S> {
     work: Pin<Box<W>>,
-    node: Arc<HeldNode>,
-    trusted: fn(LockState) -> bool,
+    holding: Arc<Holding<S>>,
+    stops: fn(S) -> bool,
 }
 
-impl<W: Future<Output = ()>> FencedWork<W> {
-    pub(crate) fn new(work: W, node: Arc<HeldNode>, trusted: fn(LockState) -> bool) -> Self {
+impl<W: Future<Output = ()>, S: HoldPhase> FencedWork<W, S> {
+    pub(crate) fn new(work: W, holding: Arc<Holding<S>>, stops: fn(S) -> bool) -> Self {
         FencedWork {
             work: Box::pin(work),
-            node,
-            trusted,
+            holding,
+            stops,
         }
     }
 }
 
-impl<W: Future<Output = ()>> Future for FencedWork<W> {
-    type Output = Fenced;
+impl<W: Future<Output = ()>, S: HoldPhase> Future for FencedWork<W, S> {
+    type Output = Fenced<S>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Fenced> {
-        let state = self.node.state();
-        if !(self.trusted)(state) {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Fenced<S>> {
+        let state = self.holding.current();
+        if (self.stops)(state) || state.is_final() {
             return Poll::Ready(Fenced::Stopped(state));
         }
         self.work.as_mut().poll(cx).map(|()| Fenced::Returned)

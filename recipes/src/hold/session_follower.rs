@@ -14,8 +14,8 @@
 
 use zookeeper_tokio::{Client, SessionState, StateChanges};
 
-use crate::lease;
-use crate::loss_reason::LossReason;
+use super::lease;
+use super::loss_reason::LossReason;
 
 /// What happened to the session.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

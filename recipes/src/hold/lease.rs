@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use zookeeper_tokio::{Client, SessionState};
 
-use crate::loss_reason::LossReason;
+use super::loss_reason::LossReason;
 
 /// How long before the deadline the lease counts as over: a timer fires up to a millisecond
 /// late and the task it wakes needs a turn of its runtime, so signals start this much early

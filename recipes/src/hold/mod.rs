@@ -1,0 +1,31 @@
+//! What a holder knows: the fencing token of its grant, the state of its lock, lease or
+//! leadership, and why it ended.
+//!
+//! One layer for every recipe that guards exclusive work (the locks' guards, the semaphore's
+//! leases, the leader latch, the leader selector's terms): the session followed for them
+//! (`session_follower`), the lease read against the clock on every look (`lease`,
+//! `holding`), the state published to every reader (`transitions`), the look at whether our
+//! node is still ours and its retry (`node`), and work polled only while the hold is trusted
+//! (`fenced_work`). Nothing here imports a recipe: the recipes build on it.
+
+mod fenced_work;
+mod holding;
+mod leadership;
+mod lease;
+mod lock_state;
+mod loss_reason;
+mod node;
+mod session_follower;
+mod token;
+mod transitions;
+
+pub(crate) use fenced_work::{Fenced, FencedWork};
+pub(crate) use holding::{Holding, Narrate};
+pub use leadership::{Leadership, LeadershipChanges};
+pub use lock_state::{LockState, LockStateChanges};
+pub use loss_reason::LossReason;
+pub(crate) use node::{check_node, NodeCheck, TaskStop, RECHECK};
+pub(crate) use session_follower::{SessionFollower, SessionSignal};
+pub use token::FencingToken;
+pub use transitions::StateWatcher;
+pub(crate) use transitions::{changes_stream, Changes, Phase, Transitions};
