@@ -37,6 +37,14 @@ pub enum Error {
         /// Our lock node.
         path: String,
     },
+    /// A leader-only write ([`LeaderLatch::proclaim`](crate::LeaderLatch::proclaim)) by a
+    /// participant that does not lead now (a follower, suspended, or lost), or whose node the
+    /// server no longer has. Nothing was written.
+    #[error("not the leader (our node {path}): nothing was written")]
+    NotLeader {
+        /// Our node.
+        path: String,
+    },
     /// The connection stayed down longer than the session timeout: the session is gone on
     /// the server, and with it our node.
     #[error("disconnected for longer than the session timeout")]
