@@ -90,6 +90,7 @@
 //! | `zookeeper_lock_losses_total` | counter | `recipe`, `reason` | grants lost before their release: `session_expired`, `session_closed`, `lease_expired`, `node_deleted` |
 //! | `zookeeper_leadership_gained_total` | counter | | times a [`LeaderLatch`] became the leader |
 //! | `zookeeper_leadership_lost_total` | counter | `reason` | times a latch stopped leading: `suspended` (it may lead again), `resigned`, or a loss reason as above (`sequence_wrapped` too); gained minus lost is the number of latches leading |
+//! | `zookeeper_sequence_near_wrap_total` | counter | | contender nodes created with a sequence number at or past [`SEQUENCE_WARNING_THRESHOLD`] (2^31 - 2^24), or wrapped: any increase means a parent needs [`recycle_idle_parent`] |
 //!
 //! `recipe` is `mutex`, `read_lock`, `write_lock`, `semaphore` (a lease, a [`SemaphoreMutex`]'s
 //! included), `semaphore_gate` (the mutex a [`Semaphore`] takes around its leases, apart from
@@ -129,6 +130,7 @@ mod rwlock;
 mod selector;
 mod semaphore;
 mod semaphore_mutex;
+mod sequence_wrap;
 mod session;
 mod session_follower;
 mod sessions;
@@ -163,6 +165,9 @@ pub use selector::{
 };
 pub use semaphore::{Lease, Semaphore};
 pub use semaphore_mutex::SemaphoreMutex;
+pub use sequence_wrap::{
+    next_sequence, recycle_idle_parent, ParentKind, Recycled, SEQUENCE_WARNING_THRESHOLD,
+};
 pub use sessions::Sessions;
 pub use transitions::StateWatcher;
 /// The client types a recipe user needs, so that a lock takes one dependency.
