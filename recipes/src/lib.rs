@@ -39,6 +39,14 @@
 //! queues again if asked. A [`SemaphoreMutex`] is Curator's `InterProcessSemaphoreMutex`: the
 //! semaphore with one lease, not reentrant.
 //!
+//! Any process can follow who leads an election without taking part: a [`LeaderObserver`]
+//! (etcd's `Observe`) reports the leader of a latch's, a selector's or kazoo's election, with
+//! its data, now and at each change; a leader publishes new data while it leads with
+//! [`LeaderLatch::proclaim`] or [`LeaderContext::proclaim`]. Parents whose sequence counter
+//! nears its wrap are reported ahead of time (see [`SEQUENCE_WARNING_THRESHOLD`]) and can be
+//! recycled while idle ([`recycle_idle_parent`]). The repository's `docs/elections.md` shows
+//! these together.
+//!
 //! Locks, read-write locks, semaphores and latches share one queue algorithm, to which each
 //! hands its rule. A rule that judges by the contenders ahead of it only may take a watched
 //! node's deletion as its grant without listing the queue again (one round trip saved per

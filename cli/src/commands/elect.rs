@@ -194,7 +194,7 @@ async fn observe(
             out.json(&doc)?;
         } else {
             match &leader {
-                Some(l) => out.line(&l.id())?,
+                Some(l) => out.line(l.id())?,
                 None => out.line("(no leader)")?,
             }
         }
