@@ -46,20 +46,19 @@ fn sequence_of(node: &str) -> i32 {
 }
 
 async fn until_connected(client: &Client, server: &ZkServer) {
-    let mut states = client.state_changes();
-    if client.state() != SessionState::Connected {
-        let back = tokio::time::timeout(
-            common::BOUND,
-            states.wait_for(|s| s == SessionState::Connected),
-        )
-        .await;
-        assert!(
-            matches!(back, Ok(Some(_))),
-            "not reconnected after the restart: {:?}\n{}",
-            client.state(),
-            server.log_tail(30)
-        );
-    }
+    // The latest state, looked at first: no transition to miss.
+    let mut states = client.state_watcher();
+    let back = tokio::time::timeout(
+        common::BOUND,
+        states.wait_for(|s| *s == SessionState::Connected),
+    )
+    .await;
+    assert!(
+        matches!(back, Ok(Ok(_))),
+        "not reconnected after the restart: {:?}\n{}",
+        client.state(),
+        server.log_tail(30)
+    );
 }
 
 // A current-thread runtime: the recipe's creates run on this thread, under the capturing
