@@ -270,3 +270,51 @@ async fn observer_finds_changes_made_while_its_connection_was_down() {
     b.resign().await.unwrap();
     until_leader(&mut changes, "nobody", Option::is_none).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observer_on_renewing_sessions_carries_on_after_its_session_expires() {
+    let rig = common::faults::expiry_rig("observer_expiry").await;
+    let (a_client, b_client) = (client(&rig.direct).await, client(&rig.direct).await);
+    let observer = LeaderObserver::start(&rig.sessions, "/election", ElectionLayout::Latch)
+        .await
+        .unwrap();
+    let mut changes = observer.changes();
+    let a = LeaderLatch::start(&a_client, "/election", "a")
+        .await
+        .unwrap();
+    bounded("a leads", a.await_leadership()).await.unwrap();
+    until_leader(&mut changes, "a seen", data_is("a")).await;
+
+    let first = rig.sessions.client();
+    common::faults::expire(&rig.proxy, &rig.direct, &first).await;
+    let b = LeaderLatch::start(&b_client, "/election", "b")
+        .await
+        .unwrap();
+    a.resign().await.unwrap();
+    bounded("b leads", b.await_leadership()).await.unwrap();
+    until_leader(&mut changes, "b seen in the next session", data_is("b")).await;
+    assert_ne!(rig.sessions.client().session_id(), first.session_id());
+    assert_eq!(observer.error(), None);
+    b.resign().await.unwrap();
+    until_leader(&mut changes, "nobody", Option::is_none).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observer_on_a_bare_client_ends_with_its_session_and_says_why() {
+    let chroot = chroot_for("observer_expiry_fixed");
+    let direct = format!("{}{}", shared_server().connect_string(), chroot);
+    let proxy = Proxy::start(shared_server().addr()).await.unwrap();
+    let watcher = client(&format!("{}{}", proxy.connect_string(), chroot)).await;
+    let observer = LeaderObserver::start(&watcher, "/election", ElectionLayout::Kazoo)
+        .await
+        .unwrap();
+    let mut changes = observer.changes();
+    assert_eq!(bounded("first", changes.next()).await, Some(None));
+    common::faults::expire(&proxy, &direct, &watcher).await;
+    bounded("the stream ends", async {
+        while changes.next().await.is_some() {}
+    })
+    .await;
+    let error = observer.error().expect("a reason");
+    assert!(error.is_session_terminal(), "{error}");
+}
