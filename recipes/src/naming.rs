@@ -45,7 +45,9 @@
 //! leader latch ends with [`LossReason::SequenceWrapped`](crate::LossReason::SequenceWrapped).
 //! The path is usable again once the counter restarts: for Curator's layout when the server
 //! removes the empty container parent (it does so by itself once every contender left); for
-//! kazoo's, whose parents are persistent, once someone deletes the empty parent.
+//! kazoo's, whose parents are persistent, once someone deletes the empty parent
+//! ([`recycle_idle_parent`](crate::recycle_idle_parent) does it safely, ahead of the wrap:
+//! see `sequence_wrap`).
 
 use std::cmp::Ordering;
 

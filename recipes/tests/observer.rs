@@ -318,3 +318,39 @@ async fn observer_on_a_bare_client_ends_with_its_session_and_says_why() {
     let error = observer.error().expect("a reason");
     assert!(error.is_session_terminal(), "{error}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_that_falls_behind_gets_the_latest_leader_not_a_backlog() {
+    let connect = chroot_connect("observer_slow_consumer");
+    let (watcher, c) = (client(&connect).await, client(&connect).await);
+    let observer = LeaderObserver::start(&watcher, "/election", ElectionLayout::Latch)
+        .await
+        .unwrap();
+    let mut slow = observer.changes();
+    assert_eq!(bounded("first", slow.next()).await, Some(None));
+    let latch = LeaderLatch::start(&c, "/election", "a").await.unwrap();
+    bounded("a leads", latch.await_leadership()).await.unwrap();
+    const ROUNDS: i32 = 200;
+    for round in 1..=ROUNDS {
+        latch
+            .proclaim(format!("round {round}").as_bytes())
+            .await
+            .unwrap();
+    }
+    // Once the observer has read the last one, the consumer that read nothing meanwhile gets
+    // it as its very next item.
+    let mut keeping_up = observer.changes();
+    until_leader(&mut keeping_up, "the last round read", |l| {
+        l.as_ref().is_some_and(|l| l.version == ROUNDS)
+    })
+    .await;
+    let next = bounded("the slow consumer", slow.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (next.version, next.data.as_ref()),
+        (ROUNDS, format!("round {ROUNDS}").as_bytes())
+    );
+    latch.resign().await.unwrap();
+}
