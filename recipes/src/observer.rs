@@ -18,7 +18,9 @@ use bytes::Bytes;
 use tokio::sync::watch;
 use tokio_util::sync::{CancellationToken, ReusableBoxFuture};
 use tracing::{debug, warn};
-use zookeeper_tokio::{Client, ErrorKind, OneshotWatcher, SessionState, WatchedEvent};
+use zookeeper_tokio::{
+    Client, ErrorKind, OneshotWatcher, SessionState, StateChanges, WatchedEvent,
+};
 
 use crate::ensure_path::validate;
 use crate::error::{Error, Result};
@@ -149,7 +151,7 @@ impl LeaderObserver {
             path: path.to_owned(),
             layout,
         };
-        let states = client.state_watcher();
+        let states = client.state_changes();
         let (leader, watches) = follow.read(&client).await?;
         let (tx, rx) = watch::channel(leader);
         let ended = Arc::new(StdMutex::new(None));
@@ -379,7 +381,7 @@ impl Follow {
         self,
         sessions: Sessions,
         mut client: Client,
-        first: (Watches, watch::Receiver<SessionState>),
+        first: (Watches, StateChanges),
         tx: watch::Sender<Option<Leader>>,
         ended: Arc<StdMutex<Option<Error>>>,
     ) {
@@ -388,8 +390,8 @@ impl Follow {
             let (watches, mut states) = match first.take() {
                 Some(first) => first,
                 None => {
-                    // A new session: its states from before its first read.
-                    let states = client.state_watcher();
+                    // A new session: its transitions from before its first read on.
+                    let states = client.state_changes();
                     match self.read(&client).await {
                         Ok((leader, watches)) => {
                             publish(&tx, leader);
@@ -413,31 +415,30 @@ impl Follow {
 
     /// Follows the election on one session: waits for a watch to fire, or for the connection
     /// to come back after a loss, then reads again. `states` was made before the last read,
-    /// so a loss since then is seen here however quickly the connection came back.
+    /// and hands out every transition in order, so a loss since then is seen here however
+    /// quickly the connection came back.
     async fn follow(
         &self,
         client: &Client,
         mut watches: Watches,
-        states: &mut watch::Receiver<SessionState>,
+        states: &mut StateChanges,
         tx: &watch::Sender<Option<Leader>>,
     ) -> End {
+        // Out of touch since the last read: the next read finds what was missed.
+        let mut lost = false;
         loop {
-            let state = *states.borrow_and_update();
-            if state.is_terminal() {
-                return End::Session(terminal_error(state));
-            }
             let reconnected = async {
-                // Out of touch first, then back: the read after it finds what was missed.
-                let mut lost = !state.is_connected();
                 loop {
-                    if states.changed().await.is_err() {
-                        return SessionState::Closed;
+                    match states.next().await {
+                        None => return SessionState::Closed,
+                        Some(state) if state.is_terminal() => return state,
+                        Some(state) if state.is_connected() => {
+                            if lost {
+                                return state;
+                            }
+                        }
+                        Some(_) => lost = true,
                     }
-                    let now = *states.borrow_and_update();
-                    if now.is_terminal() || (lost && now.is_connected()) {
-                        return now;
-                    }
-                    lost |= !now.is_connected();
                 }
             };
             tokio::select! {
@@ -458,6 +459,7 @@ impl Follow {
                 Ok((leader, set)) => {
                     publish(tx, leader);
                     watches = set;
+                    lost = false;
                 }
                 Err(e) if e.is_session_terminal() => return End::Session(e),
                 Err(e) => return End::Failed(e),
