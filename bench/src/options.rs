@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 
 /// Every workload, in the order a full run executes them.
-pub const WORKLOADS: [&str; 10] = [
+pub const WORKLOADS: [&str; 11] = [
     "codec",
     "client-bound",
     "latency",

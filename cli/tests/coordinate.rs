@@ -460,6 +460,53 @@ async fn observe_prints_each_leader() {
     assert_eq!(json.wait().await.code(), Some(124));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observe_prints_what_the_leader_proclaims_and_follows_selectors() {
+    let (connect, client) = chroot("cli_observe_proclaim").await;
+    let mut observer = zk(&connect);
+    observer.args(["--json", "elect", "--observe", "/p"]);
+    let mut observer = Running::start(observer);
+    let doc = |line: String| serde_json::from_str::<serde_json::Value>(&line).unwrap();
+    assert_eq!(
+        doc(observer.line().await)["leader"],
+        serde_json::Value::Null
+    );
+    let latch = zookeeper_recipes::LeaderLatch::start(&client, "/p", "a")
+        .await
+        .unwrap();
+    bounded("a leads", latch.await_leadership()).await.unwrap();
+    let first = doc(observer.line().await);
+    assert_eq!(
+        (&first["leader"], &first["version"]),
+        (&"a".into(), &0.into())
+    );
+    assert_eq!(first["fencing_token"], latch.fencing_token().0);
+    latch.proclaim(b"a, shard 3").await.unwrap();
+    let next = doc(observer.line().await);
+    assert_eq!(
+        (&next["leader"], &next["version"]),
+        (&"a, shard 3".into(), &1.into())
+    );
+    latch.resign().await.unwrap();
+    observer.signal(libc::SIGINT);
+    assert_eq!(observer.wait().await.code(), Some(0));
+
+    // A selector's election is a mutex: its holder leads.
+    let mut observer = zk(&connect);
+    observer.args(["elect", "--observe", "--selector", "/s"]);
+    let mut observer = Running::start(observer);
+    assert_eq!(observer.line().await, "(no leader)");
+    let mutex = zookeeper_recipes::Mutex::new(&client, "/s")
+        .unwrap()
+        .with_data(b"holder");
+    let guard = mutex.acquire().await.unwrap();
+    assert_eq!(observer.line().await, "holder");
+    guard.release().await.unwrap();
+    assert_eq!(observer.line().await, "(no leader)");
+    observer.signal(libc::SIGINT);
+    assert_eq!(observer.wait().await.code(), Some(0));
+}
+
 /// Two holders that each wait for the other's marker: both finish only if they held at once.
 async fn two_at_once(connect: &str, test: &str, args: &[&str]) {
     let dir = scratch(test);

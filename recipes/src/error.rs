@@ -37,16 +37,27 @@ pub enum Error {
         /// Our lock node.
         path: String,
     },
+    /// A leader-only write ([`LeaderLatch::proclaim`](crate::LeaderLatch::proclaim)) by a
+    /// participant that does not lead now (a follower, suspended, or lost), or whose node the
+    /// server no longer has. Nothing was written.
+    #[error("not the leader (our node {path}): nothing was written")]
+    NotLeader {
+        /// Our node.
+        path: String,
+    },
     /// The connection stayed down longer than the session timeout: the session is gone on
     /// the server, and with it our node.
     #[error("disconnected for longer than the session timeout")]
     Disconnected,
     /// The lock path's sequence counter wrapped past 2^31 (a child's sequence reads
-    /// `-2147483648` and so on): Curator and kazoo order contenders by the sequence text, in
-    /// which a wrapped name sorts first, so peers would grant the lock beside its holder.
+    /// `-2147483648` and so on, or the last number, `2147483647`, which a ZooKeeper 3.5+
+    /// server hands out again and again once the counter is exhausted): Curator and kazoo
+    /// order contenders by the sequence text, in which a wrapped or repeated name lets a
+    /// newcomer pass, so peers would grant the lock beside its holder.
     /// Rather than take part in that, the acquisition gave up and deleted its node. The path
     /// is usable again once its parent is re-created (Curator's container parent is removed
-    /// by the server once empty; kazoo's persistent one must be deleted).
+    /// by the server once empty; kazoo's persistent one must be deleted, or recycled with
+    /// [`recycle_idle_parent`](crate::recycle_idle_parent)).
     #[error("sequence numbers under {path} wrapped past 2^31 (child {child}): the peers' order is broken, lock refused")]
     SequenceWrapped {
         /// The lock path.

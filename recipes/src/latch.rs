@@ -163,6 +163,17 @@ impl LeaderLatch {
         self.current().participants().await
     }
 
+    /// Publishes `data` as our node's data while we lead, without giving up leadership
+    /// (etcd's `Proclaim`): every [`LeaderObserver`](crate::LeaderObserver) then sees it, and
+    /// [`participants`](Self::participants) (and Curator's peers) read it as our id. Fails with
+    /// [`Error::NotLeader`] when we do not lead now (a follower, suspended, or lost: the state
+    /// is read against the lease clock first), or when the server no longer has our node;
+    /// nothing is written then. A failure with a lost connection may or may not have been
+    /// applied.
+    pub async fn proclaim(&self, data: &[u8]) -> Result<()> {
+        self.current().proclaim(data).await
+    }
+
     /// Leaves the election: stops following and deletes our node (retried across reconnects
     /// until it or the session is gone); the latch does not join again.
     pub async fn resign(&self) -> Result<()> {

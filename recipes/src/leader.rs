@@ -168,6 +168,26 @@ impl Participation {
         participants(&self.client, &self.path).await
     }
 
+    /// Replaces our node's data with `data` while we lead (see
+    /// [`LeaderLatch::proclaim`](crate::LeaderLatch::proclaim)).
+    pub(crate) async fn proclaim(&self, data: &[u8]) -> Result<()> {
+        if self.state() != Leadership::Leader {
+            return Err(Error::NotLeader {
+                path: self.node.clone(),
+            });
+        }
+        // Our node exists only while it is ours (ephemeral, named with our attempt's GUID),
+        // and nobody is granted leadership before it is gone: the write's own existence
+        // check at the server is the guard.
+        match self.client.set_data(&self.node, data, None).await {
+            Ok(_) => Ok(()),
+            Err(e) if e == ErrorKind::NoNode => Err(Error::NotLeader {
+                path: self.node.clone(),
+            }),
+            Err(e) => Err(Error::Client(e)),
+        }
+    }
+
     /// Leaves the election: stops following and deletes our node (retried across reconnects
     /// until it or the session is gone).
     pub(crate) async fn resign(&self) -> Result<()> {

@@ -39,6 +39,14 @@
 //! queues again if asked. A [`SemaphoreMutex`] is Curator's `InterProcessSemaphoreMutex`: the
 //! semaphore with one lease, not reentrant.
 //!
+//! Any process can follow who leads an election without taking part: a [`LeaderObserver`]
+//! (etcd's `Observe`) reports the leader of a latch's, a selector's or kazoo's election, with
+//! its data, now and at each change; a leader publishes new data while it leads with
+//! [`LeaderLatch::proclaim`] or [`LeaderContext::proclaim`]. Parents whose sequence counter
+//! nears its wrap are reported ahead of time (see [`SEQUENCE_WARNING_THRESHOLD`]) and can be
+//! recycled while idle ([`recycle_idle_parent`]). The repository's `docs/elections.md` shows
+//! these together.
+//!
 //! Locks, read-write locks, semaphores and latches share one queue algorithm, to which each
 //! hands its rule. A rule that judges by the contenders ahead of it only may take a watched
 //! node's deletion as its grant without listing the queue again (one round trip saved per
@@ -102,6 +110,7 @@
 //! | `zookeeper_lock_losses_total` | counter | `recipe`, `reason` | grants lost before their release: `session_expired`, `session_closed`, `lease_expired`, `node_deleted` |
 //! | `zookeeper_leadership_gained_total` | counter | | times a [`LeaderLatch`] became the leader |
 //! | `zookeeper_leadership_lost_total` | counter | `reason` | times a latch stopped leading: `suspended` (it may lead again), `resigned`, or a loss reason as above (`sequence_wrapped` too); gained minus lost is the number of latches leading |
+//! | `zookeeper_sequence_near_wrap_total` | counter | | contender nodes created with a sequence number at or past [`SEQUENCE_WARNING_THRESHOLD`] (2^31 - 2^24), or wrapped: any increase means a parent needs [`recycle_idle_parent`] |
 //!
 //! `recipe` is `mutex`, `read_lock`, `write_lock`, `semaphore` (a lease, a [`SemaphoreMutex`]'s
 //! included), `semaphore_gate` (the mutex a [`Semaphore`] takes around its leases, apart from
@@ -132,6 +141,7 @@ pub mod metrics;
 mod metrics;
 mod mutex;
 mod naming;
+mod observer;
 mod persistent_node;
 mod protection;
 mod release;
@@ -140,6 +150,7 @@ mod rwlock;
 mod selector;
 mod semaphore;
 mod semaphore_mutex;
+mod sequence_wrap;
 mod session;
 mod sessions;
 mod spans;
@@ -166,6 +177,7 @@ pub use latch::LeaderLatch;
 pub use leader::{participants as leader_participants, Participant};
 pub use mutex::Mutex;
 pub use naming::Layout;
+pub use observer::{ElectionLayout, Leader, LeaderChanges, LeaderObserver};
 pub use persistent_node::{PersistentNode, PersistentNodeState};
 pub use retry::RetryPolicy;
 pub use rwlock::ReadWriteLock;
@@ -174,6 +186,9 @@ pub use selector::{
 };
 pub use semaphore::{Lease, Semaphore};
 pub use semaphore_mutex::SemaphoreMutex;
+pub use sequence_wrap::{
+    next_sequence, recycle_idle_parent, ParentKind, Recycled, SEQUENCE_WARNING_THRESHOLD,
+};
 pub use sessions::Sessions;
 /// The client types a recipe user needs, so that a lock takes one dependency.
 pub use zookeeper_tokio::{

@@ -31,6 +31,8 @@ pub const LOCK_LOSSES: &str = "zookeeper_lock_losses_total";
 pub const LEADERSHIP_GAINED: &str = "zookeeper_leadership_gained_total";
 /// Times a leader latch stopped being the leader, by `reason`.
 pub const LEADERSHIP_LOST: &str = "zookeeper_leadership_lost_total";
+/// Contender nodes created with a sequence number past the warning threshold, or wrapped.
+pub const SEQUENCE_NEAR_WRAP: &str = "zookeeper_sequence_near_wrap_total";
 
 /// Gives every metric of this crate, and of the client (`zookeeper_tokio::metrics::describe`),
 /// its description and unit in the installed recorder. Call it once the recorder is
@@ -62,6 +64,10 @@ pub fn describe() {
     describe_counter!(
         LEADERSHIP_LOST,
         "Times a leader latch stopped leading, by reason"
+    );
+    describe_counter!(
+        SEQUENCE_NEAR_WRAP,
+        "Contender nodes created with a sequence past 2^31 - 2^24 (or wrapped): recycle the parent"
     );
 }
 
@@ -181,6 +187,13 @@ pub(crate) fn leadership(old: Leadership, new: Leadership) {
         }
         _ => {}
     }
+}
+
+/// A contender node was created with a sequence number past the warning threshold.
+#[inline]
+pub(crate) fn sequence_near_wrap() {
+    #[cfg(feature = "metrics")]
+    counter!(SEQUENCE_NEAR_WRAP).increment(1);
 }
 
 /// The `reason` label of a loss.

@@ -29,7 +29,11 @@
 //! # Sequence wrap-around
 //!
 //! The server writes the sequence as the parent's `cversion` with `%010d`; after 2^31
-//! creations under one parent it wraps to `-2147483648`. Both peers compare the text, and `-`
+//! creations under one parent it wraps to `-2147483648` (a ZooKeeper 3.5+ server mostly hands
+//! out `2147483647` again instead: it keeps the larger count, so names repeat that number and
+//! differ only by their GUID, which breaks both peers' orders as surely; so that last number
+//! counts as wrapped here too, and a create a server answers before committing the previous
+//! one still gets the negative). Both peers compare the text, and `-`
 //! sorts before `0`: every wrapped name sorts *first* (and among the 11-character negatives
 //! the later one first), so each newcomer sees itself ahead of the holder and takes the lock
 //! beside it. kazoo's pattern does not even match the 10-character negatives
@@ -41,7 +45,9 @@
 //! leader latch ends with [`LossReason::SequenceWrapped`](crate::LossReason::SequenceWrapped).
 //! The path is usable again once the counter restarts: for Curator's layout when the server
 //! removes the empty container parent (it does so by itself once every contender left); for
-//! kazoo's, whose parents are persistent, once someone deletes the empty parent.
+//! kazoo's, whose parents are persistent, once someone deletes the empty parent
+//! ([`recycle_idle_parent`](crate::recycle_idle_parent) does it safely, ahead of the wrap:
+//! see `sequence_wrap`).
 
 use std::cmp::Ordering;
 
@@ -238,18 +244,27 @@ fn kazoo_match<'a>(name: &'a str, markers: &[&str]) -> Option<(usize, &'a str)> 
     None
 }
 
+/// The last sequence a parent's counter hands out before it wraps. A ZooKeeper 3.5+ server
+/// hands it out again and again afterwards (its `DataTree.createNode` keeps the larger of the
+/// parent's old and new `cversion`, and the wrapped one is smaller): names then differ only
+/// by their GUID, and the peers order those by the listing's order or let each newcomer pass.
+const EXHAUSTED_SEQUENCE: &str = "2147483647";
+
 /// Whether `name` is a contender of `markers` whose sequence wrapped: the text after its
-/// last marker is `-` and digits. Checked whatever the layout, so that kazoo's invisible
-/// 10-character negatives are caught too.
+/// last marker is `-` and digits, or the counter's last value, which a server may repeat.
+/// Checked whatever the layout, so that kazoo's invisible 10-character negatives are caught
+/// too.
 fn wrapped_sequence(name: &str, markers: &[&str]) -> bool {
     let after = markers
         .iter()
         .filter_map(|m| name.rfind(m).map(|at| at + m.len()))
         .max();
     after.is_some_and(|at| {
-        name[at..]
-            .strip_prefix('-')
-            .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        let sequence = &name[at..];
+        sequence == EXHAUSTED_SEQUENCE
+            || sequence
+                .strip_prefix('-')
+                .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
     })
 }
 
@@ -440,18 +455,23 @@ mod tests {
         for (name, wrapped) in [
             ("_c_x-lock--2147483648", true),
             ("_c_x-lock--000000001", true),
-            ("_c_x-lock-2147483647", false),
+            ("_c_x-lock-2147483646", false),
+            ("_c_x-lock-2147483647", true),
             ("-000000001", false),
             ("_c_x-lock-", false),
         ] {
             assert_eq!(wrapped_sequence(name, &m), wrapped, "{name}");
         }
         assert!(wrapped_sequence("abc__lock__-999999999", &[KAZOO_LOCK]));
-        let children = list(&["_c_a-lock-2147483647", "_c_b-lock--2147483648"]);
+        let children = list(&["_c_a-lock-2147483646", "_c_b-lock--2147483648"]);
         let q = peer_queue(Layout::Curator, &children, &m, None);
         assert_eq!(q.wrapped.as_deref(), Some("_c_b-lock--2147483648"));
         // The peer's order, wrap and all: the wrapped name sorts first.
-        assert_eq!(names(q), ["_c_b-lock--2147483648", "_c_a-lock-2147483647"]);
+        assert_eq!(names(q), ["_c_b-lock--2147483648", "_c_a-lock-2147483646"]);
+        // A repeated last number: as broken.
+        let children = list(&["_c_a-lock-2147483647", "_c_b-lock-2147483647"]);
+        let q = peer_queue(Layout::Curator, &children, &m, None);
+        assert_eq!(q.wrapped.as_deref(), Some("_c_a-lock-2147483647"));
     }
 
     #[test]

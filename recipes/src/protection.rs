@@ -80,6 +80,7 @@ impl PendingNode {
             self.in_flight = None;
             match outcome {
                 Ok((path, stat)) => {
+                    crate::sequence_wrap::check_created(&self.dir, &path, &self.prefix);
                     self.node = Some((path.clone(), stat));
                     return Ok((path, stat));
                 }
@@ -93,6 +94,7 @@ impl PendingNode {
                     wait_connected(&self.client).await?;
                     if let Some(found) = find_ours(&self.client, &self.dir, &self.prefix).await? {
                         debug!(path = %found.0, "adopted our node after a lost create reply");
+                        crate::sequence_wrap::check_created(&self.dir, &found.0, &self.prefix);
                         self.maybe_applied = false;
                         self.node = Some(found.clone());
                         return Ok(found);

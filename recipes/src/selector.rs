@@ -197,6 +197,16 @@ impl LeaderContext {
         self.node.check_op()
     }
 
+    /// Publishes `data` as our node's data while we lead (etcd's `Proclaim`): every
+    /// [`LeaderObserver`](crate::LeaderObserver) then sees it, and the selector's
+    /// participants (Curator's included) read it as our id. Written through
+    /// [`guarded_multi`](Self::guarded_multi): refused with [`Error::NotHeld`], nothing
+    /// written, once the term's lock is lost.
+    pub async fn proclaim(&self, data: &[u8]) -> Result<()> {
+        let write = MultiOp::set_data(self.node.path(), data, None);
+        self.node.guarded_multi(vec![write]).await.map(drop)
+    }
+
     /// Writes `ops` in one transaction the server applies only while we lead (see
     /// [`LockGuard::guarded_multi`]).
     pub async fn guarded_multi(&self, ops: Vec<MultiOp>) -> Result<Vec<MultiResult>> {

@@ -232,3 +232,28 @@ fn a_leader_selector_is_recorded_as_its_own_recipe_and_a_close_in_the_queue_is_n
     assert_eq!(m.counter(ACQUISITIONS, &[("recipe", "mutex")]), 0);
     assert_eq!(m.label_sets(TIMEOUTS), Vec::<Vec<(String, String)>>::new());
 }
+
+#[test]
+fn creates_past_the_sequence_warning_are_counted() {
+    let m = recorded(|| async {
+        let server = zookeeper_testkit::ZkServer::start().await.unwrap();
+        // A session that outlives the restart the seeding takes.
+        let c =
+            common::client_with_session(&server.connect_string(), Duration::from_secs(60)).await;
+        let mutex = Mutex::new(&c, "/near").unwrap();
+        mutex.acquire().await.unwrap().release().await.unwrap();
+        bounded(
+            "seeding",
+            server.set_sequence_counter("/near", zookeeper_recipes::SEQUENCE_WARNING_THRESHOLD),
+        )
+        .await
+        .unwrap();
+        for _ in 0..2 {
+            let guard = bounded("past the threshold", mutex.acquire())
+                .await
+                .unwrap();
+            guard.release().await.unwrap();
+        }
+    });
+    assert_eq!(m.counter("zookeeper_sequence_near_wrap_total", &[]), 2);
+}

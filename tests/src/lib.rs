@@ -15,6 +15,8 @@
 //! * [`tls`]: servers and ensembles with a secure (TLS) client port, certificates made at
 //!   test time, optional client-certificate authentication, and client certificates to mint
 //!   (trusted, from another authority) for every case a client must handle.
+//! * [`ZkServer::set_sequence_counter`]: a parent's sequence counter set near its wrap (in the
+//!   stopped server's data, by ZooKeeper's own classes), where 2^31 creates would take days.
 //! * [`four_letter()`] and its parsed forms ([`Srvr`], [`Mntr`], ...) for assertions.
 //! * [`peers`]: Curator and kazoo, for peer programs in Java and Python.
 //! * `metrics` (cargo feature `metrics`): runs a workload with a `metrics` recorder of its
@@ -77,6 +79,7 @@ mod raw_client;
 mod raw_reconfig;
 mod reconfig;
 mod sasl;
+mod sequence_seed;
 mod server;
 mod shared;
 #[cfg(feature = "spans")]

@@ -1,5 +1,5 @@
 //! `elect PATH -- CMD...` runs the command while leader; `elect --observe PATH` prints each
-//! leader.
+//! leader (a `LeaderObserver`), and each value it proclaims.
 //!
 //! Curator's layout is a `LeaderLatch`; kazoo's `Election` is a kazoo lock whose holder leads,
 //! with the participant id as the node's data, and is run as such.
@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use clap::Args;
 use serde_json::json;
-use zookeeper_recipes::{leader_participants, Layout, LeaderLatch, Leadership, Mutex};
-use zookeeper_tokio::{Client, ErrorKind, EventType, OneshotWatcher};
+use zookeeper_recipes::{ElectionLayout, Layout, LeaderLatch, LeaderObserver, Leadership, Mutex};
+use zookeeper_tokio::Client;
 
 use crate::commands::coordinate::{
     acquire, close_renewed, finish, hold, identity, lock_env, LayoutArg,
@@ -21,7 +21,6 @@ use crate::interrupt::Interrupts;
 use crate::output::Out;
 use crate::supervise::{self, lost_message, Supervision, NOT_STARTED};
 use crate::trust::until_untrusted;
-use crate::walk::join;
 
 #[derive(Args, Debug)]
 pub struct Elect {
@@ -36,6 +35,10 @@ pub struct Elect {
     /// Node layout: Curator's LeaderLatch or kazoo's Election.
     #[arg(long, value_enum, default_value_t)]
     layout: LayoutArg,
+    /// With --observe: the election is a LeaderSelector's (ours or Curator's: a mutex whose
+    /// holder leads), not a LeaderLatch's.
+    #[arg(long, requires = "observe", conflicts_with = "layout")]
+    selector: bool,
     #[command(flatten)]
     supervision: Supervision,
     /// The command to run while leader, after `--`.
@@ -51,7 +54,12 @@ pub struct Elect {
 pub async fn elect(client: &Client, conn: &Connection, args: Elect, out: &mut Out) -> Outcome {
     let mut interrupts = Interrupts::catch()?;
     if args.observe {
-        let watching = observe(client, &args.path, args.layout, out, &mut interrupts);
+        let layout = match (args.layout, args.selector) {
+            (LayoutArg::Kazoo, _) => ElectionLayout::Kazoo,
+            (LayoutArg::Curator, true) => ElectionLayout::Selector,
+            (LayoutArg::Curator, false) => ElectionLayout::Latch,
+        };
+        let watching = observe(client, &args.path, layout, out, &mut interrupts);
         return match conn.timeout {
             Some(limit) => tokio::time::timeout(limit, watching)
                 .await
@@ -168,85 +176,49 @@ fn lost_before(path: &str, state: Leadership) -> Failure {
     }
 }
 
-/// Prints the leader now and at every change, until interrupted or the session ends.
+/// Prints the leader now and at every change (a new leader, or new data it proclaimed), until
+/// interrupted or the session ends.
 async fn observe(
     client: &Client,
     path: &str,
-    layout: LayoutArg,
+    layout: ElectionLayout,
     out: &mut Out,
     interrupts: &mut Interrupts,
 ) -> Outcome {
-    let mut shown: Option<Option<(String, String)>> = None;
+    let observer = LeaderObserver::start(client, path, layout).await?;
+    let mut leaders = observer.changes();
     loop {
-        // Watch first, then read: a change in between fires the watch, never goes unseen.
-        let watcher = watch_election(client, path).await?;
-        let leader = leader(client, path, layout).await?;
-        if shown.as_ref() != Some(&leader) {
-            if out.json {
-                let (id, node) = match &leader {
-                    Some((id, node)) => (json!(id), json!(node)),
-                    None => (json!(null), json!(null)),
-                };
-                out.json(&json!({ "path": path, "leader": id, "node": node }))?;
-            } else {
-                out.line(leader.as_ref().map_or("(no leader)", |(id, _)| id.as_str()))?;
-            }
-            out.flush()?;
-            shown = Some(leader);
-        }
-        tokio::select! {
-            event = watcher => if event.event_type == EventType::None {
-                return Err(Failure::new(
-                    exit::CONNECTION,
-                    format!("the session ended ({:?}): no longer observing", event.state),
-                ));
-            },
+        let leader = tokio::select! {
+            leader = leaders.next() => leader,
             _ = interrupts.next() => return Ok(0),
-        }
-    }
-}
-
-/// A watch on the election's participants, or on its creation while it does not exist.
-async fn watch_election(client: &Client, path: &str) -> Result<OneshotWatcher, Failure> {
-    loop {
-        match client.get_children_and_watch(path).await {
-            Ok((_, _, watcher)) => return Ok(watcher),
-            Err(e) if e == ErrorKind::NoNode => {}
-            Err(e) => return Err(e.into()),
-        }
-        match client.exists_and_watch(path).await? {
-            (None, watcher) => return Ok(watcher),
-            // Created in between: watch its children.
-            (Some(_), _) => continue,
-        }
-    }
-}
-
-/// The leader's id and node name, if anyone leads.
-async fn leader(
-    client: &Client,
-    path: &str,
-    layout: LayoutArg,
-) -> Result<Option<(String, String)>, Failure> {
-    match layout {
-        LayoutArg::Curator => Ok(leader_participants(client, path)
-            .await?
-            .into_iter()
-            .next()
-            .map(|p| (p.id, p.node))),
-        LayoutArg::Kazoo => {
-            let queue = Mutex::with_layout(client, path, Layout::Kazoo)?
-                .participants()
-                .await?;
-            let Some(first) = queue.into_iter().next() else {
-                return Ok(None);
+        };
+        let Some(leader) = leader else {
+            let why = observer
+                .error()
+                .map_or_else(|| "closed".to_owned(), |e| e.to_string());
+            return Err(Failure::new(
+                exit::CONNECTION,
+                format!("no longer observing: {why}"),
+            ));
+        };
+        if out.json {
+            let doc = match &leader {
+                Some(l) => json!({
+                    "path": path,
+                    "leader": l.id(),
+                    "node": l.node,
+                    "fencing_token": l.fencing_token.0,
+                    "version": l.version,
+                }),
+                None => json!({ "path": path, "leader": null, "node": null }),
             };
-            match client.get_data(&join(path, &first)).await {
-                Ok((data, _)) => Ok(Some((String::from_utf8_lossy(&data).into_owned(), first))),
-                // Gone since the listing: the watch fires and the next look finds the new one.
-                Err(e) if e == ErrorKind::NoNode => Ok(None),
-                Err(e) => Err(e.into()),
+            out.json(&doc)?;
+        } else {
+            match &leader {
+                Some(l) => out.line(l.id())?,
+                None => out.line("(no leader)")?,
             }
         }
+        out.flush()?;
     }
 }

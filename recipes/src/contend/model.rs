@@ -284,7 +284,11 @@ fn peer_verdict(recipe: Recipe, children: &[String], ours: &str) -> Peer {
             Peer::Blocked(None)
         };
     }
-    let wrapped = re(&format!("(?:{})-[0-9]+$", recipe.lock_names().join("|")));
+    // A negative sequence, or the counter's last value, which a server hands out again.
+    let wrapped = re(&format!(
+        "(?:{})(?:-[0-9]+|2147483647)$",
+        recipe.lock_names().join("|")
+    ));
     if children.iter().any(|c| wrapped.is_match(c)) {
         return Peer::Refused;
     }
@@ -399,7 +403,9 @@ fn always_granted(
     let our_sequence: i32 = fix_for_sorting(ours, recipe.our_name()).parse().unwrap();
     let mut futures = vec![rest.to_vec()];
     for name in recipe.lock_names() {
-        for seq in [listing.next, our_sequence.wrapping_add(1 << 30)] {
+        // Short of 2^30: from ours just below 2^30, that reaches the counter's last value, which
+        // counts as wrapped.
+        for seq in [listing.next, our_sequence.wrapping_add((1 << 30) - 1)] {
             let mut joined = rest.to_vec();
             joined.push(node_name(rng, recipe.layout(), name, seq));
             futures.push(joined);

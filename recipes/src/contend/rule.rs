@@ -391,12 +391,12 @@ mod tests {
 
     #[test]
     fn a_wrapped_sequence_refuses_an_ordered_rule_only() {
-        let children = names(&["a-lease-2147483647", "b-lease--2147483648"]);
+        let children = names(&["a-lease-2147483646", "b-lease--2147483648"]);
         let a = assess(
             Layout::Curator,
             &["lease-"],
             &children,
-            "a-lease-2147483647",
+            "a-lease-2147483646",
             &Rule::Ahead(predecessor),
         );
         assert_eq!(a, Assessment::Wrapped("b-lease--2147483648".into()));
@@ -405,7 +405,7 @@ mod tests {
             Layout::Curator,
             &["lease-"],
             &children,
-            "a-lease-2147483647",
+            "a-lease-2147483646",
             &Rule::Whole(&mut room),
         );
         assert_eq!(a, Assessment::Granted);
