@@ -163,7 +163,8 @@ pub use semaphore::{Lease, Semaphore};
 pub use semaphore_mutex::SemaphoreMutex;
 pub use sessions::Sessions;
 pub use transitions::StateWatcher;
-/// The client types a recipe user needs, so that a lock takes one dependency.
+// The client types a recipe user needs, so that a lock takes one dependency. A plain comment:
+// rustdoc prepends a doc comment on a `pub use` to the docs of every item it re-exports.
 pub use zookeeper_tokio::{
     Client, ClientBuilder, CreateOptions, Error as ClientError, ErrorKind, MultiOp, SessionId,
     SessionState, StateChanges,
