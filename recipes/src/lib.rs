@@ -170,8 +170,7 @@ pub use zookeeper_tokio::{
     SessionState, StateChanges,
 };
 
-// The workspace README's examples, compiled and run with this crate's doctests (it can reach
-// every crate they use).
+// The README's examples, compiled and run with this crate's doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
