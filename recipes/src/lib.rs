@@ -174,3 +174,16 @@ pub use zookeeper_tokio::{
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+// The examples of the repository's guide (docs/), compiled and run with this crate's doctests,
+// which reach every crate they use. The guide is outside this package: only a doctest build
+// in the repository reads it, never a build of the library or of the packaged crate.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/services.md")]
+struct GuideServices;
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/client.md")]
+struct GuideClient;
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/testing.md")]
+struct GuideTesting;
