@@ -192,3 +192,8 @@ mod contract {
         static_future(c.close());
     }
 }
+
+// The README's examples, compiled and run with this crate's doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -46,3 +46,8 @@ pub use jute::{Decode, Encode};
 pub use records::*;
 pub use request::Request;
 pub use response::Response;
+
+// The README's examples, compiled and run with this crate's doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

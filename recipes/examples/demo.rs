@@ -178,19 +178,26 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let suspended = held.suspended();
     let lost = held.lost();
+    // The leader's latch, watched from now on: suspended at the disconnect, then lost.
+    let mut leader_changes = latches[0].changes();
+    let leadership = tokio::spawn(async move {
+        while let Some(state) = leader_changes.next().await {
+            if state != Leadership::Leader {
+                log(start, format!("{:>5}: leadership {state}", NAMES[0]));
+            }
+        }
+    });
     leader.proxy.black_hole(true);
+    // Display, not Debug: "suspended (connection lost)", then "lost: <the reason in words>".
     log(
         start,
-        format!("{}: lock {:?}", leader.name, suspended.await),
+        format!("{:>5}: lock {}", leader.name, suspended.await),
     );
     log(
         start,
-        format!("{}: lock lost: {:?}", leader.name, lost.await),
+        format!("{:>5}: lock lost: {}", leader.name, lost.await),
     );
-    log(
-        start,
-        format!("{}: leadership {:?}", leader.name, latches[0].lost().await),
-    );
+    leadership.await?;
     while let Some(state) = follower_changes.next().await {
         if state == Leadership::Leader {
             log(

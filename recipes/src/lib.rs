@@ -190,14 +190,27 @@ pub use sequence_wrap::{
     next_sequence, recycle_idle_parent, ParentKind, Recycled, SEQUENCE_WARNING_THRESHOLD,
 };
 pub use sessions::Sessions;
-/// The client types a recipe user needs, so that a lock takes one dependency.
+// The client types a recipe user needs, so that a lock takes one dependency. A plain comment:
+// rustdoc prepends a doc comment on a `pub use` to the docs of every item it re-exports.
 pub use zookeeper_tokio::{
     Client, ClientBuilder, CreateOptions, Error as ClientError, ErrorKind, MultiOp, SessionId,
     SessionState, StateChanges,
 };
 
-// The workspace README's examples, compiled and run with this crate's doctests (it can reach
-// every crate they use).
+// The README's examples, compiled and run with this crate's doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+// The examples of the repository's guide (docs/), compiled and run with this crate's doctests,
+// which reach every crate they use. The guide is outside this package: only a doctest build
+// in the repository reads it, never a build of the library or of the packaged crate.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/services.md")]
+struct GuideServices;
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/client.md")]
+struct GuideClient;
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/testing.md")]
+struct GuideTesting;

@@ -106,3 +106,8 @@ pub use server::{ServerBuilder, ZkServer};
 pub use shared::{chroot_for, keep_until_exit, shared_server, unique_chroot, CHROOT_PARENT};
 pub use tempdir::{KEEP_DIRS_ENV, TMPDIR_ENV};
 pub use tls::{CertificateAuthority, ClientAuth, Identity, ServerTls, TlsOptions};
+
+// The README's examples, compiled and run with this crate's doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
