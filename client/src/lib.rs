@@ -103,6 +103,7 @@
 mod builder;
 mod client;
 mod connect_string;
+mod connector;
 mod driver;
 mod ensemble_config;
 mod error;
@@ -123,6 +124,7 @@ mod options;
 mod packet;
 mod path;
 mod queue;
+mod random;
 mod sasl;
 mod secret;
 mod servers;
@@ -139,6 +141,9 @@ pub use builder::{
 };
 pub use client::Client;
 pub use connect_string::{ConnectString, HostPort, DEFAULT_PORT};
+pub use connector::Connect;
+#[cfg(feature = "turmoil")]
+pub use connector::TurmoilConnector;
 pub use ensemble_config::{EnsembleConfig, EnsembleMember, MemberRole};
 pub use error::{Error, ErrorKind, Result, TlsCause};
 pub use limits::{MAX_FRAME_LIMIT, MAX_TIMEOUT, MIN_FRAME_LIMIT};
