@@ -79,6 +79,8 @@ mod reconfig;
 mod sasl;
 mod server;
 mod shared;
+#[cfg(feature = "sim")]
+pub mod sim;
 mod tempdir;
 pub mod tls;
 
