@@ -6,8 +6,8 @@
 //! ([`SimServer::serve`]). Its sessions expire on tokio's clock, which turmoil drives, and
 //! every draw it makes comes from its seed, so a simulation run is a function of its seed.
 //!
-//! What the model has: znodes with their full `Stat`, sequence numbers from the parent's
-//! `cversion` (settable, for wrap-around), ephemerals removed when their session ends,
+//! What the model has: znodes with their full `Stat`, per-parent sequence numbers (settable,
+//! for wrap-around), ephemerals removed when their session ends,
 //! one-shot, persistent and persistent recursive watches with the server's rules,
 //! `setWatches`/`setWatches2`, `multi` with `check`, `multiRead`, `sync`, `getChildren2`,
 //! `getAllChildrenNumber`, `getEphemerals`, `removeWatches`, `checkWatches`, containers and
@@ -172,12 +172,13 @@ impl SimServer {
         self.lock().options.faults = faults;
     }
 
-    /// Sets the `cversion` of `path`, where the next sequential child takes its number from:
-    /// to test sequence wrap-around. False if there is no such node.
-    pub fn set_cversion(&self, path: &str, cversion: i32) -> bool {
+    /// Sets the number the next sequential child of `path` gets (and its `cversion`): to test
+    /// sequence wrap-around. False if there is no such node.
+    pub fn set_next_sequence(&self, path: &str, sequence: i32) -> bool {
         match self.lock().tree.nodes.get_mut(path) {
             Some(n) => {
-                n.stat.cversion = cversion;
+                n.next_sequence = sequence;
+                n.stat.cversion = sequence;
                 true
             }
             None => false,

@@ -1,6 +1,7 @@
 //! The model's data tree: znodes with their full `Stat`, and the write operations as the
 //! server applies them (the checks in the order the server makes them, sequence numbers from
-//! the parent's `cversion`). No I/O and no clock: the caller passes the zxid and the time.
+//! the parent's count of child creates). No I/O and no clock: the caller passes the zxid and
+//! the time.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -26,6 +27,10 @@ pub(crate) struct Node {
     pub stat: Stat,
     pub kind: Kind,
     pub children: BTreeSet<String>,
+    /// The next sequential child's number: the children created so far. The real server's
+    /// `cversion` also counts deletes, its sequence numbers do not (the conformance suite
+    /// found the difference).
+    pub next_sequence: i32,
 }
 
 /// A change that fires watches: `(path, event)` in the order the server fires them.
@@ -114,6 +119,7 @@ impl Tree {
             stat: Stat::default(),
             kind: Kind::Persistent,
             children: BTreeSet::new(),
+            next_sequence: 0,
         };
         tree.nodes.insert("/".into(), root.clone());
         for path in ["/zookeeper", "/zookeeper/quota", "/zookeeper/config"] {
@@ -121,6 +127,7 @@ impl Tree {
             let parent = tree.nodes.get_mut(parent_of(path)).unwrap();
             parent.children.insert(name_of(path).into());
             parent.stat.num_children += 1;
+            parent.next_sequence += 1;
         }
         tree
     }
@@ -158,7 +165,7 @@ impl Tree {
                     return Err(ErrorCode::InvalidAcl);
                 }
                 let path = if mode.is_sequential() {
-                    format!("{path}{:010}", parent.stat.cversion)
+                    format!("{path}{:010}", parent.next_sequence)
                 } else {
                     path.clone()
                 };
@@ -193,6 +200,7 @@ impl Tree {
                 let parent = self.nodes.get_mut(&parent_path).unwrap();
                 parent.children.insert(name_of(&path).to_owned());
                 parent.stat.cversion = parent.stat.cversion.wrapping_add(1);
+                parent.next_sequence = parent.next_sequence.wrapping_add(1);
                 parent.stat.num_children += 1;
                 parent.stat.pzxid = zxid;
                 self.nodes.insert(
@@ -203,6 +211,7 @@ impl Tree {
                         stat,
                         kind,
                         children: BTreeSet::new(),
+                        next_sequence: 0,
                     },
                 );
                 triggers.push((path.clone(), EventType::NodeCreated));
@@ -341,14 +350,14 @@ mod tests {
     }
 
     #[test]
-    fn sequence_numbers_come_from_the_parents_cversion_and_wrap() {
+    fn sequence_numbers_count_the_parents_creates_and_wrap() {
         let mut t = Tree::new();
         let mut tr = Vec::new();
         t.apply(&create("/a", CreateMode::Persistent), 1, 1, 0, &mut tr)
             .unwrap();
         t.apply(&create("/b", CreateMode::Persistent), 1, 2, 0, &mut tr)
             .unwrap();
-        t.nodes.get_mut("/a").unwrap().stat.cversion = i32::MAX;
+        t.nodes.get_mut("/a").unwrap().next_sequence = i32::MAX;
         let Applied::Created { path, .. } = t
             .apply(
                 &create("/a/s-", CreateMode::PersistentSequential),
@@ -375,6 +384,31 @@ mod tests {
             panic!()
         };
         assert_eq!(path, "/a/s--2147483648");
+        // A delete moves cversion, not the sequence.
+        t.apply(
+            &Write::Delete {
+                path: "/a/s-2147483647".into(),
+                version: -1,
+            },
+            1,
+            5,
+            0,
+            &mut tr,
+        )
+        .unwrap();
+        let Applied::Created { path, .. } = t
+            .apply(
+                &create("/a/s-", CreateMode::PersistentSequential),
+                1,
+                6,
+                0,
+                &mut tr,
+            )
+            .unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(path, "/a/s--2147483647");
         // Another parent counts on its own.
         let Applied::Created { path, .. } = t
             .apply(
