@@ -7,7 +7,8 @@
 //! appearance in the case (other tests write to the shared real server meanwhile, so values
 //! differ but order does not), session ids become the client's name, times are left out.
 //! Deliberate differences of the model are marked where a case makes them: child listings
-//! are sorted (the real server gives no order).
+//! are sorted (the real server gives no order). `ZK_CONFORMANCE_SHOW=1` prints every
+//! transcript.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -15,16 +16,20 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use zookeeper_testkit::proxy::Proxy;
 use zookeeper_testkit::sim::{SimOptions, SimServer};
 use zookeeper_tokio::{
     AddWatchMode, Client, CreateOptions, MultiOp, MultiResult, OneshotWatcher, PersistentWatcher,
-    ReadOp, ReadResult, Stat, WatcherType,
+    ReadOp, ReadResult, SessionState, Stat, WatcherType,
 };
 
-/// Two clients on one server, under the case's own chroot, and the transcript they write.
+/// Two clients on one server, under the case's own chroot, and the transcript they write;
+/// `r` is a third client whose connection goes through `proxy`, to be cut and restored.
 struct Ctx {
     a: Client,
     b: Client,
+    r: Client,
+    proxy: Proxy,
     lines: Mutex<Vec<String>>,
     zxids: Mutex<BTreeMap<i64, usize>>,
 }
@@ -47,6 +52,8 @@ impl Ctx {
             "a"
         } else if id == self.b.session_id().0 {
             "b"
+        } else if id == self.r.session_id().0 {
+            "r"
         } else {
             "other"
         }
@@ -376,7 +383,63 @@ case!(acls_and_identity, |c| {
     c.outcome("who am i", &r, |ids| format!("{ids:?}"));
 });
 
+case!(watches_are_restored_after_a_reconnect, |c| {
+    for p in ["/sw", "/sw/d", "/sw/gone", "/sw/same", "/sw/p", "/sw/r"] {
+        c.a.create(p, b"", &persistent()).await.unwrap();
+    }
+    let (_, _, d) = c.r.get_data_and_watch("/sw/d").await.unwrap();
+    let (_, _, gone) = c.r.get_data_and_watch("/sw/gone").await.unwrap();
+    let (_, _, same) = c.r.get_data_and_watch("/sw/same").await.unwrap();
+    let (_, new) = c.r.exists_and_watch("/sw/new").await.unwrap();
+    let (_, _, children) = c.r.get_children_and_watch("/sw").await.unwrap();
+    let mut p =
+        c.r.add_watch("/sw/p", AddWatchMode::Persistent)
+            .await
+            .unwrap();
+    let mut rec =
+        c.r.add_watch("/sw/r", AddWatchMode::PersistentRecursive)
+            .await
+            .unwrap();
+    let mut states = c.r.state_watcher();
+    c.proxy.refuse(true);
+    c.proxy.drop_all();
+    states
+        .wait_for(|s| !s.is_connected())
+        .await
+        .expect("r sees the connection go");
+    c.b.set_data("/sw/d", b"1", None).await.unwrap();
+    c.b.delete("/sw/gone", None).await.unwrap();
+    c.b.create("/sw/new", b"", &persistent()).await.unwrap();
+    c.b.set_data("/sw/p", b"1", None).await.unwrap();
+    c.b.create("/sw/r/x", b"", &persistent()).await.unwrap();
+    c.proxy.refuse(false);
+    states
+        .wait_for(|s| *s == SessionState::Connected)
+        .await
+        .expect("r reconnects");
+    c.r.sync("/").await.unwrap();
+    let (mut d, mut gone, mut same, mut new, mut children) =
+        (Some(d), Some(gone), Some(same), Some(new), Some(children));
+    c.poll_once("changed data", &mut d).await;
+    c.poll_once("deleted node", &mut gone).await;
+    c.poll_once("unchanged node", &mut same).await;
+    c.poll_once("created node", &mut new).await;
+    c.poll_once("changed children", &mut children).await;
+    c.drain("persistent", &mut p);
+    c.drain("recursive", &mut rec);
+    // What was restored without an event is still watched.
+    c.b.set_data("/sw/same", b"1", None).await.unwrap();
+    c.b.set_data("/sw/p", b"2", None).await.unwrap();
+    c.r.sync("/").await.unwrap();
+    c.poll_once("unchanged node, changed now", &mut same).await;
+    c.drain("persistent, changed now", &mut p);
+});
+
 const CASES: &[(&str, Case)] = &[
+    (
+        "watches_are_restored_after_a_reconnect",
+        watches_are_restored_after_a_reconnect,
+    ),
     ("acls_and_identity", acls_and_identity),
     ("create_read_write_delete", create_read_write_delete),
     (
@@ -403,21 +466,25 @@ const CASES: &[(&str, Case)] = &[
     ),
 ];
 
-async fn transcript(connect_string: &str, case: Case) -> Vec<String> {
-    let connect = || {
-        Client::builder(connect_string)
+async fn transcript(server: std::net::SocketAddr, chroot: &str, case: Case) -> Vec<String> {
+    let connect = |to: String| {
+        Client::builder(&format!("{to}{chroot}"))
             .session_timeout(Duration::from_secs(10))
             .connect()
     };
+    let proxy = Proxy::start(server).await.expect("proxy");
     let ctx = Ctx {
-        a: connect().await.expect("a connects"),
-        b: connect().await.expect("b connects"),
+        a: connect(server.to_string()).await.expect("a connects"),
+        b: connect(server.to_string()).await.expect("b connects"),
+        r: connect(proxy.connect_string()).await.expect("r connects"),
+        proxy,
         lines: Mutex::default(),
         zxids: Mutex::default(),
     };
     case(&ctx).await;
     ctx.a.close().await;
     ctx.b.close().await;
+    ctx.r.close().await;
     ctx.lines.into_inner().unwrap()
 }
 
@@ -436,8 +503,11 @@ async fn the_model_answers_as_a_real_server() {
             .create(&model_chroot, b"", &persistent())
             .await
             .unwrap();
-        let on_real = transcript(&real.connect_string_with_chroot(&real_chroot), *case).await;
-        let on_model = transcript(&format!("{model_addr}{model_chroot}"), *case).await;
+        let on_real = transcript(real.addr(), &real_chroot, *case).await;
+        let on_model = transcript(model_addr, &model_chroot, *case).await;
+        if std::env::var("ZK_CONFORMANCE_SHOW").is_ok() {
+            eprintln!("case {name}:\n  {}", on_real.join("\n  "));
+        }
         if on_real != on_model {
             let mut diff = format!("case {name}:\n");
             for i in 0..on_real.len().max(on_model.len()) {
