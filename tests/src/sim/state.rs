@@ -116,7 +116,13 @@ impl State {
         if self.trace.len() == TRACE_LINES {
             self.trace.pop_front();
         }
-        let at = self.start.elapsed();
+        // Simulated time as the calling host counts it (hosts start with the simulation), so
+        // that lines noted from every host share one clock.
+        let at = if turmoil::in_simulation() {
+            turmoil::elapsed()
+        } else {
+            self.start.elapsed()
+        };
         self.trace.push_back(format!(
             "{:>6}.{:03}s {line}",
             at.as_secs(),

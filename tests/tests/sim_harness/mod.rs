@@ -42,6 +42,9 @@ pub struct Record {
 struct RecordInner {
     violation: Option<String>,
     steps: u64,
+    /// Sessions the schedule expired by force: before their timeout, which the real server
+    /// never does on its own, so their holders' leases promise nothing (fencing still does).
+    forced: std::collections::BTreeSet<i64>,
 }
 
 impl Record {
@@ -53,6 +56,15 @@ impl Record {
 
     pub fn step(&self) {
         self.inner.lock().unwrap().steps += 1;
+    }
+
+    pub fn forced_expiry(&self, session: i64) {
+        self.inner.lock().unwrap().forced.insert(session);
+    }
+
+    /// Whether `session` was expired by force (see `forced_expiry`).
+    pub fn was_forced(&self, session: i64) -> bool {
+        self.inner.lock().unwrap().forced.contains(&session)
     }
 
     pub fn steps(&self) -> u64 {
@@ -123,6 +135,7 @@ pub async fn connect(seed: u64, session_timeout: Duration) -> zookeeper_tokio::R
 /// partitions, held links, dropped connections, forced expiries, until the run ends.
 pub fn schedule_faults(world: &mut World<'_>, hosts: Vec<String>) {
     let server = world.server.clone();
+    let record = world.record.clone();
     let mut rng = SimRng::new(world.seed ^ 0xfa17);
     world.sim.client("chaos", async move {
         let start = tokio::time::Instant::now();
@@ -152,6 +165,7 @@ pub fn schedule_faults(world: &mut World<'_>, hosts: Vec<String>) {
                     let sessions = server.sessions();
                     if !sessions.is_empty() {
                         let s = sessions[rng.below(sessions.len() as u64) as usize];
+                        record.forced_expiry(s);
                         server.expire_session(s);
                     }
                 }
@@ -184,36 +198,62 @@ pub fn run(mut world: World<'_>) -> Result<u64, String> {
     Ok(record.steps())
 }
 
-/// Runs `workload` for every seed of the budget; fails with the first failing seed, its
-/// replay command and its trace. Prints seeds per second.
-pub fn explore(name: &str, default_seeds: u64, workload: impl Fn(u64) -> Result<u64, String>) {
+/// Runs `workload` for every seed of the budget, on as many threads as there are cores (each
+/// simulation is single-threaded and keeps to its thread); fails with the lowest failing
+/// seed, its replay command and its trace. Prints seeds per second.
+pub fn explore(
+    name: &str,
+    default_seeds: u64,
+    workload: impl Fn(u64) -> Result<u64, String> + Sync,
+) {
     let (seeds, replay) = seeds(default_seeds);
     let started = std::time::Instant::now();
-    let mut steps = 0;
-    for &seed in &seeds {
-        match workload(seed) {
-            Ok(n) => steps += n,
-            Err(trace) => {
-                let tail: Vec<&str> = trace.lines().collect();
-                let shown = if replay {
-                    &tail[..]
-                } else {
-                    &tail[tail.len().saturating_sub(60)..]
-                };
-                panic!(
-                    "{name}: seed {seed} broke an invariant: {}\n\
-                     replay with ZK_SIM_SEED={seed} cargo test -p zookeeper-testkit --test {name}\n\
-                     trace (simulated time):\n{}",
-                    tail.first().unwrap_or(&""),
-                    shown.join("\n")
-                );
-            }
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 4)
+        .min(seeds.len().max(1));
+    let failures = Mutex::new(Vec::new());
+    let steps = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|scope| {
+        for t in 0..threads {
+            let (seeds, workload, failures, steps) = (&seeds, &workload, &failures, &steps);
+            scope.spawn(move || {
+                for &seed in seeds.iter().skip(t).step_by(threads) {
+                    match workload(seed) {
+                        Ok(n) => {
+                            steps.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        Err(trace) => {
+                            failures.lock().unwrap().push((seed, trace));
+                            return;
+                        }
+                    }
+                }
+            });
         }
+    });
+    let mut failures = failures.into_inner().unwrap();
+    failures.sort_by_key(|(seed, _)| *seed);
+    if let Some((seed, trace)) = failures.into_iter().next() {
+        let lines: Vec<&str> = trace.lines().collect();
+        let shown = if replay {
+            &lines[..]
+        } else {
+            &lines[lines.len().saturating_sub(60)..]
+        };
+        panic!(
+            "{name}: seed {seed} broke an invariant: {}\n\
+             replay with ZK_SIM_SEED={seed} cargo test -p zookeeper-testkit --test {name}\n\
+             trace (simulated time):\n{}",
+            lines.first().unwrap_or(&""),
+            shown.join("\n")
+        );
     }
     let secs = started.elapsed().as_secs_f64();
     eprintln!(
-        "{name}: {} seeds, {steps} protected steps, {:.1} s, {:.1} seeds/s",
+        "{name}: {} seeds on {threads} threads, {} protected steps, {:.1} s, {:.1} seeds/s",
         seeds.len(),
+        steps.into_inner(),
         secs,
         seeds.len() as f64 / secs.max(1e-9)
     );
