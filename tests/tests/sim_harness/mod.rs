@@ -3,7 +3,8 @@
 //! the trace printed when an invariant breaks.
 //!
 //! `ZK_SIM_SEED=<n>` replays one seed and prints its trace; `ZK_SIM_SEEDS=<n>` sets how many
-//! seeds a run explores (the ignored `*_long` tests default to many thousands).
+//! seeds a run explores (the ignored `*_long` tests default to many thousands), or
+//! `ZK_SIM_SEEDS=<a>..<b>` which.
 
 #![allow(dead_code)]
 
@@ -24,10 +25,16 @@ pub fn seeds(default: u64) -> (Vec<u64>, bool) {
         let seed = one.trim().parse().expect("ZK_SIM_SEED is a number");
         return (vec![seed], true);
     }
-    let n = std::env::var("ZK_SIM_SEEDS")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(default);
+    // `N` seeds from 1, or a range `A..B` (B excluded), to explore past the default budget.
+    let asked = std::env::var("ZK_SIM_SEEDS").unwrap_or_default();
+    if let Some((a, b)) = asked.trim().split_once("..") {
+        let (a, b): (u64, u64) = (
+            a.parse().expect("ZK_SIM_SEEDS=A..B"),
+            b.parse().expect("ZK_SIM_SEEDS=A..B"),
+        );
+        return ((a..b).collect(), false);
+    }
+    let n = asked.trim().parse().unwrap_or(default);
     ((1..=n).collect(), false)
 }
 
