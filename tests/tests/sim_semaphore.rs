@@ -120,7 +120,7 @@ fn world(seed: u64) -> World<'static> {
 
 #[test]
 fn semaphore_never_grants_more_than_its_leases() {
-    explore("sim_semaphore", 300, |seed| run(world(seed)));
+    explore("sim_semaphore", 200, |seed| run(world(seed)));
 }
 
 #[test]
