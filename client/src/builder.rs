@@ -7,6 +7,7 @@ use zookeeper_jute::{DEFAULT_MAX_FRAME, PASSWORD_LEN};
 
 use crate::client::{Client, Inner};
 use crate::connect_string::ConnectString;
+use crate::connector::Connect;
 use crate::driver;
 use crate::error::{ErrorKind, Result};
 use crate::limits;
@@ -61,6 +62,9 @@ fn session_seed() -> u64 {
     hasher.write_u32(std::process::id());
     hasher.finish()
 }
+
+/// Sets the recipes' stream of draws apart from the session's when both come from one seed.
+const RECIPES_STREAM: u64 = 0x5eed_0f2e_c19e_5a11;
 
 /// Builds a [`Client`]. Obtain one with [`Client::builder`].
 ///
@@ -123,6 +127,7 @@ pub struct ClientBuilder {
     resume: Option<(i64, Secret)>,
     follow_config: bool,
     connector: Connector,
+    rng_seed: Option<u64>,
 }
 
 impl ClientBuilder {
@@ -147,6 +152,7 @@ impl ClientBuilder {
             resume: None,
             follow_config: false,
             connector: Connector::default(),
+            rng_seed: None,
         }
     }
 
@@ -325,6 +331,27 @@ impl ClientBuilder {
         self
     }
 
+    /// Open every connection with `connector` instead of dialling TCP (see [`Connect`]): a
+    /// simulated network (with the `turmoil` feature,
+    /// [`TurmoilConnector`](crate::TurmoilConnector)), an in-process pipe, a tunnel. The
+    /// stream is used as it comes, so it cannot be combined with `tls` (a connector that wants
+    /// TLS wraps its own stream). The connect string's hosts are handed to it unresolved.
+    pub fn connector<C: Connect>(mut self, connector: C) -> Self {
+        self.connector.custom = Some(Arc::new(connector));
+        self
+    }
+
+    /// Seed the client's randomness: the order its servers are tried in, the jitter of its
+    /// reconnection backoff and rebalancing, and [`Client::random_u64`] (what the recipes draw
+    /// their node names' GUIDs and retry jitter from). By default each client draws a seed
+    /// from the operating system. Two clients given the same seed make the same draws, which
+    /// is what a deterministic simulation needs and what a production ensemble does not want
+    /// (clients that draw alike reconnect alike): leave it unset outside tests.
+    pub fn rng_seed(mut self, seed: u64) -> Self {
+        self.rng_seed = Some(seed);
+        self
+    }
+
     /// How many events the stream of a persistent or recursive watch queues for a consumer
     /// that reads more slowly than they come (default [`DEFAULT_MAX_QUEUED_EVENTS`], at least
     /// 1). Past it, events are no longer queued but folded, per node, into what changed since:
@@ -437,7 +464,19 @@ impl ClientBuilder {
             )
             .into());
         }
-        let seed = session_seed();
+        #[cfg(feature = "tls")]
+        if self.connector.custom.is_some() && self.connector.tls.is_some() {
+            return Err(ErrorKind::InvalidArgument(
+                "a connector cannot be combined with tls: the connector's stream is used as it \
+                 comes"
+                    .into(),
+            )
+            .into());
+        }
+        // One seed spread into two independent ones: the session machine's and the recipes'.
+        let base = self.rng_seed.unwrap_or_else(session_seed);
+        let seed = crate::random::mix(base);
+        let random = crate::random::Random::new(crate::random::mix(base ^ RECIPES_STREAM));
         let hosts = parsed.hosts.clone();
         let cfg = SessionConfig {
             hosts: parsed.hosts,
@@ -475,6 +514,7 @@ impl ClientBuilder {
                 max_frame,
                 max_queued_events,
                 metrics: crate::metrics::ClientMetrics::new(),
+                random,
             },
             request_timeout,
         );

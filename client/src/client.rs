@@ -84,6 +84,8 @@ pub(crate) struct Inner {
     pub max_queued_events: usize,
     /// Handles on the request metrics (nothing without the `metrics` feature).
     pub metrics: ClientMetrics,
+    /// Draws for the recipes (see `random`).
+    pub random: crate::random::Random,
 }
 
 impl Drop for Inner {
@@ -490,6 +492,7 @@ mod tests {
                 max_frame: 1 << 20,
                 max_queued_events: 16,
                 metrics: crate::metrics::ClientMetrics::default(),
+                random: crate::random::Random::new(0),
             },
             None,
         );

@@ -113,6 +113,7 @@ pub mod blocking;
 mod builder;
 mod client;
 mod connect_string;
+mod connector;
 mod driver;
 mod ensemble_config;
 mod error;
@@ -134,6 +135,7 @@ mod orphan;
 mod packet;
 mod path;
 mod queue;
+mod random;
 mod sasl;
 mod secret;
 mod servers;
@@ -152,6 +154,9 @@ pub use builder::{
 };
 pub use client::Client;
 pub use connect_string::{ConnectString, HostPort, DEFAULT_PORT};
+pub use connector::Connect;
+#[cfg(feature = "turmoil")]
+pub use connector::TurmoilConnector;
 pub use ensemble_config::{EnsembleConfig, EnsembleMember, MemberRole};
 pub use error::{Error, ErrorKind, Result, TlsCause};
 pub use limits::{MAX_FRAME_LIMIT, MAX_TIMEOUT, MIN_FRAME_LIMIT};

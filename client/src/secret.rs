@@ -163,6 +163,7 @@ mod tests {
                 max_frame: 1 << 20,
                 max_queued_events: 16,
                 metrics: Default::default(),
+                random: crate::random::Random::new(0),
             },
             None,
         );

@@ -146,7 +146,8 @@ impl Default for SessionInfo {
             servers: Default::default(),
             failures: Default::default(),
             lease_nanos: std::sync::atomic::AtomicI64::new(NO_LEASE),
-            epoch: std::time::Instant::now(),
+            // tokio's clock, the one every deadline comes from (simulated under turmoil).
+            epoch: tokio::time::Instant::now().into_std(),
         }
     }
 }

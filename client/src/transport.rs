@@ -1,4 +1,5 @@
-//! The byte streams the session runs over: plain TCP, or TLS over TCP (feature `tls`).
+//! The byte streams the session runs over: plain TCP, TLS over TCP (feature `tls`), or the
+//! stream of a connector the builder was given (see `connector`).
 //!
 //! The driver holds a [`Reader`] and a [`Writer`] and never looks inside. The TCP variants are
 //! the socket's own halves (`into_split`, `try_write`): the plain path costs what it cost before
@@ -12,11 +13,12 @@ use std::io;
 use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 
 use crate::connect_string::HostPort;
+use crate::connector::{BoxStream, DynConnect};
 use crate::error::ErrorKind;
 
 /// Why a connection could not be made.
@@ -29,11 +31,13 @@ pub(crate) enum ConnectError {
     Tls(ErrorKind),
 }
 
-/// Opens connections to servers, with TLS when the client was built with it.
+/// Opens connections to servers, with TLS when the client was built with it, or through the
+/// connector it was given.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Connector {
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<std::sync::Arc<crate::tls::TlsConfig>>,
+    pub(crate) custom: Option<Arc<dyn DynConnect>>,
 }
 
 /// A connected stream, before the driver splits it.
@@ -41,6 +45,7 @@ pub(crate) enum Stream {
     Tcp(TcpStream),
     #[cfg(feature = "tls")]
     Tls(Box<crate::tls::TlsSession>),
+    Custom(BoxStream),
 }
 
 /// The receiving half of a connection.
@@ -48,6 +53,7 @@ pub(crate) enum Reader {
     Tcp(OwnedReadHalf),
     #[cfg(feature = "tls")]
     Tls(crate::tls::TlsReader),
+    Custom(ReadHalf<BoxStream>),
 }
 
 /// The write half of a plain TCP connection, shared by the driver and, while lent, the caller
@@ -59,6 +65,7 @@ pub(crate) enum Writer {
     Tcp(Wire),
     #[cfg(feature = "tls")]
     Tls(crate::tls::TlsWriter),
+    Custom(WriteHalf<BoxStream>),
 }
 
 impl Connector {
@@ -69,7 +76,14 @@ impl Connector {
     ) -> impl Future<Output = Result<Stream, ConnectError>> + Send + 'static {
         #[cfg(feature = "tls")]
         let tls = self.tls.clone();
+        let custom = self.custom.as_ref().map(|c| c.connect(&host));
         async move {
+            if let Some(connecting) = custom {
+                return connecting
+                    .await
+                    .map(Stream::Custom)
+                    .map_err(ConnectError::Io);
+            }
             #[cfg(feature = "tls")]
             if let Some(tls) = tls {
                 return crate::tls::connect(&tls, host).await.map(Stream::Tls);
@@ -94,6 +108,7 @@ impl Connector {
                 Ok(Stream::Tcp(stream)) => exchange(stream, word).await,
                 #[cfg(feature = "tls")]
                 Ok(Stream::Tls(session)) => exchange(session.into_stream(), word).await,
+                Ok(Stream::Custom(stream)) => exchange(stream, word).await,
                 Err(ConnectError::Io(e)) => Err(e),
                 #[cfg(feature = "tls")]
                 Err(ConnectError::Tls(e)) => Err(io::Error::other(e)),
@@ -139,6 +154,10 @@ impl Stream {
                 let (r, w) = session.split();
                 (Reader::Tls(r), Writer::Tls(w))
             }
+            Stream::Custom(stream) => {
+                let (r, w) = tokio::io::split(stream);
+                (Reader::Custom(r), Writer::Custom(w))
+            }
         }
     }
 }
@@ -150,6 +169,7 @@ impl Reader {
             Reader::Tcp(r) => r.read_buf(buf).await,
             #[cfg(feature = "tls")]
             Reader::Tls(r) => r.read_buf(buf).await,
+            Reader::Custom(r) => r.read_buf(buf).await,
         }
     }
 
@@ -157,7 +177,7 @@ impl Reader {
     /// client certificate after a TLS 1.3 handshake completed on the client's side).
     pub(crate) fn tls_failure(&self, _err: &io::Error) -> Option<ErrorKind> {
         match self {
-            Reader::Tcp(_) => None,
+            Reader::Tcp(_) | Reader::Custom(_) => None,
             #[cfg(feature = "tls")]
             Reader::Tls(r) => r.tls_failure(_err),
         }
@@ -181,6 +201,13 @@ impl Writer {
             },
             #[cfg(feature = "tls")]
             Writer::Tls(w) => w.write_buf(out).await,
+            Writer::Custom(w) => {
+                let n = w.write_buf(out).await?;
+                // A stream of unknown make may buffer: hand the bytes on before reading the
+                // reply they ask for.
+                w.flush().await?;
+                Ok(n)
+            }
         }
     }
 
@@ -191,6 +218,7 @@ impl Writer {
             Writer::Tcp(w) => Some(w),
             #[cfg(feature = "tls")]
             Writer::Tls(_) => None,
+            Writer::Custom(_) => None,
         }
     }
 
@@ -200,6 +228,8 @@ impl Writer {
             Writer::Tcp(w) => w.try_write(out),
             #[cfg(feature = "tls")]
             Writer::Tls(w) => w.try_write(out),
+            // No way to write without waiting: the driver's next turn writes it.
+            Writer::Custom(_) => Err(io::ErrorKind::WouldBlock.into()),
         }
     }
 
@@ -207,7 +237,7 @@ impl Writer {
     /// writing even with nothing new to send.
     pub(crate) fn has_unflushed(&self) -> bool {
         match self {
-            Writer::Tcp(_) => false,
+            Writer::Tcp(_) | Writer::Custom(_) => false,
             #[cfg(feature = "tls")]
             Writer::Tls(w) => w.has_unflushed(),
         }
@@ -243,6 +273,7 @@ mod tests {
                 TlsConfig::with_ca_pem(tls.ca_pem())
                     .client_cert_pem(alice.cert_pem(), alice.key_pem()),
             )),
+            custom: None,
         };
         let answer = over_tls.four_letter(secure.clone(), b"isro");
         let answer = tokio::time::timeout(std::time::Duration::from_secs(10), answer).await;

@@ -85,11 +85,13 @@ impl DistributedDoubleBarrier {
                 "a double barrier needs at least 1 member",
             ));
         }
+        let sessions: Sessions = sessions.into();
+        let client = sessions.client();
         Ok(DistributedDoubleBarrier {
-            sessions: sessions.into(),
+            sessions,
             path: path.to_owned(),
             member_count,
-            name: uuid::Uuid::new_v4().to_string(),
+            name: crate::naming::guid(client.random_u64(), client.random_u64()).to_string(),
             entered_with: StdMutex::new(None),
         })
     }

@@ -70,7 +70,7 @@ impl Participation {
     /// starts following the queue in a background task.
     pub(crate) async fn start(client: &Client, path: &str, id: &str) -> Result<Participation> {
         validate(path)?;
-        let prefix = attempt_prefix(Layout::Curator, CURATOR_LATCH);
+        let prefix = attempt_prefix(client, Layout::Curator, CURATOR_LATCH);
         let mut pending = PendingNode::new(client, path, prefix, id.as_bytes());
         let joining = async {
             pending.send_create();

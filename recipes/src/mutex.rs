@@ -186,7 +186,7 @@ impl Mutex {
 
     /// One acquisition on `client`'s session.
     async fn attempt(&self, client: Client, patience: Patience) -> Result<Option<LockGuard>> {
-        let prefix = attempt_prefix(self.layout, self.marker());
+        let prefix = attempt_prefix(&client, self.layout, self.marker());
         let markers = [self.marker()];
         let line = Line {
             client: &client,

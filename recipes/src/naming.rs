@@ -52,6 +52,7 @@
 use std::cmp::Ordering;
 
 use uuid::Uuid;
+use zookeeper_tokio::Client;
 
 /// Which peer's node layout a recipe writes and reads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -82,13 +83,29 @@ pub(crate) const KAZOO_LOCK: &str = "__lock__";
 pub(crate) const KAZOO_READ: &str = "__rlock__";
 
 /// The name prefix of one attempt: the layout's GUID part followed by the marker. The server
-/// appends the sequence.
-pub(crate) fn attempt_prefix(layout: Layout, marker: &str) -> String {
-    let guid = Uuid::new_v4();
+/// appends the sequence. The GUID is drawn from `client`'s seeded source, so that a simulated
+/// run names its nodes the same way each time.
+pub(crate) fn attempt_prefix(client: &Client, layout: Layout, marker: &str) -> String {
+    prefix_with(
+        guid(client.random_u64(), client.random_u64()),
+        layout,
+        marker,
+    )
+}
+
+fn prefix_with(guid: Uuid, layout: Layout, marker: &str) -> String {
     match layout {
         Layout::Curator => format!("_c_{}-{}", guid.hyphenated(), marker),
         Layout::Kazoo => format!("{}{}", guid.simple(), marker),
     }
+}
+
+/// A version 4 GUID made of two random draws.
+pub(crate) fn guid(high: u64, low: u64) -> Uuid {
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&high.to_le_bytes());
+    bytes[8..].copy_from_slice(&low.to_le_bytes());
+    uuid::Builder::from_random_bytes(bytes).into_uuid()
 }
 
 /// One contender found in a listing.
@@ -314,7 +331,7 @@ mod tests {
 
     #[test]
     fn curator_prefix_has_uuid_and_marker() {
-        let p = attempt_prefix(Layout::Curator, CURATOR_LOCK);
+        let p = prefix_with(guid(1, 2), Layout::Curator, CURATOR_LOCK);
         assert!(p.starts_with("_c_"));
         assert!(p.ends_with("-lock-"));
         assert_eq!(p.len(), 3 + 36 + 1 + 5);
@@ -324,7 +341,7 @@ mod tests {
 
     #[test]
     fn kazoo_prefix_is_hex_then_marker() {
-        let p = attempt_prefix(Layout::Kazoo, KAZOO_LOCK);
+        let p = prefix_with(guid(3, 4), Layout::Kazoo, KAZOO_LOCK);
         assert_eq!(p.len(), 32 + 8);
         assert!(p[..32].bytes().all(|b| b.is_ascii_hexdigit()));
         assert!(p.ends_with("__lock__"));
@@ -333,8 +350,8 @@ mod tests {
     #[test]
     fn attempts_get_fresh_guids() {
         assert_ne!(
-            attempt_prefix(Layout::Curator, CURATOR_LOCK),
-            attempt_prefix(Layout::Curator, CURATOR_LOCK)
+            prefix_with(guid(1, 2), Layout::Curator, CURATOR_LOCK),
+            prefix_with(guid(1, 3), Layout::Curator, CURATOR_LOCK)
         );
     }
 

@@ -46,6 +46,12 @@ impl RetryPolicy {
     /// The wait before another try after `failed` failed tries (1 after the first), or
     /// `None` to give up.
     pub fn delay(&self, failed: u32) -> Option<Duration> {
+        self.delay_drawn(failed, random())
+    }
+
+    /// [`RetryPolicy::delay`] with the random factor taken from `draw`: the recipes pass the
+    /// client's seeded draw ([`Client::random_u64`](zookeeper_tokio::Client::random_u64)).
+    pub(crate) fn delay_drawn(&self, failed: u32, draw: u64) -> Option<Duration> {
         if failed == 0 || failed > self.retries {
             return None;
         }
@@ -53,7 +59,7 @@ impl RetryPolicy {
             return Some(self.base);
         }
         let span = 1u64 << (failed.min(30));
-        let factor = 1 + random() % span;
+        let factor = 1 + draw % span;
         let delay = self
             .base
             .checked_mul(factor.min(u32::MAX as u64) as u32)

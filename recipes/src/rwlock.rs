@@ -263,7 +263,7 @@ impl ReadWriteLock {
             Half::Read => (markers[READ], Some(&self.read_slot)),
             Half::Write => (markers[WRITE], None),
         };
-        let prefix = attempt_prefix(self.layout, marker);
+        let prefix = attempt_prefix(&client, self.layout, marker);
         let line = Line {
             client: &client,
             dir: &self.path,

@@ -231,7 +231,7 @@ impl Semaphore {
 
     /// With the gate held: create our lease and wait until the leases fit.
     async fn take_lease(&self, client: &Client, patience: Patience) -> Result<Option<Lease>> {
-        let prefix = attempt_prefix(Layout::Curator, CURATOR_LEASE);
+        let prefix = attempt_prefix(client, Layout::Curator, CURATOR_LEASE);
         let line = Line {
             client,
             dir: &self.leases_path,

@@ -84,6 +84,8 @@ mod server;
 mod shared;
 #[cfg(feature = "spans")]
 pub mod spans;
+#[cfg(feature = "sim")]
+pub mod sim;
 mod tempdir;
 pub mod tls;
 

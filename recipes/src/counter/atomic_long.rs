@@ -1,6 +1,8 @@
 //! An `i64` changed by compare-and-set, compatible with Curator's `DistributedAtomicLong`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use zookeeper_tokio::{Client, CreateOptions, ErrorKind};
 
@@ -298,7 +300,7 @@ impl DistributedAtomicLong {
                 return Ok(true);
             }
             failed += 1;
-            match retry.delay(failed) {
+            match retry.delay_drawn(failed, client.random_u64()) {
                 Some(delay) => tokio::time::sleep(delay).await,
                 None => return Ok(false),
             }

@@ -7,7 +7,7 @@
 //! process resuming from a pause (`SIGSTOP`, a long GC, a stalled VM) sees the loss on its
 //! first look.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use zookeeper_tokio::{Client, SessionState};
 
@@ -21,7 +21,9 @@ pub(crate) const EARLY: Duration = Duration::from_millis(5);
 /// Why the session can no longer be trusted, or `None` while its lease runs.
 pub(crate) fn loss(client: &Client) -> Option<LossReason> {
     match client.lease_deadline() {
-        Some(deadline) if Instant::now() + EARLY < deadline => None,
+        // The client's deadlines are on tokio's clock (simulated under turmoil), not the
+        // system's.
+        Some(deadline) if tokio::time::Instant::now().into_std() + EARLY < deadline => None,
         Some(_) => Some(LossReason::LeaseExpired),
         // No lease: the session ended (the state says how), or nothing vouches for it.
         None => Some(match client.state() {
