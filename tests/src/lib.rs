@@ -82,10 +82,10 @@ mod sasl;
 mod sequence_seed;
 mod server;
 mod shared;
-#[cfg(feature = "spans")]
-pub mod spans;
 #[cfg(feature = "sim")]
 pub mod sim;
+#[cfg(feature = "spans")]
+pub mod spans;
 mod tempdir;
 pub mod tls;
 
