@@ -164,6 +164,17 @@ pub async fn run(
                     if let Some(raw) = line.strip_prefix("status ").and_then(|r| r.parse().ok()) {
                         break raw;
                     }
+                    // The watchdog stopped the command while `zk` stood still: the lease ran
+                    // out before `zk` could look (the group has had its signal already).
+                    if line == "stopped" && stopping.is_none() {
+                        stopping = Some((Instant::now() + timing.grace, Stop::Lost {
+                            reason: STOOD_STILL.to_owned(),
+                            kill_cause: "the session's lease ran out before it exited".to_owned(),
+                        }));
+                    }
+                    if line == "killed" {
+                        killed = true;
+                    }
                 }
                 _ => {
                     // The watchdog is gone without a word: the command must not run on.
@@ -213,6 +224,10 @@ pub async fn run(
         Some((_, Stop::Interrupted)) => End::Interrupted(status),
     })
 }
+
+/// Why the lock was lost when the watchdog, not `zk`, stopped the command.
+const STOOD_STILL: &str = "zk stood still until the session's lease ran out, and its watchdog \
+                           stopped the command";
 
 /// The time left on the session's lease; `None` once the session ended.
 fn lease_left(client: &Client) -> Option<Duration> {

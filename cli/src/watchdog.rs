@@ -11,7 +11,8 @@
 //! - `zk` renews, a few times per session timeout, the time left before the session's lease
 //!   runs out (`deadline MS`). If no renewal comes, the watchdog sends the group the stop
 //!   signal `--grace` before that deadline and SIGKILL at it: the command is dead before any
-//!   server can expire the session, even while `zk` stands still.
+//!   server can expire the session, even while `zk` stands still. It tells `zk` so
+//!   (`stopped`, `killed`), which reads it before the command's status when it runs again.
 //! - When `zk` dies, by any means, the kernel closes its end of the socket: the watchdog kills
 //!   the whole group at once (not only its first process, as `PR_SET_PDEATHSIG` would).
 //! - When the command exits, whatever is left of its group is killed (nothing may run on once
@@ -173,10 +174,14 @@ async fn watch(
             _ = sleep_until(stop_at), if !signalled => {
                 kill_group(group, signal);
                 signalled = true;
+                // Read by `zk` before the command's status, whenever it runs again: the
+                // command was stopped for a lease that ran out, not ended by itself.
+                let _ = write_line(&mut write, "stopped").await;
             }
             _ = sleep_until(deadline), if signalled && !killed => {
                 kill_group(group, libc::SIGKILL);
                 killed = true;
+                let _ = write_line(&mut write, "killed").await;
             }
         }
     }
