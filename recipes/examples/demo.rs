@@ -6,6 +6,10 @@
 //! cargo run -p zookeeper-recipes --example demo -- 127.0.0.1:2181
 //! ```
 //!
+//! Without a connect string it starts a ZooKeeper server of its own when one is installed
+//! (`scripts/setup`), and otherwise the testkit's simulated server, in this process; its first
+//! line says which.
+//!
 //! Each participant talks to ZooKeeper (the first host of the connect string, with its
 //! chroot if any) through its own fault-injection proxy, so the demo can cut one participant
 //! off and let its session expire.
@@ -14,7 +18,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use zookeeper_recipes::{LeaderLatch, Leadership, Mutex};
-use zookeeper_testkit::{Proxy, ZkServer};
+use zookeeper_testkit::sim::{SimOptions, SimServer};
+use zookeeper_testkit::{Installation, Proxy, ZkServer};
 use zookeeper_tokio::Client;
 
 const NAMES: [&str; 3] = ["alice", "bob", "carol"];
@@ -43,7 +48,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .as_deref()
         .and_then(|c| c.find('/').map(|i| c[i..].to_owned()))
         .unwrap_or_default();
-    let (_server, upstream) = match arg {
+    // Whichever server the demo starts, kept alive for the whole demo.
+    let (_server, upstream): (Option<Box<dyn std::any::Any>>, _) = match arg {
         Some(connect) => {
             let first = connect
                 .split(['/', ','])
@@ -54,18 +60,32 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .await?
                 .next()
                 .ok_or("connect string names no host")?;
-            log(start, format!("using ZooKeeper at {addr}"));
+            log(start, format!("server: the ZooKeeper at {addr}"));
             (None, addr)
         }
-        None => {
-            log(start, "no server given: starting ZooKeeper");
+        None if Installation::locate().is_ok() => {
             let server = ZkServer::start().await?;
             log(
                 start,
-                format!("ZooKeeper listening on {}", server.connect_string()),
+                format!(
+                    "server: a ZooKeeper started for the demo, at {}",
+                    server.connect_string()
+                ),
             );
             let addr = server.addr();
-            (Some(server), addr)
+            (Some(Box::new(server)), addr)
+        }
+        None => {
+            let server = SimServer::new(SimOptions::default());
+            let addr = server.listen_tcp().await?;
+            log(
+                start,
+                format!(
+                    "server: the testkit's simulated ZooKeeper, in this process, at {addr} \
+                     (no ZooKeeper is installed: scripts/setup installs one)"
+                ),
+            );
+            (Some(Box::new(server)), addr)
         }
     };
     let base = format!("/zk-recipes-demo-{}", std::process::id());
