@@ -237,17 +237,21 @@ fn a_leader_selector_is_recorded_as_its_own_recipe_and_a_close_in_the_queue_is_n
 fn creates_past_the_sequence_warning_are_counted() {
     let m = recorded(|| async {
         let server = zookeeper_testkit::ZkServer::start().await.unwrap();
-        // A session that outlives the restart the seeding takes.
-        let c =
-            common::client_with_session(&server.connect_string(), Duration::from_secs(60)).await;
+        let c = common::client(&server.connect_string()).await;
         let mutex = Mutex::new(&c, "/near").unwrap();
         mutex.acquire().await.unwrap().release().await.unwrap();
+        // The release's delete is applied before the server stops (a read on the same session
+        // comes after it), so that no lock node of ours is in the seeded data.
+        assert!(c.get_children("/near").await.unwrap().0.is_empty());
         bounded(
             "seeding",
             server.set_sequence_counter("/near", zookeeper_recipes::SEQUENCE_WARNING_THRESHOLD),
         )
         .await
         .unwrap();
+        // A new session: whether the old one outlives the restart is not what this counts.
+        let c = common::client(&server.connect_string()).await;
+        let mutex = Mutex::new(&c, "/near").unwrap();
         for _ in 0..2 {
             let guard = bounded("past the threshold", mutex.acquire())
                 .await
