@@ -266,15 +266,21 @@ async fn a_waiter_rides_out_an_expiry_by_queueing_again_on_a_new_session() {
         .args(["--session-timeout", "2s", "lock", "/l", "--"])
         .args(sh("echo \"$ZK_LOCK_NODE\""));
     let mut waiter = Running::start(waiter);
-    let queued = children_when(&holder, "/l", |c| c.len() == 2).await;
+    let queued = waiter
+        .meanwhile(children_when(&holder, "/l", |c| c.len() == 2))
+        .await;
     let first: String = queued.into_iter().find(|c| *c != ours).unwrap();
 
     // Cut off until the server has expired the waiter's session (its node goes), then back.
     proxy.refuse(true);
     proxy.drop_all();
-    children_when(&holder, "/l", |c| !c.contains(&first)).await;
+    waiter
+        .meanwhile(children_when(&holder, "/l", |c| !c.contains(&first)))
+        .await;
     proxy.refuse(false);
-    let again = children_when(&holder, "/l", |c| c.len() == 2).await;
+    let again = waiter
+        .meanwhile(children_when(&holder, "/l", |c| c.len() == 2))
+        .await;
     let second = again.into_iter().find(|c| *c != ours).unwrap();
     assert_ne!(second, first);
 
@@ -300,14 +306,20 @@ async fn a_candidate_rides_out_an_expiry_by_joining_again_on_a_new_session() {
         .args(["--session-timeout", "2s", "elect", "/e", "--id", "b", "--"])
         .args(sh("echo \"$ZK_LEADER_ID\""));
     let mut candidate = Running::start(candidate);
-    let joined = children_when(&holder, "/e", |c| c.len() == 2).await;
+    let joined = candidate
+        .meanwhile(children_when(&holder, "/e", |c| c.len() == 2))
+        .await;
     let first = joined.into_iter().find(|c| *c != ours).unwrap();
 
     proxy.refuse(true);
     proxy.drop_all();
-    children_when(&holder, "/e", |c| !c.contains(&first)).await;
+    candidate
+        .meanwhile(children_when(&holder, "/e", |c| !c.contains(&first)))
+        .await;
     proxy.refuse(false);
-    children_when(&holder, "/e", |c| c.len() == 2).await;
+    candidate
+        .meanwhile(children_when(&holder, "/e", |c| c.len() == 2))
+        .await;
 
     leader.resign().await.unwrap();
     assert_eq!(candidate.line().await, "b");

@@ -67,11 +67,11 @@ impl std::fmt::Debug for LeaderLatch {
 impl LeaderLatch {
     /// Joins the election on `path` as `id`, on `sessions` (a `&Client`, or [`Sessions`]):
     /// creates our node (protected like a lock's) and starts following the queue in a
-    /// background task.
+    /// background task. On renewing [`Sessions`], a session that ends while we join is
+    /// followed by joining on the next one.
     pub async fn start(sessions: impl Into<Sessions>, path: &str, id: &str) -> Result<LeaderLatch> {
         let sessions = sessions.into();
-        let client = sessions.live().await?;
-        let first = Participation::start(&client, path, id).await?;
+        let first = join(&sessions, path, id).await?;
         Ok(LeaderLatch {
             sessions,
             path: path.to_owned(),
@@ -195,8 +195,8 @@ impl LeaderLatch {
     /// Replaces `ended` with a participation on a live session: the next one, or the same
     /// one if it turns out alive (the old node is deleted first, by dropping `ended`).
     async fn join_again(&self, ended: &Arc<Participation>) -> Result<()> {
-        let client = self.sessions.replace(ended.client()).await?;
-        let next = Arc::new(Participation::start(&client, &self.path, &self.id).await?);
+        self.sessions.replace(ended.client()).await?;
+        let next = Arc::new(join(&self.sessions, &self.path, &self.id).await?);
         info!(path = %self.path, id = %self.id, node = %next.node(), "joined the election again after the session ended");
         let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
         if Arc::ptr_eq(&current, ended) {
@@ -204,4 +204,13 @@ impl LeaderLatch {
         }
         Ok(())
     }
+}
+
+/// A participation on the current session, or on the next ones for as long as sessions end
+/// while joining (on renewing [`Sessions`]): a create whose reply was lost to a session that
+/// then expired left no node behind, so joining again is all there is to do.
+async fn join(sessions: &Sessions, path: &str, id: &str) -> Result<Participation> {
+    sessions
+        .each_session(|client| async move { Participation::start(&client, path, id).await })
+        .await
 }

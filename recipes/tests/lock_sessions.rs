@@ -203,3 +203,55 @@ async fn a_latch_on_sessions_joins_again_after_expiry_waiting_or_leading() {
         .unwrap();
     latch.resign().await.unwrap();
 }
+
+/// A latch cut off between the server creating its node and the reply reaching it, whose
+/// session then expires, joins on the next session: joining is as much a part of riding out an
+/// expiry as waiting is. (`zk elect` exited with "session expired" here.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_latch_whose_session_expires_while_joining_joins_on_the_next() {
+    let chroot = chroot_for("lock_sessions_latch_join");
+    let direct = shared_server().connect_string_with_chroot(&chroot);
+    let (proxy, sessions) = renewing_behind_proxy(&chroot).await;
+    let observer = client(&direct).await;
+    let first = sessions.client();
+    // 15 is create2, the opcode of every create the client sends. Reconnecting is refused
+    // from the start, so the node's reply is never heard on its session.
+    let cut = proxy.cut_after_next(15);
+    proxy.refuse(true);
+    let joining = {
+        let sessions = sessions.clone();
+        tokio::spawn(async move {
+            zookeeper_recipes::LeaderLatch::start(&sessions, "/e", "renewing").await
+        })
+    };
+    assert!(bounded("cut fired", cut.wait()).await.is_some());
+    let twin = bounded(
+        "resume",
+        Client::builder(&direct)
+            .session(first.session_id(), &first.session_password())
+            .connect_timeout(CONNECT_TIMEOUT)
+            .connect(),
+    )
+    .await
+    .unwrap();
+    twin.close().await;
+    proxy.refuse(false);
+
+    let latch = bounded("joined", joining).await.unwrap().unwrap();
+    let second = sessions.client();
+    assert_ne!(second.session_id(), first.session_id());
+    let nodes = common::until_children(&observer, "/e", 1).await;
+    let owner = observer
+        .exists(&format!("/e/{}", nodes[0]))
+        .await
+        .unwrap()
+        .unwrap()
+        .ephemeral_owner;
+    assert_eq!(
+        owner,
+        second.session_id().0,
+        "the node is the new session's"
+    );
+    bounded("lead", latch.await_leadership()).await.unwrap();
+    latch.resign().await.unwrap();
+}

@@ -172,6 +172,18 @@ impl Running {
         bounded("zk to exit", self.child.wait()).await.unwrap()
     }
 
+    /// Runs `wait` while zk runs: a zk that exits first fails the test with its status and
+    /// stderr, rather than leaving `wait` to time out with nothing said about why.
+    pub async fn meanwhile<F: Future>(&mut self, wait: F) -> F::Output {
+        tokio::select! {
+            out = wait => out,
+            status = self.child.wait() => {
+                let stderr = self.stderr().await;
+                panic!("zk exited ({status:?}) while waited on; its stderr:\n{stderr}")
+            }
+        }
+    }
+
     /// The next line of its stderr (the rest stays readable by [`Running::stderr`]).
     pub async fn stderr_line(&mut self) -> String {
         if self.errors.is_none() {
