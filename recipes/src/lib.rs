@@ -214,3 +214,9 @@ struct GuideClient;
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/testing.md")]
 struct GuideTesting;
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/elections.md")]
+struct GuideElections;
+#[cfg(all(doctest, feature = "blocking"))]
+#[doc = include_str!("../../docs/blocking.md")]
+struct GuideBlocking;

@@ -373,7 +373,9 @@ impl ServerTls {
         ];
         if self.client_auth != ClientAuth::None {
             // The Netty factory authenticates every client certificate it asked for through
-            // the `x509` provider and closes the connection when none is registered.
+            // the `x509` provider. 3.8 falls back to `X509AuthenticationProvider` when none
+            // is named (older releases closed such connections): naming it keeps the choice
+            // explicit whatever the server's default.
             lines.push((
                 "authProvider.x509",
                 "org.apache.zookeeper.server.auth.X509AuthenticationProvider".to_owned(),
