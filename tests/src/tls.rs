@@ -373,9 +373,8 @@ impl ServerTls {
         ];
         if self.client_auth != ClientAuth::None {
             // The Netty factory authenticates every client certificate it asked for through
-            // the `x509` provider. 3.8 falls back to `X509AuthenticationProvider` when none
-            // is named (older releases closed such connections): naming it keeps the choice
-            // explicit whatever the server's default.
+            // the `x509` provider; 3.8 uses `X509AuthenticationProvider` when none is named.
+            // Naming it keeps the choice explicit, as the guide's configuration does.
             lines.push((
                 "authProvider.x509",
                 "org.apache.zookeeper.server.auth.X509AuthenticationProvider".to_owned(),
