@@ -19,6 +19,20 @@ use crate::session::{Session, SessionConfig, SET_WATCHES_MAX_BYTES};
 use crate::state::{SessionId, SessionState, StatePublisher};
 use crate::transport::Connector;
 
+impl Client {
+    /// Connects with default settings; see [`Client::builder`].
+    ///
+    /// `connect_string` is `host:port[,host:port...][/chroot]`.
+    pub async fn connect(connect_string: &str) -> Result<Client> {
+        Client::builder(connect_string).connect().await
+    }
+
+    /// A builder for the session timeout, chroot, authentication and the rest.
+    pub fn builder(connect_string: &str) -> ClientBuilder {
+        ClientBuilder::new(connect_string)
+    }
+}
+
 /// Default requested session timeout.
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(30);
 /// Longest default wait of [`ClientBuilder::connect`] for the first session: the default

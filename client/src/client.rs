@@ -11,6 +11,7 @@ use bytes::{BufMut, BytesMut};
 use tokio::sync::{oneshot, watch};
 use zookeeper_jute::{encode_request_frame, OpCode, Request};
 
+#[cfg(doc)]
 use crate::builder::ClientBuilder;
 use crate::error::{Error, ErrorKind, Result};
 use crate::home;
@@ -192,18 +193,6 @@ impl Call {
 }
 
 impl Client {
-    /// Connects with default settings; see [`Client::builder`].
-    ///
-    /// `connect_string` is `host:port[,host:port...][/chroot]`.
-    pub async fn connect(connect_string: &str) -> Result<Client> {
-        Client::builder(connect_string).connect().await
-    }
-
-    /// A builder for the session timeout, chroot, authentication and the rest.
-    pub fn builder(connect_string: &str) -> ClientBuilder {
-        ClientBuilder::new(connect_string)
-    }
-
     pub(crate) fn from_inner(inner: Inner, request_timeout: Option<Duration>) -> Client {
         Client {
             inner: Arc::new(inner),
@@ -258,6 +247,15 @@ impl Client {
     /// during such a partition the leader may expire the session up to that much earlier.
     pub fn lease_deadline(&self) -> Option<std::time::Instant> {
         self.inner.info.lease()
+    }
+
+    /// A draw from this client's random source. It is seeded from the operating system's
+    /// randomness, or by [`ClientBuilder::rng_seed`](crate::ClientBuilder::rng_seed), which
+    /// makes every draw of a client built with the same seed the same: the recipes take the
+    /// GUIDs of their node names and the jitter of their retries from here, so that under a
+    /// simulated network and clock a whole run replays from one seed. Not for secrets.
+    pub fn random_u64(&self) -> u64 {
+        self.inner().random.next_u64()
     }
 
     /// The session state now.

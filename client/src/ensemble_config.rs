@@ -7,6 +7,9 @@ use std::fmt;
 use crate::connect_string::HostPort;
 use crate::error::{Error, ErrorKind, Result};
 
+/// The configuration node. The same server path whatever the client's chroot.
+pub(crate) const CONFIG_NODE: &str = "/zookeeper/config";
+
 /// Whether a member votes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MemberRole {

@@ -13,9 +13,9 @@ use std::task::{Context, Poll, Waker};
 
 use zookeeper_jute::EventType;
 
-use crate::session::watch_memo::NetChange;
+use crate::net_change::NetChange;
 use crate::state::SessionState;
-use crate::watcher::WatchedEvent;
+use crate::watched_event::WatchedEvent;
 
 /// A stream of `max` events at most; see the module docs.
 pub(crate) fn channel(max: usize) -> (EventSender, EventReceiver) {

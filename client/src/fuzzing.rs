@@ -33,7 +33,7 @@ use crate::path::Chroot;
 use crate::secret::Secret;
 use crate::session::{Action, Session, SessionConfig};
 use crate::state::StatePublisher;
-use crate::watcher::WatchedEvent;
+use crate::watched_event::WatchedEvent;
 
 /// Paths the script picks from, so that calls, replies and notifications meet.
 const PATHS: [&str; 8] = ["/", "/a", "/a/b", "/a/b/c", "/b", "/app", "/app/a", "/a/"];

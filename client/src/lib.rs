@@ -114,6 +114,7 @@ mod builder;
 mod client;
 mod connect_string;
 mod connector;
+mod dial;
 mod driver;
 mod ensemble_config;
 mod error;
@@ -129,6 +130,7 @@ mod limits;
 pub mod metrics;
 #[cfg(not(feature = "metrics"))]
 mod metrics;
+mod net_change;
 mod ops;
 mod options;
 mod orphan;
@@ -145,6 +147,7 @@ mod state;
 #[cfg(feature = "tls")]
 mod tls;
 mod transport;
+mod watched_event;
 mod watcher;
 
 pub use builder::{
@@ -166,7 +169,8 @@ pub use path::{validate_create_path, validate_path};
 pub use state::{SessionId, SessionState, StateChanges};
 #[cfg(feature = "tls")]
 pub use tls::TlsConfig;
-pub use watcher::{OneshotWatcher, PersistentWatcher, WatchedEvent};
+pub use watched_event::WatchedEvent;
+pub use watcher::{OneshotWatcher, PersistentWatcher};
 
 pub use zookeeper_jute::{
     perms, Acl, AddWatchMode, ClientInfo, CreateMode, ErrorCode, EventType, Id, Stat, WatcherType,

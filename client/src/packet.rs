@@ -12,7 +12,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::event_queue::EventSender;
 use crate::secret::Secret;
 use crate::span::SentSpan;
-use crate::watcher::WatchedEvent;
+use crate::watched_event::WatchedEvent;
 
 /// The body of a successful reply (`err == 0`), still encoded: the caller decodes it in its own
 /// task, so the session loop only routes bytes.

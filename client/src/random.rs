@@ -3,8 +3,6 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::Client;
-
 /// A splitmix64 stream: one atomic add per draw, so handles on any thread draw without a
 /// lock, and every seed (zero included) gives a full-period stream.
 #[derive(Debug)]
@@ -30,17 +28,6 @@ pub(crate) fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
-}
-
-impl Client {
-    /// A draw from this client's random source. It is seeded from the operating system's
-    /// randomness, or by [`ClientBuilder::rng_seed`](crate::ClientBuilder::rng_seed), which
-    /// makes every draw of a client built with the same seed the same: the recipes take the
-    /// GUIDs of their node names and the jitter of their retries from here, so that under a
-    /// simulated network and clock a whole run replays from one seed. Not for secrets.
-    pub fn random_u64(&self) -> u64 {
-        self.inner().random.next_u64()
-    }
 }
 
 #[cfg(test)]

@@ -19,17 +19,9 @@ use tokio::net::TcpStream;
 
 use crate::connect_string::HostPort;
 use crate::connector::{BoxStream, DynConnect};
+use crate::dial::tcp_connect;
+pub(crate) use crate::dial::ConnectError;
 use crate::error::ErrorKind;
-
-/// Why a connection could not be made.
-#[derive(Debug)]
-pub(crate) enum ConnectError {
-    /// The network failed (refused, unreachable, reset...): worth another attempt.
-    Io(io::Error),
-    /// TLS failed ([`ErrorKind::Tls`]): the certificates must change before a retry can succeed.
-    #[cfg(feature = "tls")]
-    Tls(ErrorKind),
-}
 
 /// Opens connections to servers, with TLS when the client was built with it, or through the
 /// connector it was given.
@@ -126,18 +118,6 @@ async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
     let mut answer = Vec::new();
     stream.read_to_end(&mut answer).await?;
     Ok(answer)
-}
-
-/// A TCP connection to the first address of `host` that accepts one.
-pub(crate) async fn tcp_connect(host: &HostPort) -> io::Result<TcpStream> {
-    let mut last_err = io::Error::new(io::ErrorKind::NotFound, "host resolved to no address");
-    for addr in tokio::net::lookup_host(host.to_addr_string()).await? {
-        match TcpStream::connect(addr).await {
-            Ok(stream) => return Ok(stream),
-            Err(e) => last_err = e,
-        }
-    }
-    Err(last_err)
 }
 
 impl Stream {

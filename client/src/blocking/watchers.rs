@@ -5,7 +5,7 @@ use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 use crate::state::SessionState;
-use crate::watcher::WatchedEvent;
+use crate::watched_event::WatchedEvent;
 
 use super::park;
 

@@ -6,7 +6,7 @@ use zookeeper_jute::{
     Acl, Decode, GetAclRequest, GetAclResponse, Request, SetAclRequest, SetAclResponse, Stat,
 };
 
-use super::{at, reply};
+use super::reply::{at, reply};
 use crate::client::Client;
 use crate::error::{ErrorKind, Result};
 

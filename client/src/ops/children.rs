@@ -8,7 +8,7 @@ use zookeeper_jute::{
     OpCode, Request, Stat,
 };
 
-use super::{at, reply};
+use super::reply::{at, reply};
 use crate::client::{Call, Client};
 use crate::error::Result;
 use crate::packet::{RawReply, WatchRegistration};

@@ -5,15 +5,12 @@ use std::future::Future;
 use tokio::sync::oneshot;
 use zookeeper_jute::{Decode, GetDataRequest, GetDataResponse, ReconfigRequest, Request, Stat};
 
-use super::{named, reply};
+use super::reply::{named, reply};
 use crate::client::{Call, Client};
-use crate::ensemble_config::EnsembleConfig;
+use crate::ensemble_config::{EnsembleConfig, CONFIG_NODE};
 use crate::error::{ErrorKind, Result};
 use crate::packet::{RawReply, WatchRegistration};
 use crate::watcher::OneshotWatcher;
-
-/// The configuration node. The same server path whatever the client's chroot.
-pub(crate) const CONFIG_NODE: &str = "/zookeeper/config";
 
 impl Client {
     /// The ensemble's configuration (`/zookeeper/config`, read at that server path whatever

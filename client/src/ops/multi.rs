@@ -9,7 +9,7 @@ use zookeeper_jute::{
 };
 
 use super::node::create_request;
-use super::{locate_with, named, reply};
+use super::reply::{locate_with, named, reply};
 use crate::client::{Call, Client};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{CreateOptions, Parents};

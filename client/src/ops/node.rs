@@ -10,7 +10,7 @@ use zookeeper_jute::{
 };
 
 use super::parents::{CreateReply, MissingParents};
-use super::{at, locate_with, reply};
+use super::reply::{at, locate_with, reply};
 use crate::client::{Call, Client};
 #[cfg(doc)]
 use crate::error::Error;

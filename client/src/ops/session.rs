@@ -7,7 +7,7 @@ use zookeeper_jute::{
     SyncRequest, WhoAmIResponse,
 };
 
-use super::{at, named, reply};
+use super::reply::{at, named, reply};
 use crate::client::Client;
 use crate::error::{ErrorKind, Result};
 use crate::packet::PacketKind;

@@ -4,7 +4,7 @@ use std::future::Future;
 
 use zookeeper_jute::{AddWatchMode, AddWatchRequest, RemoveWatchesRequest, Request, WatcherType};
 
-use super::{at, reply};
+use super::reply::{at, reply};
 use crate::client::Client;
 use crate::error::{ErrorKind, Result};
 use crate::event_queue;

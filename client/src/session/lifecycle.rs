@@ -28,7 +28,7 @@ impl Session {
         debug!(host = %host.to_addr_string(), "connecting");
         metrics::connection_attempt();
         self.epoch += 1;
-        self.skip = 0;
+        self.frames.reset();
         self.out.clear();
         self.current_host = Some(host.clone());
         self.actions.push_back(Action::Connect(host));
@@ -42,7 +42,7 @@ impl Session {
         self.sasl = None;
         self.moving_to = None;
         self.epoch += 1;
-        self.skip = 0;
+        self.frames.reset();
         self.out.clear();
         self.actions.push_back(Action::Disconnect);
     }

@@ -34,10 +34,11 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use tokio::sync::oneshot;
 use tracing::{debug, info, trace, warn};
-use zookeeper_jute::{encode_request_frame, xid, Request};
+use zookeeper_jute::codec::{Frame, FrameReader};
+use zookeeper_jute::{encode_request_frame, xid, DecodeError, Request};
 
 use crate::connect_string::HostPort;
 use crate::error::{Error, ErrorKind};
@@ -208,9 +209,9 @@ pub(crate) struct Session {
     moving_to: Option<HostPort>,
     /// Attempts in a row that failed on TLS (certificates) rather than on the network.
     tls_failures_in_a_row: usize,
-    /// Bytes of a frame over the incoming limit still to be read and dropped: such a frame is
-    /// counted through, never buffered.
-    skip: usize,
+    /// Splits what the connection reads into frames, and drops what arrives of a reply over
+    /// the incoming limit.
+    frames: FrameReader,
     /// The earliest deadline of a user request, or earlier (see `deadlines`).
     earliest_deadline: Option<Instant>,
 }
@@ -222,6 +223,7 @@ impl Session {
         let seen_rw = cfg.resume.is_some();
         let (session_id, passwd) = cfg.resume.clone().unwrap_or_default();
         let watches = WatchRegistry::new(cfg.max_subtree_bytes);
+        let frames = FrameReader::new(cfg.max_incoming_frame);
         let mut session = Session {
             auths: cfg.auth.clone(),
             cfg,
@@ -259,7 +261,7 @@ impl Session {
             sasl: None,
             moving_to: None,
             tls_failures_in_a_row: 0,
-            skip: 0,
+            frames,
             earliest_deadline: None,
         };
         session
@@ -432,72 +434,54 @@ impl Session {
     }
 
     /// Bytes read from the connection: every complete frame is handled, the rest stays in `buf`.
+    ///
+    /// A reply over the incoming limit is read only as far as its header, enough to fail the
+    /// request it answers; the rest of it is dropped as it arrives, never buffered. Before the
+    /// session is established there is no request such a frame could answer: it ends the
+    /// connection.
     pub fn on_bytes(&mut self, buf: &mut BytesMut, now: Instant) {
         let epoch = self.epoch;
         loop {
-            if self.skip > 0 {
-                let n = self.skip.min(buf.len());
-                buf.advance(n);
-                self.skip -= n;
-                if n > 0 {
-                    self.last_recv = now;
+            let keep_head = matches!(self.phase, Phase::Connected | Phase::Closing { .. })
+                .then_some(REPLY_HEADER_LEN);
+            let before = buf.len();
+            let next = self.frames.next(buf, keep_head);
+            if buf.len() < before {
+                self.last_recv = now;
+            }
+            match next {
+                Ok(None) => return,
+                // A slice, not a copy: a copy per reply is an allocation made here and freed
+                // by the caller, often on another worker, where the allocator's locks then
+                // contend. What a caller keeps of it is copied by its decoder (see
+                // `packet::detach`), so the buffer is held only by replies not yet taken by
+                // their callers, and reused in place once every frame of it has been dropped.
+                Ok(Some(Frame::Whole(frame))) => self.on_frame(frame, now),
+                Ok(Some(Frame::Oversized { head, len })) => {
+                    metrics::frame_over_limit();
+                    self.on_oversized_reply(head, len, now);
                 }
-                if self.skip > 0 {
-                    return;
-                }
-            }
-            if buf.len() < 4 {
-                return;
-            }
-            let len = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
-            if len < 0 {
-                buf.clear();
-                return self.protocol_error(now, &format!("negative frame length {len}"));
-            }
-            let len = len as usize;
-            if len > self.cfg.max_incoming_frame {
-                metrics::frame_over_limit();
-                // Only its header is read: enough to fail the request it answers.
-                if !matches!(self.phase, Phase::Connected | Phase::Closing { .. })
-                    || len < REPLY_HEADER_LEN
-                {
-                    let first = [buf[0], buf[1], buf[2], buf[3]];
+                Err(e) => {
                     buf.clear();
-                    let reason = foreign_peer::describe(first).unwrap_or_else(|| {
-                        format!(
-                            "frame length {len} outside 0..={}",
-                            self.cfg.max_incoming_frame
-                        )
-                    });
+                    let reason = match e {
+                        DecodeError::FrameTooLarge { len, max } => {
+                            metrics::frame_over_limit();
+                            // The length came from four bytes of the wire: they may be the
+                            // start of another protocol's answer.
+                            i32::try_from(len)
+                                .ok()
+                                .map(i32::to_be_bytes)
+                                .and_then(foreign_peer::describe)
+                                .unwrap_or_else(|| format!("frame length {len} outside 0..={max}"))
+                        }
+                        DecodeError::InvalidLength { len, .. } => {
+                            format!("negative frame length {len}")
+                        }
+                        e => e.to_string(),
+                    };
                     return self.protocol_error(now, &reason);
                 }
-                if buf.len() < 4 + REPLY_HEADER_LEN {
-                    return;
-                }
-                // Copied: only the header is read, and the rest of the frame is skipped.
-                let header = Bytes::copy_from_slice(&buf[4..4 + REPLY_HEADER_LEN]);
-                buf.advance(4 + REPLY_HEADER_LEN);
-                self.skip = len - REPLY_HEADER_LEN;
-                self.last_recv = now;
-                self.on_oversized_reply(header, len, now);
-                if self.epoch != epoch {
-                    buf.clear();
-                    return;
-                }
-                continue;
             }
-            if buf.len() < 4 + len {
-                buf.reserve(4 + len - buf.len());
-                return;
-            }
-            // A slice, not a copy: a copy per reply is an allocation made here and freed by the
-            // caller, often on another worker, where the allocator's locks then contend. What a
-            // caller keeps of it is copied by its decoder (see `packet::detach`), so the buffer
-            // is held only by replies not yet taken by their callers, and reused in place once
-            // every frame of it has been dropped.
-            let mut frame = buf.split_to(4 + len).freeze();
-            frame.advance(4);
-            self.on_frame(frame, now);
             if self.epoch != epoch {
                 // The connection was dropped while handling this frame: the rest is stale.
                 buf.clear();

@@ -9,8 +9,8 @@ use zookeeper_jute::{xid, Decode, ErrorCode, EventType, ReplyHeader, WatcherEven
 
 use super::pending::Pending;
 use super::Session;
+use crate::ensemble_config::CONFIG_NODE;
 use crate::error::{Error, ErrorKind};
-use crate::ops::config::CONFIG_NODE;
 use crate::packet::{RawReply, WatchRegistration};
 use crate::path::validate_path;
 use crate::state::SessionState;

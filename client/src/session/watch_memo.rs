@@ -25,6 +25,8 @@ use std::collections::{BTreeSet, HashMap};
 use tracing::warn;
 use zookeeper_jute::{EventType, Stat};
 
+use crate::net_change::NetChange;
+
 /// What one cached node costs beyond its path, as counted against the bound: the map entry,
 /// its memo and child set, and its name's entry in its parent's child set. An estimate, on the
 /// high side for a 64-bit target.
@@ -99,80 +101,6 @@ impl NodeMemo {
     }
 }
 
-/// How one node changed over a stretch its watcher did not see (cut off from the server, or
-/// reading too slowly), and the events that report it: once per kind, a node created in the
-/// stretch as `NodeCreated` only, one deleted and created again as `NodeDeleted` then
-/// `NodeCreated`, one that came and went as nothing.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct NetChange {
-    /// Present before the stretch.
-    before: bool,
-    /// Present after it.
-    after: bool,
-    /// Deleted and created again in between.
-    replaced: bool,
-    data: bool,
-    children: bool,
-}
-
-impl NetChange {
-    /// The change that starts with `event` (a node event); the event tells whether the node
-    /// was there before it.
-    pub fn starting_with(event: EventType) -> NetChange {
-        let before = event != EventType::NodeCreated;
-        let mut change = NetChange {
-            before,
-            after: before,
-            ..NetChange::default()
-        };
-        change.then(event);
-        change
-    }
-
-    /// Adds the next event of the stretch.
-    pub fn then(&mut self, event: EventType) {
-        match event {
-            EventType::NodeCreated => {
-                self.replaced |= self.before;
-                self.after = true;
-            }
-            EventType::NodeDeleted => self.after = false,
-            EventType::NodeDataChanged => self.data = true,
-            EventType::NodeChildrenChanged => self.children = true,
-            _ => {}
-        }
-    }
-
-    /// Whether there is nothing to report (a node that came and went).
-    pub fn is_nothing(&self) -> bool {
-        match (self.before, self.after) {
-            (false, false) => true,
-            (true, true) => !self.replaced && !self.data && !self.children,
-            _ => false,
-        }
-    }
-
-    /// The events that report the change, in the order a server could have sent them.
-    pub fn events(&self) -> Vec<EventType> {
-        match (self.before, self.after) {
-            (false, false) => vec![],
-            (false, true) => vec![EventType::NodeCreated],
-            (true, false) => vec![EventType::NodeDeleted],
-            (true, true) if self.replaced => vec![EventType::NodeDeleted, EventType::NodeCreated],
-            (true, true) => {
-                let mut events = vec![];
-                if self.data {
-                    events.push(EventType::NodeDataChanged);
-                }
-                if self.children {
-                    events.push(EventType::NodeChildrenChanged);
-                }
-                events
-            }
-        }
-    }
-}
-
 /// The node under a persistent (non-recursive) watch.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) enum NodeState {
@@ -229,18 +157,12 @@ impl NodeState {
     pub fn on_read(&mut self, stat: Option<&Stat>) -> Vec<EventType> {
         let change = match (*self, stat) {
             (NodeState::Unknown, _) => NetChange::default(),
-            (NodeState::Absent, _) | (NodeState::Present(_), None) => NetChange {
-                before: matches!(self, NodeState::Present(_)),
-                after: stat.is_some(),
-                ..NetChange::default()
-            },
-            (NodeState::Present(m), Some(s)) => NetChange {
-                before: true,
-                after: true,
-                replaced: m.replaced_by(s),
-                data: m.data_changed(s),
-                children: m.children_changed(s),
-            },
+            (NodeState::Absent, _) | (NodeState::Present(_), None) => {
+                NetChange::presence(matches!(self, NodeState::Present(_)), stat.is_some())
+            }
+            (NodeState::Present(m), Some(s)) => {
+                NetChange::stayed(m.replaced_by(s), m.data_changed(s), m.children_changed(s))
+            }
         };
         let missed = change.events();
         *self = match stat {

@@ -16,7 +16,7 @@ use crate::metrics::{self, WatchKind};
 use crate::packet::{RawReply, ReplyTx};
 use crate::path::Chroot;
 use crate::state::SessionState;
-use crate::watcher::WatchedEvent;
+use crate::watched_event::WatchedEvent;
 
 type OneshotTx = oneshot::Sender<WatchedEvent>;
 type StreamTx = EventSender;

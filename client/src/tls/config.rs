@@ -2,7 +2,9 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use rustls::pki_types::CertificateDer;
 
 /// Where PEM text comes from: given once, or a file read again for every connection.
 #[derive(Clone)]
@@ -37,6 +39,11 @@ pub(crate) struct ClientIdentity {
     pub(crate) key: PemSource,
 }
 
+/// The platform's authorities, loaded on first use and kept: they change with system
+/// updates, not with certificate rotations.
+#[derive(Default)]
+pub(crate) struct PlatformRoots(pub(super) OnceLock<Result<Vec<CertificateDer<'static>>, String>>);
+
 /// How the client speaks TLS to every server of the connect string; give it to
 /// [`ClientBuilder::tls`](crate::ClientBuilder::tls). Needs the cargo feature `tls`.
 ///
@@ -70,7 +77,7 @@ pub struct TlsConfig {
     pub(crate) platform_roots: bool,
     pub(crate) identity: Option<ClientIdentity>,
     pub(crate) verify_hostname: bool,
-    pub(crate) platform_cache: Arc<super::load::PlatformRoots>,
+    pub(crate) platform_cache: Arc<PlatformRoots>,
 }
 
 impl Default for TlsConfig {

@@ -1,35 +1,22 @@
 //! Turning a [`TlsConfig`] into a rustls client configuration, reading its files anew on
 //! every call so that rotated certificates take effect at the next connection.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{ClientConfig, RootCertStore};
 
 use super::config::{PemSource, TlsConfig};
+use super::provider::provider;
 use super::verify::AnyHostnameVerifier;
 use crate::error::{ErrorKind, TlsCause};
-
-/// The platform's authorities, loaded on first use and kept: they change with system
-/// updates, not with certificate rotations.
-#[derive(Default)]
-pub(crate) struct PlatformRoots(OnceLock<Result<Vec<CertificateDer<'static>>, String>>);
 
 /// A configuration ready for one connection attempt.
 pub(crate) struct Loaded {
     pub(crate) config: Arc<ClientConfig>,
     /// A client certificate is configured (to tell "required" from "refused").
     pub(crate) presents_certificate: bool,
-}
-
-/// `ring`, the one provider compiled in.
-pub(crate) fn provider() -> Arc<CryptoProvider> {
-    static PROVIDER: OnceLock<Arc<CryptoProvider>> = OnceLock::new();
-    PROVIDER
-        .get_or_init(|| Arc::new(rustls::crypto::ring::default_provider()))
-        .clone()
 }
 
 fn config_error(message: String) -> ErrorKind {

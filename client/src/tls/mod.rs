@@ -9,6 +9,7 @@
 mod config;
 mod failure;
 mod load;
+mod provider;
 mod stream;
 mod verify;
 
@@ -18,8 +19,8 @@ pub(crate) use stream::{TlsReader, TlsSession, TlsWriter};
 use rustls::pki_types::ServerName;
 
 use crate::connect_string::HostPort;
+use crate::dial::{tcp_connect, ConnectError};
 use crate::error::{ErrorKind, TlsCause};
-use crate::transport::{tcp_connect, ConnectError};
 
 /// Loads `tls`, connects to `host` and completes the handshake.
 pub(crate) async fn connect(

@@ -12,6 +12,7 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::server::ParsedCertificate;
 use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 
+use super::provider::provider;
 use crate::error::{ErrorKind, TlsCause};
 
 #[derive(Debug)]
@@ -24,13 +25,12 @@ pub(crate) struct AnyHostnameVerifier {
 impl AnyHostnameVerifier {
     pub(crate) fn new(roots: RootCertStore) -> Result<AnyHostnameVerifier, ErrorKind> {
         let roots = Arc::new(roots);
-        let standard =
-            WebPkiServerVerifier::builder_with_provider(roots.clone(), super::load::provider())
-                .build()
-                .map_err(|e| ErrorKind::Tls {
-                    cause: TlsCause::Configuration,
-                    message: format!("cannot build the certificate verifier: {e}"),
-                })?;
+        let standard = WebPkiServerVerifier::builder_with_provider(roots.clone(), provider())
+            .build()
+            .map_err(|e| ErrorKind::Tls {
+                cause: TlsCause::Configuration,
+                message: format!("cannot build the certificate verifier: {e}"),
+            })?;
         Ok(AnyHostnameVerifier { roots, standard })
     }
 }
@@ -50,9 +50,7 @@ impl ServerCertVerifier for AnyHostnameVerifier {
             &self.roots,
             intermediates,
             now,
-            super::load::provider()
-                .signature_verification_algorithms
-                .all,
+            provider().signature_verification_algorithms.all,
         )?;
         Ok(ServerCertVerified::assertion())
     }

@@ -46,6 +46,98 @@ pub fn decode_frame(src: &mut BytesMut, max_frame: usize) -> Result<Option<Bytes
     Ok(Some(src.split_to(len).freeze()))
 }
 
+/// What [`FrameReader::next`] splits off the front of a stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Frame {
+    /// A whole frame within the limit: its payload, a zero-copy slice of the buffer.
+    Whole(Bytes),
+    /// A frame over the limit: the first bytes of its payload (a copy, so that it holds no
+    /// part of the buffer) and the payload's length. The rest of the payload is dropped as it
+    /// arrives, never buffered.
+    Oversized {
+        /// The payload's first bytes, as many as were asked for.
+        head: Bytes,
+        /// The payload's length, as the frame's prefix gave it.
+        len: usize,
+    },
+}
+
+/// Splits a stream into frames with the limit and errors of [`decode_frame`], and can read on
+/// past a frame over the limit instead of failing: the caller reads its head, enough to say
+/// which request it answers, and the reader drops the rest of it as it arrives. The peer's
+/// frames stay in step, so the connection can be kept while memory stays bounded by the limit
+/// however long the frame claims to be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameReader {
+    max_frame: usize,
+    /// Bytes of an oversized frame still to drop.
+    skipping: usize,
+}
+
+impl FrameReader {
+    /// A reader accepting payloads up to `max_frame` bytes.
+    pub fn new(max_frame: usize) -> FrameReader {
+        FrameReader {
+            max_frame,
+            skipping: 0,
+        }
+    }
+
+    /// The largest payload read whole.
+    pub fn max_frame(&self) -> usize {
+        self.max_frame
+    }
+
+    /// Bytes of an oversized frame still to be dropped when they arrive.
+    pub fn skipping(&self) -> usize {
+        self.skipping
+    }
+
+    /// Forgets an oversized frame being dropped: the stream starts afresh (a new connection).
+    pub fn reset(&mut self) {
+        self.skipping = 0;
+    }
+
+    /// Drops what arrived of an oversized frame being skipped, then splits the next frame off
+    /// `src`.
+    ///
+    /// A frame over the limit is returned as [`Frame::Oversized`] with the first `keep_head`
+    /// bytes of its payload once they have arrived. Without `keep_head`, or for a frame shorter
+    /// than it, the frame is the error [`decode_frame`] gives ([`DecodeError::FrameTooLarge`],
+    /// `src` left as it was). `Ok(None)`: more bytes are needed.
+    pub fn next(
+        &mut self,
+        src: &mut BytesMut,
+        keep_head: Option<usize>,
+    ) -> Result<Option<Frame>, DecodeError> {
+        if self.skipping > 0 {
+            let n = self.skipping.min(src.len());
+            src.advance(n);
+            self.skipping -= n;
+            if self.skipping > 0 {
+                return Ok(None);
+            }
+        }
+        // One limit, one check: what decode_frame refuses is what may be skipped.
+        match decode_frame(src, self.max_frame) {
+            Ok(frame) => Ok(frame.map(Frame::Whole)),
+            Err(DecodeError::FrameTooLarge { len, max }) => match keep_head {
+                Some(head) if head <= len => {
+                    if src.len() < LEN_PREFIX + head {
+                        return Ok(None);
+                    }
+                    let kept = Bytes::copy_from_slice(&src[LEN_PREFIX..LEN_PREFIX + head]);
+                    src.advance(LEN_PREFIX + head);
+                    self.skipping = len - head;
+                    Ok(Some(Frame::Oversized { head: kept, len }))
+                }
+                _ => Err(DecodeError::FrameTooLarge { len, max }),
+            },
+            Err(e) => Err(e),
+        }
+    }
+}
+
 /// A raw frame decoder yielding each payload as `Bytes`, without looking inside.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameDecoder {

@@ -1,12 +1,17 @@
 //! Framing for tokio-util: every message is `[len: i32][payload]`.
 //!
 //! * [`FrameDecoder`] yields raw payloads.
+//! * [`FrameReader`] yields raw payloads too, and can read past a frame over the limit (its
+//!   head kept, the rest dropped as it arrives): a client fails the one request such a reply
+//!   answers and keeps the connection.
 //! * [`ClientCodec`] writes [`ClientFrame`]s and reads [`ServerFrame`]s (the first being the
 //!   `ConnectResponse`); [`ServerCodec`] does the reverse, for test servers.
 //!
-//! A partial frame is `Ok(None)` ("need more bytes"). A negative length or one above the
-//! configured maximum ([`DEFAULT_MAX_FRAME`] by default) is an error: the peer and this side no
-//! longer agree on frame boundaries, so the connection must be dropped.
+//! A partial frame is `Ok(None)` ("need more bytes"). A negative length is an error: the peer
+//! and this side no longer agree on frame boundaries, so the connection must be dropped. So is
+//! a length above the configured maximum ([`DEFAULT_MAX_FRAME`] by default), unless a
+//! [`FrameReader`] is asked to skip it. Every one of them draws that limit in
+//! [`decode_frame`].
 //!
 //! ```
 //! use bytes::BytesMut;
@@ -48,5 +53,5 @@ pub use connection::{ClientCodec, ClientSide, ConnectionCodec, ServerCodec, Serv
 pub use error::CodecError;
 pub use frame::{
     decode_frame, encode_notification_frame, encode_raw_reply_frame, encode_record_frame,
-    encode_reply_frame, encode_request_frame, FrameDecoder, DEFAULT_MAX_FRAME,
+    encode_reply_frame, encode_request_frame, Frame, FrameDecoder, FrameReader, DEFAULT_MAX_FRAME,
 };

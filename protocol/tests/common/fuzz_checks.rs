@@ -129,6 +129,53 @@ where
     (items, None)
 }
 
+/// Feeds `stream` to a [`codec::FrameReader`] in pieces of `chunk` bytes, as [`drain`] does to a
+/// decoder, keeping `keep_head` bytes of each frame over the limit.
+fn drain_reader(
+    max_frame: usize,
+    keep_head: Option<usize>,
+    stream: &[u8],
+    chunk: usize,
+) -> (Vec<codec::Frame>, Option<String>) {
+    let mut reader = codec::FrameReader::new(max_frame);
+    let mut src = BytesMut::new();
+    let mut items = Vec::new();
+    for piece in stream.chunks(chunk.max(1)) {
+        src.extend_from_slice(piece);
+        loop {
+            let (before, skipping) = (src.len(), reader.skipping());
+            match reader.next(&mut src, keep_head) {
+                Ok(Some(frame)) => {
+                    assert!(
+                        src.len() < before,
+                        "a frame was yielded without consuming input"
+                    );
+                    if let codec::Frame::Oversized { head, len } = &frame {
+                        assert!(*len > max_frame, "a frame within the limit was skipped");
+                        assert_eq!(Some(head.len()), keep_head);
+                        assert_eq!(reader.skipping(), len - head.len());
+                    }
+                    items.push(frame);
+                }
+                Ok(None) => {
+                    assert_eq!(
+                        before - src.len(),
+                        skipping - reader.skipping(),
+                        "only bytes being skipped are consumed without a frame"
+                    );
+                    assert!(reader.skipping() == 0 || src.is_empty());
+                    break;
+                }
+                Err(e) => {
+                    assert_eq!(src.len(), before - (skipping - reader.skipping()));
+                    return (items, Some(CodecError::from(e).to_string()));
+                }
+            }
+        }
+    }
+    (items, None)
+}
+
 /// Arbitrary bytes as a stream of frames for every decoder: the first byte picks the maximum
 /// frame size and the second a chunk size; the frames yielded (and the error, if any) must be
 /// the same whether the stream arrives at once or in chunks.
@@ -148,6 +195,23 @@ pub fn frame_stream(data: &[u8]) {
 
     let whole = drain(FrameDecoder::new(max_frame), stream, stream.len());
     assert_eq!(drain(FrameDecoder::new(max_frame), stream, chunk), whole);
+
+    // Asked to skip nothing, the reader is the decoder; asked to skip, it splits the stream
+    // the same way however it arrives.
+    let (frames, error) = drain_reader(max_frame, None, stream, chunk);
+    let payloads: Vec<Bytes> = frames
+        .into_iter()
+        .map(|frame| match frame {
+            codec::Frame::Whole(payload) => payload,
+            codec::Frame::Oversized { .. } => panic!("an oversized frame was skipped unasked"),
+        })
+        .collect();
+    assert_eq!((payloads, error), whole);
+    let keep_head = Some(usize::from(*chunk_sel >> 4));
+    assert_eq!(
+        drain_reader(max_frame, keep_head, stream, chunk),
+        drain_reader(max_frame, keep_head, stream, stream.len())
+    );
 
     let whole = drain(ClientCodec::new(max_frame), stream, stream.len());
     assert_eq!(drain(ClientCodec::new(max_frame), stream, chunk), whole);

@@ -28,7 +28,7 @@ use zookeeper_jute::{
 use super::*;
 use crate::event_queue::{self, EventReceiver};
 use crate::packet::{Packet, PacketKind, ReplyRx, WatchRegistration};
-use crate::watcher::WatchedEvent;
+use crate::watched_event::WatchedEvent;
 
 const T: Duration = Duration::from_millis(3000);
 

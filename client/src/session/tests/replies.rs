@@ -110,6 +110,45 @@ fn the_frame_after_an_oversized_one_may_come_in_the_same_read() {
     assert_eq!(result(&mut next), Some(Ok(())));
 }
 
+/// The session reads frames with the protocol crate's limit, to the byte: a reply of exactly
+/// the incoming limit is read whole, one byte more is skipped and fails its request, and
+/// `decode_frame` draws the line in the same place.
+#[test]
+fn the_incoming_limit_is_the_protocol_codecs_to_the_byte() {
+    let max = 1 << 20;
+    let mut h = connected();
+    let mut at_limit = h.get_data("/at-limit");
+    let mut over = h.get_data("/over");
+    let mut after = h.get_data("/after");
+    h.xids();
+    let frame = |len: usize, xid: i32| {
+        let mut buf = oversized_header(len as i32, xid);
+        buf.resize(4 + len, 0);
+        buf
+    };
+    let whole = frame(max, 1);
+    let longer = frame(max + 1, 2);
+    assert!(zookeeper_jute::codec::decode_frame(&mut whole.clone(), max)
+        .unwrap()
+        .is_some());
+    assert!(matches!(
+        zookeeper_jute::codec::decode_frame(&mut longer.clone(), max),
+        Err(zookeeper_jute::DecodeError::FrameTooLarge { len, .. }) if len == max + 1
+    ));
+    let mut buf = whole;
+    buf.extend_from_slice(&longer);
+    h.s.on_bytes(&mut buf, h.now);
+    assert!(buf.is_empty());
+    assert_eq!(result(&mut at_limit), Some(Ok(())));
+    assert_eq!(
+        result(&mut over),
+        Some(Err(ErrorKind::ReplyTooLarge { size: max + 1, max }))
+    );
+    h.reply(3, 10, ErrorCode::Ok, &[]);
+    assert_eq!(result(&mut after), Some(Ok(())));
+    assert_eq!(h.state(), SessionState::Connected);
+}
+
 #[test]
 fn an_oversized_reply_for_no_pending_request_is_a_protocol_error() {
     let mut h = connected();
