@@ -346,8 +346,8 @@ impl ClientBuilder {
     }
 
     /// Open every connection with `connector` instead of dialling TCP (see [`Connect`]): a
-    /// simulated network (with the `turmoil` feature,
-    /// [`TurmoilConnector`](crate::TurmoilConnector)), an in-process pipe, a tunnel. The
+    /// simulated network (`TurmoilConnector`, with the `turmoil` feature), an in-process
+    /// pipe, a tunnel. The
     /// stream is used as it comes, so it cannot be combined with `tls` (a connector that wants
     /// TLS wraps its own stream). The connect string's hosts are handed to it unresolved.
     pub fn connector<C: Connect>(mut self, connector: C) -> Self {
