@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tokio::sync::broadcast;
 use tokio::time::Instant;
+use zookeeper_recipes::Sessions;
 use zookeeper_testkit::Ensemble;
 use zookeeper_tokio::{Client, ErrorKind};
 
@@ -19,12 +20,17 @@ pub fn progress(start: Instant, what: &str) {
     eprintln!("[{:7.2} s] {what}", start.elapsed().as_secs_f64());
 }
 
-/// Waits until a write through `probe` succeeds; returns how long since `since`.
-async fn until_writable(probe: &Client, since: Instant) -> Duration {
-    let probe = probe.with_request_timeout(Some(Duration::from_secs(1)));
+/// Waits until a write through `probe` succeeds; returns how long since `since`. The probe's
+/// own session may expire on a loaded machine while the ensemble has no leader: the next
+/// session then asks, so that the figure is the ensemble's and not the probe's.
+async fn until_writable(probe: &Sessions, since: Instant) -> Duration {
     let give_up = since + Duration::from_secs(120);
     while Instant::now() < give_up {
-        if probe.set_data("/chaos", b"", None).await.is_ok() {
+        let Some(client) = live(probe).await else {
+            break;
+        };
+        let client = client.with_request_timeout(Some(Duration::from_secs(1)));
+        if client.set_data("/chaos", b"", None).await.is_ok() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -41,7 +47,7 @@ pub type OneAtATime = tokio::sync::Mutex<()>;
 /// `down_for`, until `until`.
 pub async fn kill_members(
     ensemble: &Ensemble,
-    probe: &Client,
+    probe: &Sessions,
     o: &RunOptions,
     start: Instant,
     until: Instant,
@@ -116,7 +122,7 @@ async fn wait_for<T>(
 pub async fn pause_holders(
     contenders: &mut [Process],
     hub: &Hub,
-    probe: &Client,
+    probe: &Sessions,
     o: &RunOptions,
     start: Instant,
     until: Instant,
@@ -153,7 +159,7 @@ pub async fn pause_holders(
 async fn pause_one(
     holder: &mut Process,
     hub: &Hub,
-    probe: &Client,
+    probe: &Sessions,
     o: &RunOptions,
     start: Instant,
 ) -> Option<PauseOutcome> {
@@ -225,16 +231,69 @@ async fn pause_one(
     })
 }
 
-/// Whether `path` does not exist, asked until the ensemble answers.
-async fn absent(probe: &Client, path: &str) -> bool {
+/// The probe's session, a new one if it ended; `None` if none opens within a minute.
+async fn live(probe: &Sessions) -> Option<Client> {
+    match tokio::time::timeout(Duration::from_secs(60), probe.live()).await {
+        Ok(Ok(client)) => Some(client),
+        _ => None,
+    }
+}
+
+/// Whether `path` does not exist, asked until the ensemble answers (on a new session of the
+/// probe's if its own ended: not being able to ask is not an answer).
+async fn absent(probe: &Sessions, path: &str) -> bool {
     for _ in 0..600 {
-        match probe.exists(path).await {
+        let Some(client) = live(probe).await else {
+            return false;
+        };
+        match client.exists(path).await {
             Ok(stat) => return stat.is_none(),
-            Err(e) if e.is_retryable() || e == ErrorKind::SessionMoved => {
+            Err(e)
+                if e.is_retryable() || e.is_session_terminal() || e == ErrorKind::SessionMoved =>
+            {
                 tokio::time::sleep(Duration::from_millis(100)).await
             }
             Err(_) => return false,
         }
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zookeeper_testkit::{chroot_for, shared_server};
+    use zookeeper_tokio::CreateOptions;
+
+    /// The probe's session ends (as it does by the client's own clock when the ensemble has no
+    /// leader for longer than the session timeout): the checker asks on a new session, rather
+    /// than reading "present" and "not writable" from a session that can no longer ask.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_probe_whose_session_ended_asks_on_a_new_one() {
+        let connect = shared_server().connect_string_with_chroot(&chroot_for("chaos_probe"));
+        let probe = Sessions::connect(Client::builder(&connect)).await.unwrap();
+        let first = probe.client();
+        first
+            .create("/chaos", b"", &CreateOptions::persistent())
+            .await
+            .unwrap();
+        let twin = Client::builder(&connect)
+            .session(first.session_id(), &first.session_password())
+            .connect()
+            .await
+            .unwrap();
+        twin.close().await;
+        let mut states = first.state_changes();
+        let ended = states.wait_for(|s| s.is_terminal());
+        tokio::time::timeout(Duration::from_secs(60), ended)
+            .await
+            .expect("the first session ends")
+            .unwrap();
+
+        assert!(absent(&probe, "/chaos/stale-marker").await);
+        let since = Instant::now();
+        let took = until_writable(&probe, since).await;
+        assert!(took < Duration::from_secs(120), "writable on a new session");
+        assert_ne!(probe.client().session_id(), first.session_id());
+    }
 }

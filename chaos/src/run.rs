@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use tokio::time::Instant;
-use zookeeper_recipes::Layout;
+use zookeeper_recipes::{Layout, Sessions};
 use zookeeper_testkit::Ensemble;
 use zookeeper_tokio::{Client, CreateOptions, ErrorKind};
 
@@ -42,12 +42,12 @@ pub async fn run(o: RunOptions) -> Result<Report, String> {
     let classpath = classpath.await.map_err(|e| e.to_string())??;
     let connect = ensemble.connect_string();
     progress(start, &format!("ensemble up: {connect}"));
-    let probe = Client::builder(&connect)
-        .session_timeout(Duration::from_secs(20))
-        .connect()
-        .await
-        .map_err(|e| e.to_string())?;
+    let probe =
+        Sessions::connect(Client::builder(&connect).session_timeout(Duration::from_secs(20)))
+            .await
+            .map_err(|e| e.to_string())?;
     match probe
+        .client()
         .create("/chaos", b"", &CreateOptions::persistent())
         .await
     {
