@@ -225,7 +225,7 @@ async fn pause_one(
         paused_ms,
         first_look,
         session_at_first_look,
-        guarded_write_refused: write == Some(true),
+        guarded_write_refused: write,
         taken_over: taken_over.is_some(),
         stale_write_absent: absent(probe, &stale).await,
     })
@@ -240,23 +240,21 @@ async fn live(probe: &Sessions) -> Option<Client> {
 }
 
 /// Whether `path` does not exist, asked until the ensemble answers (on a new session of the
-/// probe's if its own ended: not being able to ask is not an answer).
-async fn absent(probe: &Sessions, path: &str) -> bool {
+/// probe's if its own ended); `None` if it never did.
+async fn absent(probe: &Sessions, path: &str) -> Option<bool> {
     for _ in 0..600 {
-        let Some(client) = live(probe).await else {
-            return false;
-        };
+        let client = live(probe).await?;
         match client.exists(path).await {
-            Ok(stat) => return stat.is_none(),
+            Ok(stat) => return Some(stat.is_none()),
             Err(e)
                 if e.is_retryable() || e.is_session_terminal() || e == ErrorKind::SessionMoved =>
             {
                 tokio::time::sleep(Duration::from_millis(100)).await
             }
-            Err(_) => return false,
+            Err(_) => return None,
         }
     }
-    false
+    None
 }
 
 #[cfg(test)]
@@ -290,7 +288,7 @@ mod tests {
             .expect("the first session ends")
             .unwrap();
 
-        assert!(absent(&probe, "/chaos/stale-marker").await);
+        assert_eq!(absent(&probe, "/chaos/stale-marker").await, Some(true));
         let since = Instant::now();
         let took = until_writable(&probe, since).await;
         assert!(took < Duration::from_secs(120), "writable on a new session");

@@ -27,19 +27,32 @@ pub struct PauseOutcome {
     /// The session state at that first look: `Connected` means the client had processed
     /// nothing since the pause (no reply, no timer of its own).
     pub session_at_first_look: String,
-    pub guarded_write_refused: bool,
+    /// Whether its guarded write after resuming was refused; `None` if it never said.
+    pub guarded_write_refused: Option<bool>,
     /// Another contender was granted the lock while it stood still.
     pub taken_over: bool,
-    /// The node its refused write would have made does not exist.
-    pub stale_write_absent: bool,
+    /// Whether the node its refused write would have made does not exist; `None` if the
+    /// ensemble could not be asked.
+    pub stale_write_absent: Option<bool>,
 }
 
 impl PauseOutcome {
     pub fn ok(&self) -> bool {
         self.first_look.starts_with("Lost")
-            && self.guarded_write_refused
+            && self.guarded_write_refused == Some(true)
             && self.taken_over
-            && self.stale_write_absent
+            && self.stale_write_absent == Some(true)
+    }
+
+    /// What became of its guarded write, in words.
+    fn write_outcome(&self) -> &'static str {
+        match (self.guarded_write_refused, self.stale_write_absent) {
+            (Some(true), Some(true)) => "refused",
+            (Some(false), _) => "NOT REFUSED",
+            (_, Some(false)) => "REFUSED BUT ITS NODE EXISTS",
+            (None, _) => "NOT REPORTED",
+            (Some(true), None) => "refused (whether its node exists: UNKNOWN)",
+        }
     }
 }
 
@@ -232,7 +245,7 @@ impl fmt::Display for Report {
              meanwhile {}/{n}",
             count(|o| o.first_look.starts_with("Lost")),
             count(|o| o.session_at_first_look == "Connected"),
-            count(|o| o.guarded_write_refused && o.stale_write_absent),
+            count(|o| o.write_outcome() == "refused"),
             count(|o| o.taken_over),
         )?;
         for o in &self.pauses {
@@ -245,11 +258,7 @@ impl fmt::Display for Report {
                 o.token,
                 o.first_look,
                 o.session_at_first_look,
-                if o.guarded_write_refused && o.stale_write_absent {
-                    "refused"
-                } else {
-                    "NOT REFUSED"
-                },
+                o.write_outcome(),
                 if o.taken_over {
                     "taken over meanwhile"
                 } else {
