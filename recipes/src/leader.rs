@@ -247,6 +247,23 @@ pub(crate) async fn read_participants(
     Ok(out)
 }
 
+/// What the metrics count of a latch's move from `old` to `new`. Every move into `Leader` is
+/// a gain and every move out of it a loss (a suspension included, as Curator's `LeaderLatch`
+/// listeners see it), so gains minus losses is the number of latches leading now.
+fn record_leadership(old: Leadership, new: Leadership) {
+    match (old, new) {
+        (Leadership::Leader, Leadership::Leader) => {}
+        (_, Leadership::Leader) => metrics::leadership_gained(),
+        (Leadership::Leader, new) => metrics::leadership_lost(match new {
+            Leadership::Suspended => "suspended",
+            Leadership::Lost(reason) => reason.label(),
+            Leadership::Closed => "resigned",
+            Leadership::Starting | Leadership::Follower | Leadership::Leader => "follower",
+        }),
+        _ => {}
+    }
+}
+
 /// What a latch's log lines and metrics say of its moves: the changes someone chasing an
 /// incident needs.
 struct LatchNarrator {
@@ -257,7 +274,7 @@ struct LatchNarrator {
 
 impl Narrate<Leadership> for LatchNarrator {
     fn moved(&self, old: Leadership, new: Leadership) {
-        metrics::leadership(old, new);
+        record_leadership(old, new);
         let (path, node, token) = (&*self.path, child_name(&self.node), self.token);
         match new {
             Leadership::Leader => info!(path = %path, node = %node, %token, "leadership gained"),

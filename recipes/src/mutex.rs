@@ -173,8 +173,8 @@ impl Mutex {
             &patience,
             self.acquire_unbounded(patience.clone()),
         );
-        let acquisition = metrics::acquisition(self.recipe, &patience, acquisition);
-        let name = spans::recipe_name(self.recipe);
+        let acquisition = metrics::acquisition(self.recipe, patience.times_out(), acquisition);
+        let name = self.recipe.label();
         spans::traced(Op::Acquire, name, &self.path, acquisition).await
     }
 

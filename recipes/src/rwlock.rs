@@ -231,8 +231,8 @@ impl ReadWriteLock {
             &patience,
             self.acquire_unbounded(half, patience.clone()),
         );
-        let acquisition = metrics::acquisition(half.recipe(), &patience, acquisition);
-        let name = spans::recipe_name(half.recipe());
+        let acquisition = metrics::acquisition(half.recipe(), patience.times_out(), acquisition);
+        let name = half.recipe().label();
         spans::traced(Op::Acquire, name, &self.path, acquisition).await
     }
 

@@ -192,8 +192,9 @@ impl Semaphore {
             &patience,
             self.acquire_unbounded(patience.clone()),
         );
-        let acquisition = metrics::acquisition(Recipe::Semaphore, &patience, acquisition);
-        let name = spans::recipe_name(Recipe::Semaphore);
+        let acquisition =
+            metrics::acquisition(Recipe::Semaphore, patience.times_out(), acquisition);
+        let name = Recipe::Semaphore.label();
         spans::traced(Op::Acquire, name, &self.leases_path, acquisition).await
     }
 

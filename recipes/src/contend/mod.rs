@@ -54,6 +54,12 @@ pub(crate) enum Patience {
 }
 
 impl Patience {
+    /// Whether an acquisition that gives up with this patience timed out: not when it was
+    /// stopped (a close, not a timeout).
+    pub(crate) fn times_out(&self) -> bool {
+        !matches!(self, Patience::UntilStopped(_))
+    }
+
     /// Resolves when the patience ran out; never for `Forever` and `NoWait`.
     async fn run_out(&self) {
         match self {
