@@ -7,7 +7,7 @@ use super::events::CacheEvents;
 use super::shared::Snapshot;
 use super::CachedNode;
 use crate::error::{Error, Result};
-use crate::sessions::Sessions;
+use crate::session::sessions::Sessions;
 
 /// Events a stream queues for a slow consumer before folding (see [`CacheEvents`]).
 pub const DEFAULT_MAX_QUEUED_EVENTS: usize = 10_000;

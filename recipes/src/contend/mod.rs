@@ -18,8 +18,6 @@
 //!    when the rule allows, no listing at all) happens then, and the deletion of the one ahead
 //!    is the grant.
 
-#[cfg(test)]
-mod model;
 mod rule;
 
 use std::future::Future;
@@ -31,9 +29,9 @@ use tracing::{debug, info, warn};
 use zookeeper_tokio::{Client, ErrorKind, EventType, OneshotWatcher, Stat, WatchedEvent};
 
 use crate::error::{Error, Result};
-use crate::naming::{child_name, join, Layout};
-use crate::protection::{list_children, PendingNode};
-use crate::session::{terminal_error, wait_connected};
+use crate::node::naming::{child_name, join, Layout};
+use crate::node::protection::{list_children, PendingNode};
+use crate::session::wait::{terminal_error, wait_connected};
 
 pub(crate) use rule::{
     assess, predecessor, AheadRule, Assessment, Far, Rule, Verdict, Watch, WholeRule,

@@ -25,16 +25,16 @@ use crate::contend::{
     bounded, deadline_after, enter, predecessor, serialize, AheadRule, Line, Patience, Rule,
     Verdict,
 };
-use crate::ensure_path::validate;
 use crate::error::{Error, Result};
-use crate::guard::{first_guard, reenter, HeldNode, HoldSlot, LockGuard};
+use crate::lock::guard::{first_guard, reenter, HeldNode, HoldSlot, LockGuard};
 use crate::metrics::{self, Recipe};
-use crate::naming::{
+use crate::node::ensure_path::validate;
+use crate::node::naming::{
     attempt_prefix, peer_queue, Contender, Layout, CURATOR_READ, CURATOR_WRITE, KAZOO_LOCK,
     KAZOO_READ,
 };
-use crate::protection::list_children;
-use crate::sessions::Sessions;
+use crate::node::protection::list_children;
+use crate::session::sessions::Sessions;
 use crate::spans::{self, Op};
 
 /// The kinds a read-write lock tells apart, readers first (Curator strips `__READ__` before

@@ -16,14 +16,14 @@ use zookeeper_tokio::Client;
 
 use crate::contend::{bounded, deadline_after, enter, Line, Patience, Rule, Verdict, WholeRule};
 use crate::counter::{SharedCount, VersionedCount};
-use crate::ensure_path::validate;
 use crate::error::{Error, Result};
-use crate::guard::{first_guard, HeldNode, LockGuard};
+use crate::lock::guard::{first_guard, HeldNode, LockGuard};
+use crate::lock::mutex::Mutex;
 use crate::metrics::{self, Recipe};
-use crate::mutex::Mutex;
-use crate::naming::{attempt_prefix, join, Contender, Layout, CURATOR_LEASE};
-use crate::protection::list_children;
-use crate::sessions::Sessions;
+use crate::node::ensure_path::validate;
+use crate::node::naming::{attempt_prefix, join, Contender, Layout, CURATOR_LEASE};
+use crate::node::protection::list_children;
+use crate::session::sessions::Sessions;
 use crate::spans::{self, Op};
 
 /// A lease on a [`Semaphore`]: a guard like a lock's, with a fencing token and a lost signal.

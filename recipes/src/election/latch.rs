@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use tracing::info;
 
+use crate::election::participation::{Participant, Participation};
 use crate::error::{Error, Result};
 use crate::hold::{FencingToken, Leadership, LeadershipChanges, LossReason};
-use crate::leader::{Participant, Participation};
-use crate::sessions::Sessions;
+use crate::session::sessions::Sessions;
 
 /// A participant in a leader election on a path.
 ///

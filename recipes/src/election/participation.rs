@@ -15,7 +15,6 @@ use tracing::{info, warn};
 use zookeeper_tokio::{Client, ErrorKind, EventType};
 
 use crate::contend::{predecessor, wait_turn, AheadRule, Line, Patience, Rule};
-use crate::ensure_path::validate;
 use crate::error::{Error, Result};
 use crate::hold::{
     check_node, FencingToken, Holding, LossReason, Narrate, NodeCheck, SessionFollower, TaskStop,
@@ -23,9 +22,10 @@ use crate::hold::{
 };
 use crate::hold::{Leadership, LeadershipChanges};
 use crate::metrics;
-use crate::naming::{attempt_prefix, child_name, join, peer_queue, Layout, CURATOR_LATCH};
-use crate::protection::{list_children, PendingNode};
-use crate::release::{delete_and_wait, spawn_delete};
+use crate::node::ensure_path::validate;
+use crate::node::naming::{attempt_prefix, child_name, join, peer_queue, Layout, CURATOR_LATCH};
+use crate::node::protection::{list_children, PendingNode};
+use crate::node::release::{delete_and_wait, spawn_delete};
 use crate::spans::{self, Op};
 
 /// The rule a latch hands the contention core: the participant just before us blocks us.

@@ -8,13 +8,13 @@ use tokio_util::sync::CancellationToken;
 use crate::contend::{
     bounded, deadline_after, enter, predecessor, AheadRule, Line, Patience, Rule,
 };
-use crate::ensure_path::validate;
 use crate::error::Result;
-use crate::guard::{first_guard, HeldNode, LockGuard};
+use crate::lock::guard::{first_guard, HeldNode, LockGuard};
 use crate::metrics::{self, Recipe};
-use crate::naming::{attempt_prefix, peer_queue, Layout, CURATOR_LOCK, KAZOO_LOCK};
-use crate::protection::list_children;
-use crate::sessions::Sessions;
+use crate::node::ensure_path::validate;
+use crate::node::naming::{attempt_prefix, peer_queue, Layout, CURATOR_LOCK, KAZOO_LOCK};
+use crate::node::protection::list_children;
+use crate::session::sessions::Sessions;
 use crate::spans::{self, Op};
 use zookeeper_tokio::Client;
 

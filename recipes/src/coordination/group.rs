@@ -7,9 +7,9 @@ use bytes::Bytes;
 use zookeeper_tokio::CreateOptions;
 
 use crate::cache::{child, CacheEvents, TreeCache};
+use crate::coordination::persistent_node::{PersistentNode, PersistentNodeState};
 use crate::error::{Error, Result};
-use crate::persistent_node::{PersistentNode, PersistentNodeState};
-use crate::sessions::Sessions;
+use crate::session::sessions::Sessions;
 
 /// A member of a group, and the group as it stands (Curator's `GroupMember`): our member is
 /// an ephemeral `<group>/<id>` holding our payload, kept by a [`PersistentNode`] (created again
