@@ -14,7 +14,7 @@ use zookeeper_tokio::{AddWatchMode, Client, ErrorKind, EventType, SessionState, 
 use super::engine::{Engine, Outcome, Request};
 use super::expect::Kind;
 use super::shared::Shared;
-use super::{CachedNode, NodeState};
+use crate::cache::view::{CachedNode, NodeState};
 use crate::error::Error;
 use crate::session::sessions::Sessions;
 use crate::session::wait::{terminal_error, wait_connected};

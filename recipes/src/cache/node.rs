@@ -7,7 +7,7 @@ use bytes::Bytes;
 use super::driver::{Options, Running};
 use super::events::CacheEvents;
 use super::tree::{DEFAULT_MAX_PENDING, DEFAULT_MAX_QUEUED_EVENTS};
-use super::CachedNode;
+use crate::cache::view::CachedNode;
 use crate::error::{Error, Result};
 use crate::session::sessions::Sessions;
 

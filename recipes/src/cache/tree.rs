@@ -5,7 +5,7 @@ use std::sync::Arc;
 use super::driver::{Options, Running};
 use super::events::CacheEvents;
 use super::shared::Snapshot;
-use super::CachedNode;
+use crate::cache::view::CachedNode;
 use crate::error::{Error, Result};
 use crate::session::sessions::Sessions;
 

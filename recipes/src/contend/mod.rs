@@ -29,7 +29,8 @@ use tracing::{debug, info, warn};
 use zookeeper_tokio::{Client, ErrorKind, EventType, OneshotWatcher, Stat, WatchedEvent};
 
 use crate::error::{Error, Result};
-use crate::node::naming::{child_name, join, Layout};
+use crate::node::naming::Layout;
+use crate::node::path::{child_name, join};
 use crate::node::protection::{list_children, PendingNode};
 use crate::session::wait::{terminal_error, wait_connected};
 

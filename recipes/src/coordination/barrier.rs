@@ -64,7 +64,7 @@ impl DistributedBarrier {
     /// Sets the barrier (creates the node; already set is fine).
     pub async fn set_barrier(&self) -> Result<()> {
         let client = self.sessions.live().await?;
-        if let Some(parent) = crate::cache::parent(&self.path).filter(|p| *p != "/") {
+        if let Some(parent) = crate::node::path::parent(&self.path).filter(|p| *p != "/") {
             ensure_path(&client, parent).await?;
         }
         match client

@@ -288,7 +288,7 @@ async fn keep_once(inner: &Inner, client: &Client) -> Result<()> {
         Ok((_, stat)) => stat,
         Err(e) if e == ErrorKind::NoNode => {
             // Missing parents (or a container parent removed meanwhile).
-            if let Some(parent) = crate::cache::parent(path).filter(|p| *p != "/") {
+            if let Some(parent) = crate::node::path::parent(path).filter(|p| *p != "/") {
                 ensure_path(client, parent).await?;
             }
             return Ok(());

@@ -331,7 +331,7 @@ impl DistributedAtomicLong {
                 .await
                 .map(drop),
             None => {
-                if let Some(parent) = crate::cache::parent(&self.path).filter(|p| *p != "/") {
+                if let Some(parent) = crate::node::path::parent(&self.path).filter(|p| *p != "/") {
                     ensure_path(client, parent).await?;
                 }
                 client

@@ -89,7 +89,7 @@ impl SharedCount {
         validate(path)?;
         let sessions = sessions.into();
         let client = sessions.client();
-        if let Some(parent) = crate::cache::parent(path).filter(|p| *p != "/") {
+        if let Some(parent) = crate::node::path::parent(path).filter(|p| *p != "/") {
             ensure_path(&client, parent).await?;
         }
         match client

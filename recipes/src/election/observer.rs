@@ -25,7 +25,8 @@ use zookeeper_tokio::{
 use crate::error::{Error, Result};
 use crate::hold::FencingToken;
 use crate::node::ensure_path::validate;
-use crate::node::naming::{join, peer_queue, Layout, CURATOR_LATCH, CURATOR_LOCK, KAZOO_LOCK};
+use crate::node::naming::{peer_queue, Layout, CURATOR_LATCH, CURATOR_LOCK, KAZOO_LOCK};
+use crate::node::path::join;
 use crate::session::sessions::Sessions;
 use crate::session::wait::{terminal_error, wait_connected};
 

@@ -23,7 +23,8 @@ use crate::hold::{
 use crate::hold::{Leadership, LeadershipChanges};
 use crate::metrics;
 use crate::node::ensure_path::validate;
-use crate::node::naming::{attempt_prefix, child_name, join, peer_queue, Layout, CURATOR_LATCH};
+use crate::node::naming::{attempt_prefix, peer_queue, Layout, CURATOR_LATCH};
+use crate::node::path::{child_name, join};
 use crate::node::protection::{list_children, PendingNode};
 use crate::node::release::{delete_and_wait, spawn_delete};
 use crate::spans::{self, Op};

@@ -28,7 +28,7 @@ use crate::hold::{
     SessionFollower, SessionSignal, StateWatcher, TaskStop, RECHECK,
 };
 use crate::metrics::Hold;
-use crate::node::naming::child_name;
+use crate::node::path::child_name;
 
 /// What a lock's log lines and metrics say of its moves.
 struct LockNarrator {

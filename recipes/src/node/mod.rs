@@ -1,5 +1,5 @@
-//! Our nodes on the server: their names and the order peers give them (`naming`), the path
-//! made and checked for them (`ensure_path`), a contender's create that survives a lost
+//! Our nodes on the server: paths (`path`), their names and the order peers give them
+//! (`naming`), the path made and checked for them (`ensure_path`), a contender's create that survives a lost
 //! reply and a cancelled future (`protection`), its delete retried until it is gone
 //! (`release`), and the parent's sequence counter nearing its wrap (`sequence_wrap`).
 //!
@@ -7,6 +7,7 @@
 
 pub(crate) mod ensure_path;
 pub(crate) mod naming;
+pub(crate) mod path;
 pub(crate) mod protection;
 pub(crate) mod release;
 pub(crate) mod sequence_wrap;

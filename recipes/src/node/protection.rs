@@ -20,7 +20,7 @@ use zookeeper_tokio::{Client, CreateOptions, ErrorKind, Stat};
 
 use crate::error::{Error, Result};
 use crate::node::ensure_path::ensure_path;
-use crate::node::naming::join;
+use crate::node::path::join;
 use crate::node::release::delete_until_gone;
 use crate::session::wait::{retried, wait_connected};
 
