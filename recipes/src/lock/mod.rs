@@ -5,6 +5,7 @@
 //! Each lock queues with the contention core (`contend`) and hands it its rule; what a holder
 //! knows (token, state, loss) is the hold layer's (`hold`).
 
+pub(crate) mod acquisition;
 pub(crate) mod guard;
 pub(crate) mod loss_monitor;
 pub(crate) mod mutex;
