@@ -120,76 +120,56 @@
 //! lose).
 #![warn(missing_docs)]
 
-mod barrier;
 #[cfg(feature = "blocking")]
 pub mod blocking;
 pub mod cache;
 mod contend;
+mod coordination;
 mod counter;
-mod double_barrier;
-mod ensure_path;
+mod election;
 mod error;
-mod group;
-mod guard;
 mod hold;
-mod latch;
-mod leader;
-mod lost;
+mod lock;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 #[cfg(not(feature = "metrics"))]
 mod metrics;
-mod mutex;
-mod naming;
-mod observer;
-mod persistent_node;
-mod protection;
-mod release;
+mod node;
+#[cfg(test)]
+mod peer_model;
 mod retry;
-mod rwlock;
-mod selector;
 mod semaphore;
-mod semaphore_mutex;
-mod sequence_wrap;
 mod session;
-mod sessions;
 mod spans;
-mod standalone;
 
-pub use barrier::DistributedBarrier;
 pub use cache::{
     CacheEvent, CacheEvents, CachedNode, NodeCache, NodeCacheBuilder, Snapshot, TreeCache,
     TreeCacheBuilder,
+};
+pub use coordination::{
+    DistributedBarrier, DistributedDoubleBarrier, GroupMember, PersistentNode, PersistentNodeState,
 };
 pub use counter::{
     AtomicStats, AtomicValue, CountChanges, DistributedAtomicLong, PromotedToLock, SharedCount,
     VersionedCount,
 };
-pub use double_barrier::DistributedDoubleBarrier;
+pub use election::{
+    participants as leader_participants, CancelOn, ElectionLayout, Leader, LeaderChanges,
+    LeaderContext, LeaderLatch, LeaderObserver, LeaderSelector, LeaderSelectorBuilder, Participant,
+    SelectorChanges, SelectorState,
+};
 pub use error::{Error, Result};
-pub use group::GroupMember;
-pub use guard::LockGuard;
 pub use hold::{
     FencingToken, Leadership, LeadershipChanges, LockState, LockStateChanges, LossReason,
     StateWatcher,
 };
-pub use latch::LeaderLatch;
-pub use leader::{participants as leader_participants, Participant};
-pub use mutex::Mutex;
-pub use naming::Layout;
-pub use observer::{ElectionLayout, Leader, LeaderChanges, LeaderObserver};
-pub use persistent_node::{PersistentNode, PersistentNodeState};
+pub use lock::{LockGuard, Mutex, ReadWriteLock};
+pub use node::{
+    next_sequence, recycle_idle_parent, Layout, ParentKind, Recycled, SEQUENCE_WARNING_THRESHOLD,
+};
 pub use retry::RetryPolicy;
-pub use rwlock::ReadWriteLock;
-pub use selector::{
-    CancelOn, LeaderContext, LeaderSelector, LeaderSelectorBuilder, SelectorChanges, SelectorState,
-};
-pub use semaphore::{Lease, Semaphore};
-pub use semaphore_mutex::SemaphoreMutex;
-pub use sequence_wrap::{
-    next_sequence, recycle_idle_parent, ParentKind, Recycled, SEQUENCE_WARNING_THRESHOLD,
-};
-pub use sessions::Sessions;
+pub use semaphore::{Lease, Semaphore, SemaphoreMutex};
+pub use session::Sessions;
 // The client types a recipe user needs, so that a lock takes one dependency. A plain comment:
 // rustdoc prepends a doc comment on a `pub use` to the docs of every item it re-exports.
 pub use zookeeper_tokio::{

@@ -14,9 +14,6 @@ use ::metrics::{counter, histogram};
 #[cfg(feature = "metrics")]
 use tokio::time::Instant;
 
-use crate::contend::Patience;
-use crate::hold::{Leadership, LossReason};
-
 /// Seconds from an acquire call to its grant, by `recipe`.
 pub const LOCK_WAIT: &str = "zookeeper_lock_wait_seconds";
 /// Seconds from a grant to the release, or to the loss, by `recipe`.
@@ -88,9 +85,9 @@ pub(crate) enum Recipe {
     AtomicLongLock,
 }
 
-#[cfg(feature = "metrics")]
 impl Recipe {
-    fn label(self) -> &'static str {
+    /// The `recipe` label, and the span field `zookeeper.recipe`.
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Recipe::Mutex => "mutex",
             Recipe::ReadLock => "read_lock",
@@ -103,14 +100,14 @@ impl Recipe {
     }
 }
 
-/// Runs one acquire call of `recipe` made with `patience`: a grant records its wait, a `None` a
-/// timeout, unless the call was stopped (`Patience::UntilStopped`: a close, not a timeout).
+/// Runs one acquire call of `recipe`: a grant records its wait, a `None` a timeout when
+/// `times_out` (false for a call that was stopped: a close, not a timeout).
 #[cfg(feature = "metrics")]
-pub(crate) async fn acquisition<T>(
+pub(crate) async fn acquisition<T, E>(
     recipe: Recipe,
-    patience: &Patience,
-    acquisition: impl std::future::Future<Output = crate::Result<Option<T>>>,
-) -> crate::Result<Option<T>> {
+    times_out: bool,
+    acquisition: impl std::future::Future<Output = Result<Option<T>, E>>,
+) -> Result<Option<T>, E> {
     let started = Instant::now();
     let outcome = acquisition.await;
     match &outcome {
@@ -119,7 +116,7 @@ pub(crate) async fn acquisition<T>(
                 .record(started.elapsed().as_secs_f64());
             counter!(LOCK_ACQUISITIONS, "recipe" => recipe.label()).increment(1);
         }
-        Ok(None) if matches!(patience, Patience::UntilStopped(_)) => {}
+        Ok(None) if !times_out => {}
         Ok(None) => counter!(LOCK_TIMEOUTS, "recipe" => recipe.label()).increment(1),
         Err(_) => {}
     }
@@ -129,7 +126,7 @@ pub(crate) async fn acquisition<T>(
 /// See the recording version: without the feature, the acquisition itself.
 #[cfg(not(feature = "metrics"))]
 #[inline]
-pub(crate) fn acquisition<F>(recipe: Recipe, patience: &Patience, acquisition: F) -> F {
+pub(crate) fn acquisition<F>(recipe: Recipe, times_out: bool, acquisition: F) -> F {
     acquisition
 }
 
@@ -152,41 +149,33 @@ impl Hold {
         }
     }
 
-    /// The grant ended for `reason` (call it once): released, or lost.
+    /// The grant ended (call it once): released when `loss` is `None`, else lost, `loss`
+    /// being the `reason` label.
     #[inline]
-    pub(crate) fn ended(&self, reason: LossReason) {
+    pub(crate) fn ended(&self, loss: Option<&'static str>) {
         #[cfg(feature = "metrics")]
         {
             let recipe = self.recipe.label();
             histogram!(LOCK_HOLD, "recipe" => recipe).record(self.granted.elapsed().as_secs_f64());
-            if reason != LossReason::Released {
-                counter!(LOCK_LOSSES, "recipe" => recipe, "reason" => loss_reason(reason))
-                    .increment(1);
+            if let Some(reason) = loss {
+                counter!(LOCK_LOSSES, "recipe" => recipe, "reason" => reason).increment(1);
             }
         }
     }
 }
 
-/// A leader latch went from `old` to `new`. Every move into `Leader` is a gain and every move
-/// out of it a loss (a suspension included, as Curator's `LeaderLatch` listeners see it), so
-/// gains minus losses is the number of latches leading now.
+/// A leader latch became the leader.
 #[inline]
-pub(crate) fn leadership(old: Leadership, new: Leadership) {
+pub(crate) fn leadership_gained() {
     #[cfg(feature = "metrics")]
-    match (old, new) {
-        (Leadership::Leader, Leadership::Leader) => {}
-        (_, Leadership::Leader) => counter!(LEADERSHIP_GAINED).increment(1),
-        (Leadership::Leader, new) => {
-            let reason = match new {
-                Leadership::Suspended => "suspended",
-                Leadership::Lost(reason) => loss_reason(reason),
-                Leadership::Closed => "resigned",
-                Leadership::Starting | Leadership::Follower | Leadership::Leader => "follower",
-            };
-            counter!(LEADERSHIP_LOST, "reason" => reason).increment(1);
-        }
-        _ => {}
-    }
+    counter!(LEADERSHIP_GAINED).increment(1);
+}
+
+/// A leader latch stopped leading, for `reason` (the `reason` label).
+#[inline]
+pub(crate) fn leadership_lost(reason: &'static str) {
+    #[cfg(feature = "metrics")]
+    counter!(LEADERSHIP_LOST, "reason" => reason).increment(1);
 }
 
 /// A contender node was created with a sequence number past the warning threshold.
@@ -194,17 +183,4 @@ pub(crate) fn leadership(old: Leadership, new: Leadership) {
 pub(crate) fn sequence_near_wrap() {
     #[cfg(feature = "metrics")]
     counter!(SEQUENCE_NEAR_WRAP).increment(1);
-}
-
-/// The `reason` label of a loss.
-#[cfg(feature = "metrics")]
-fn loss_reason(reason: LossReason) -> &'static str {
-    match reason {
-        LossReason::SessionExpired => "session_expired",
-        LossReason::SessionClosed => "session_closed",
-        LossReason::LeaseExpired => "lease_expired",
-        LossReason::NodeDeleted => "node_deleted",
-        LossReason::SequenceWrapped => "sequence_wrapped",
-        LossReason::Released => "released",
-    }
 }

@@ -9,8 +9,6 @@
 
 use std::future::Future;
 
-use crate::metrics::Recipe;
-
 /// An operation of a recipe.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Op {
@@ -19,19 +17,6 @@ pub(crate) enum Op {
     Join,
     Elect,
     Lead,
-}
-
-/// The recipe's name as the spans give it.
-pub(crate) fn recipe_name(recipe: Recipe) -> &'static str {
-    match recipe {
-        Recipe::Mutex => "mutex",
-        Recipe::ReadLock => "read_lock",
-        Recipe::WriteLock => "write_lock",
-        Recipe::Semaphore => "semaphore",
-        Recipe::SemaphoreGate => "semaphore_gate",
-        Recipe::LeaderSelector => "leader_selector",
-        Recipe::AtomicLongLock => "atomic_long_lock",
-    }
 }
 
 /// `f` inside the span of `op` of `recipe` on `path`, a child of the current span.

@@ -5,10 +5,10 @@ use std::time::Duration;
 use zookeeper_tokio::blocking::Client;
 
 use super::changes::Changes;
+use crate::election::participation::Participant;
 use crate::error::Result;
 use crate::hold::FencingToken;
 use crate::hold::{Leadership, LeadershipChanges};
-use crate::leader::Participant;
 
 /// A participant in a leader election that only says who leads (see
 /// [`crate::LeaderLatch`]: Curator's `LeaderLatch` layout). Leaves the election when dropped,

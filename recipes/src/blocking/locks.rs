@@ -7,7 +7,7 @@ use zookeeper_tokio::blocking::Client;
 
 use super::guard::LockGuard;
 use crate::error::Result;
-use crate::naming::Layout;
+use crate::node::naming::Layout;
 
 /// Options for a recipe made on a blocking client: its async counterpart on the same session.
 fn sessions(client: &Client) -> crate::Sessions {

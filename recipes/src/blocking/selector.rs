@@ -23,16 +23,16 @@ use zookeeper_tokio::blocking::Client;
 use zookeeper_tokio::{ErrorKind, MultiOp, MultiResult};
 
 use super::changes::Changes;
+use crate::election::participation::{read_participants, Participant};
+use crate::election::selector::{CancelOn, SelectorChanges, SelectorState};
 use crate::error::{Error, Result};
-use crate::guard::HeldNode;
 use crate::hold::FencingToken;
 use crate::hold::LockState;
 use crate::hold::LossReason;
 use crate::hold::Transitions;
-use crate::leader::{read_participants, Participant};
+use crate::lock::guard::HeldNode;
 use crate::metrics::Recipe;
-use crate::naming::CURATOR_LOCK;
-use crate::selector::{CancelOn, SelectorChanges, SelectorState};
+use crate::node::naming::CURATOR_LOCK;
 
 /// How long a failed attempt to queue waits before the next (as the async selector does).
 const RETRY_AFTER: Duration = Duration::from_secs(1);

@@ -14,10 +14,10 @@ use zookeeper_tokio::{AddWatchMode, Client, ErrorKind, EventType, SessionState, 
 use super::engine::{Engine, Outcome, Request};
 use super::expect::Kind;
 use super::shared::Shared;
-use super::{CachedNode, NodeState};
+use crate::cache::view::{CachedNode, NodeState};
 use crate::error::Error;
-use crate::session::{terminal_error, wait_connected};
-use crate::sessions::Sessions;
+use crate::session::sessions::Sessions;
+use crate::session::wait::{terminal_error, wait_connected};
 
 /// What a cache watches and keeps.
 #[derive(Clone, Debug)]
@@ -407,7 +407,7 @@ impl Running {
     /// Checks the options and starts the task (inside a tokio runtime).
     pub fn start(sessions: Sessions, options: Options) -> crate::error::Result<Running> {
         if options.root != "/" {
-            crate::ensure_path::validate(&options.root)?;
+            crate::node::ensure_path::validate(&options.root)?;
         }
         let path = options.root.clone();
         let (shared, stop) = spawn(sessions.clone(), options);

@@ -11,7 +11,9 @@ use std::sync::{Arc, Mutex as StdMutex};
 
 use tokio::sync::Notify;
 
-use super::{depth, CacheEvent, CachedNode};
+use crate::node::path::depth;
+
+use crate::cache::view::{CacheEvent, CachedNode};
 use crate::error::{Error, Result};
 
 /// The events of a cache, from the view it was opened on; see

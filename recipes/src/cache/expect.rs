@@ -2,7 +2,7 @@
 //! a creation starts a new node at version 0 (with a czxid not known until read), a deletion
 //! leaves it absent. A read is placed among the node's events where it fits these counts.
 
-use super::NodeState;
+use crate::cache::view::NodeState;
 
 /// A watch event, as the cache keeps it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,7 +99,7 @@ pub(crate) fn same_state(a: &NodeState, b: &NodeState) -> bool {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::cache::CachedNode;
+    use crate::cache::view::CachedNode;
     use zookeeper_tokio::Stat;
 
     pub fn node(czxid: i64, version: i32, mzxid: i64) -> NodeState {

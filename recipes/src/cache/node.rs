@@ -7,9 +7,9 @@ use bytes::Bytes;
 use super::driver::{Options, Running};
 use super::events::CacheEvents;
 use super::tree::{DEFAULT_MAX_PENDING, DEFAULT_MAX_QUEUED_EVENTS};
-use super::CachedNode;
+use crate::cache::view::CachedNode;
 use crate::error::{Error, Result};
-use crate::sessions::Sessions;
+use crate::session::sessions::Sessions;
 
 /// An in-memory copy of one node, kept up to date through a persistent watch (servers
 /// 3.6+), with a stream of its changes. The node may be missing: its appearance is reported.

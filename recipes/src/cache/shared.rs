@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex as StdMutex, RwLock};
 use tokio::sync::watch;
 
 use super::events::{CacheEvents, SubQueue};
-use super::{CacheEvent, CachedNode};
+use crate::cache::view::{CacheEvent, CachedNode};
 use crate::error::Error;
 
 /// The view at one zxid: every cached node by path.

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use super::driver::{Options, Running};
 use super::events::CacheEvents;
 use super::shared::Snapshot;
-use super::CachedNode;
+use crate::cache::view::CachedNode;
 use crate::error::{Error, Result};
-use crate::sessions::Sessions;
+use crate::session::sessions::Sessions;
 
 /// Events a stream queues for a slow consumer before folding (see [`CacheEvents`]).
 pub const DEFAULT_MAX_QUEUED_EVENTS: usize = 10_000;

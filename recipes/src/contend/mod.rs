@@ -18,8 +18,6 @@
 //!    when the rule allows, no listing at all) happens then, and the deletion of the one ahead
 //!    is the grant.
 
-#[cfg(test)]
-mod model;
 mod rule;
 
 use std::future::Future;
@@ -31,9 +29,10 @@ use tracing::{debug, info, warn};
 use zookeeper_tokio::{Client, ErrorKind, EventType, OneshotWatcher, Stat, WatchedEvent};
 
 use crate::error::{Error, Result};
-use crate::naming::{child_name, join, Layout};
-use crate::protection::{list_children, PendingNode};
-use crate::session::{terminal_error, wait_connected};
+use crate::node::naming::Layout;
+use crate::node::path::{child_name, join};
+use crate::node::protection::{list_children, PendingNode};
+use crate::session::wait::{terminal_error, wait_connected};
 
 pub(crate) use rule::{
     assess, predecessor, AheadRule, Assessment, Far, Rule, Verdict, Watch, WholeRule,
@@ -54,6 +53,12 @@ pub(crate) enum Patience {
 }
 
 impl Patience {
+    /// Whether an acquisition that gives up with this patience timed out: not when it was
+    /// stopped (a close, not a timeout).
+    pub(crate) fn times_out(&self) -> bool {
+        !matches!(self, Patience::UntilStopped(_))
+    }
+
     /// Resolves when the patience ran out; never for `Forever` and `NoWait`.
     async fn run_out(&self) {
         match self {

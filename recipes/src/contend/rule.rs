@@ -34,13 +34,13 @@
 //!   changes.
 //!
 //! So a rule that judges by anything but the contenders ahead of it cannot be handed a
-//! shortcut, whatever it claims. `model` checks every recipe's rule, and this assessment,
+//! shortcut, whatever it claims. The crate's `peer_model` checks every recipe's rule, and this assessment,
 //! against a model written plainly from the peers' semantics.
 
 use std::future::Future;
 use std::pin::Pin;
 
-use crate::naming::{peer_queue, sequence_of, Contender, Layout, Queue};
+use crate::node::naming::{peer_queue, sequence_of, Contender, Layout, Queue};
 
 /// What a rule decides.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

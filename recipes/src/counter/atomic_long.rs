@@ -7,12 +7,12 @@ use tokio::time::Instant;
 use zookeeper_tokio::{Client, CreateOptions, ErrorKind};
 
 use super::{decode_i64, encode_i64};
-use crate::ensure_path::{ensure_path, validate};
 use crate::error::{Error, Result};
+use crate::lock::mutex::Mutex;
 use crate::metrics::Recipe;
-use crate::mutex::Mutex;
+use crate::node::ensure_path::{ensure_path, validate};
 use crate::retry::RetryPolicy;
-use crate::sessions::Sessions;
+use crate::session::sessions::Sessions;
 
 /// The outcome of an operation on a [`DistributedAtomicLong`] (Curator's `AtomicValue`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -331,7 +331,7 @@ impl DistributedAtomicLong {
                 .await
                 .map(drop),
             None => {
-                if let Some(parent) = crate::cache::parent(&self.path).filter(|p| *p != "/") {
+                if let Some(parent) = crate::node::path::parent(&self.path).filter(|p| *p != "/") {
                     ensure_path(client, parent).await?;
                 }
                 client
@@ -349,7 +349,7 @@ impl DistributedAtomicLong {
             }
             // Not applied: the caller reads again and decides.
             Err(e) if e.is_retryable() => {
-                crate::session::wait_connected(client).await?;
+                crate::session::wait::wait_connected(client).await?;
                 Ok(false)
             }
             Err(e) => Err(e.into()),
@@ -359,7 +359,7 @@ impl DistributedAtomicLong {
     /// The reply of a write was lost: whether it was applied shows only if the node did not
     /// move (then it was not).
     async fn lost_reply(&self, client: &Client, current: &Current) -> Result<bool> {
-        crate::session::wait_connected(client).await?;
+        crate::session::wait::wait_connected(client).await?;
         let now = self.read(client).await?;
         if now.version == current.version {
             return Ok(false);

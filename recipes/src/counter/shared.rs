@@ -8,10 +8,10 @@ use tracing::{debug, warn};
 use zookeeper_tokio::{Client, CreateOptions, ErrorKind, EventType, Stat};
 
 use super::{decode_i32, encode_i32};
-use crate::ensure_path::{ensure_path, validate};
 use crate::error::{Error, Result};
-use crate::session::wait_connected;
-use crate::sessions::Sessions;
+use crate::node::ensure_path::{ensure_path, validate};
+use crate::session::sessions::Sessions;
+use crate::session::wait::wait_connected;
 
 /// A count and the node version it was read at: what [`SharedCount::try_set_count`] compares
 /// against (Curator's `VersionedValue<Integer>`).
@@ -89,7 +89,7 @@ impl SharedCount {
         validate(path)?;
         let sessions = sessions.into();
         let client = sessions.client();
-        if let Some(parent) = crate::cache::parent(path).filter(|p| *p != "/") {
+        if let Some(parent) = crate::node::path::parent(path).filter(|p| *p != "/") {
             ensure_path(&client, parent).await?;
         }
         match client
@@ -304,7 +304,7 @@ async fn read_and_wait(client: &Client, path: &str, inner: &std::sync::Weak<Inne
     };
     let event = watcher.await;
     if event.event_type == EventType::None {
-        return Err(crate::session::terminal_error(event.state));
+        return Err(crate::session::wait::terminal_error(event.state));
     }
     Ok(())
 }

@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use zookeeper_tokio::Client;
 
-use super::lease;
 use super::loss_reason::LossReason;
 use super::session_follower::SessionSignal;
+use super::session_lease;
 use super::transitions::{Changes, Phase, Refresh, StateWatcher, Transitions};
 
 /// A state of something an ephemeral node of ours stands for.
@@ -55,7 +55,7 @@ impl<S: HoldPhase> Holding<S> {
         if state.is_final() {
             return state;
         }
-        match lease::loss(&self.client) {
+        match session_lease::loss(&self.client) {
             Some(reason) => {
                 self.lose(reason);
                 self.state.current()
@@ -148,7 +148,7 @@ impl<S: HoldPhase> Holding<S> {
             tokio::select! {
                 biased;
                 state = seen => state,
-                reason = lease::until_over(&holding.client) => {
+                reason = session_lease::until_over(&holding.client) => {
                     holding.lose(reason);
                     holding.state.current()
                 }

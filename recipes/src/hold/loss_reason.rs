@@ -41,3 +41,18 @@ impl fmt::Display for LossReason {
         })
     }
 }
+
+impl LossReason {
+    /// The metrics' `reason` label (`zookeeper_lock_losses_total`,
+    /// `zookeeper_leadership_lost_total`).
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            LossReason::SessionExpired => "session_expired",
+            LossReason::SessionClosed => "session_closed",
+            LossReason::LeaseExpired => "lease_expired",
+            LossReason::NodeDeleted => "node_deleted",
+            LossReason::SequenceWrapped => "sequence_wrapped",
+            LossReason::Released => "released",
+        }
+    }
+}

@@ -3,19 +3,22 @@
 //!
 //! One layer for every recipe that guards exclusive work (the locks' guards, the semaphore's
 //! leases, the leader latch, the leader selector's terms): the session followed for them
-//! (`session_follower`), the lease read against the clock on every look (`lease`,
-//! `holding`), the state published to every reader (`transitions`), the look at whether our
+//! (`session_follower`), the session's lease read against the clock on every look
+//! (`session_lease`, `holding`), the state published to every reader (`transitions`), the look at whether our
 //! node is still ours and its retry (`node`), and work polled only while the hold is trusted
 //! (`fenced_work`). Nothing here imports a recipe: the recipes build on it.
+//!
+//! "Lease" here is always the session's (the client's `lease_deadline`); the semaphore's
+//! leases are `semaphore`'s.
 
 mod fenced_work;
 mod holding;
 mod leadership;
-mod lease;
 mod lock_state;
 mod loss_reason;
 mod node;
 mod session_follower;
+mod session_lease;
 mod token;
 mod transitions;
 

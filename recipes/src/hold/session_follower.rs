@@ -14,8 +14,8 @@
 
 use zookeeper_tokio::{Client, SessionState, StateChanges};
 
-use super::lease;
 use super::loss_reason::LossReason;
+use super::session_lease;
 
 /// What happened to the session.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,7 +78,7 @@ impl SessionFollower {
                     // No more transitions: the client is gone, as if closed.
                     self.judge(next.unwrap_or(SessionState::Closed))
                 }
-                reason = lease::until_over(&self.client) => Some(SessionSignal::Lost(reason)),
+                reason = session_lease::until_over(&self.client) => Some(SessionSignal::Lost(reason)),
             };
             if let Some(signal) = signal {
                 if let SessionSignal::Lost(reason) = signal {

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use tracing::debug;
 
 use super::Engine;
-use crate::cache::{depth, CacheEvent, CachedNode, NodeState};
+use crate::cache::view::{CacheEvent, CachedNode, NodeState};
+use crate::node::path::depth;
 
 impl Engine {
     /// Applies the prefix `..s` to the view (`zxid`: the point it reaches, if known; without

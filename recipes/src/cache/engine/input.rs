@@ -8,7 +8,8 @@ use tracing::warn;
 
 use super::{Engine, Queued, Track};
 use crate::cache::expect::{Expect, Kind};
-use crate::cache::{parent, within, NodeState};
+use crate::cache::view::NodeState;
+use crate::node::path::{parent, within};
 
 impl Engine {
     /// Takes events from the watch, in the order received.

@@ -41,7 +41,7 @@ use std::sync::Arc;
 
 use super::expect::Kind;
 use super::shared::Shared;
-use super::NodeState;
+use crate::cache::view::NodeState;
 
 mod apply;
 mod input;

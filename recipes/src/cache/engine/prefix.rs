@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::{Engine, Queued};
 use crate::cache::expect::Kind;
-use crate::cache::NodeState;
+use crate::cache::view::NodeState;
 
 impl Engine {
     /// Applies the longest prefix that can be applied.

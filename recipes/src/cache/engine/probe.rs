@@ -6,7 +6,8 @@ use std::sync::Arc;
 use tracing::debug;
 
 use super::{Engine, Outcome, Probe, Queued, Request};
-use crate::cache::{parent, within, NodeState};
+use crate::cache::view::NodeState;
+use crate::node::path::{parent, within};
 
 impl Engine {
     /// A probe read completed: the larger of the `pzxid` and `mzxid` of `path`, `None` if

@@ -8,7 +8,8 @@ use tracing::{trace, warn};
 
 use super::{Engine, Outcome, Queued, ReadInFlight, Request, Track, MAX_READS_IN_FLIGHT};
 use crate::cache::expect::{same_state, Expect};
-use crate::cache::{child, NodeState};
+use crate::cache::view::NodeState;
+use crate::node::path::join;
 
 impl Engine {
     pub(super) fn want_read(&mut self, path: &Arc<str>) {
@@ -192,7 +193,7 @@ impl Engine {
             Outcome::Done(None) => {}
             Outcome::Done(Some(names)) => {
                 for name in names {
-                    let path: Arc<str> = child(&path, &name).into();
+                    let path: Arc<str> = join(&path, &name).into();
                     if !self.tracks.contains_key(&path) {
                         self.tracks.insert(path.clone(), Track::new(None));
                         self.want_read(&path);

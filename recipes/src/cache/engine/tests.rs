@@ -10,7 +10,8 @@ use zookeeper_tokio::Stat;
 
 use super::*;
 use crate::cache::events::CacheEvents;
-use crate::cache::{child, depth, parent, within, CacheEvent, CachedNode};
+use crate::cache::view::{CacheEvent, CachedNode};
+use crate::node::path::{depth, join, parent, within};
 
 fn node(czxid: i64, version: i32, mzxid: i64, children: i32) -> NodeState {
     NodeState::Present(CachedNode {

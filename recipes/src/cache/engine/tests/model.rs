@@ -269,7 +269,7 @@ impl Sim {
     fn random_path(&mut self) -> String {
         let mut path = "/r".to_string();
         for _ in 0..self.rng.below(3) {
-            path = child(&path, ["a", "b", "c"][self.rng.below(3)]);
+            path = join(&path, ["a", "b", "c"][self.rng.below(3)]);
         }
         path
     }

@@ -18,11 +18,11 @@ use std::pin::Pin;
 use tracing::debug;
 use zookeeper_tokio::{Client, CreateOptions, ErrorKind, Stat};
 
-use crate::ensure_path::ensure_path;
 use crate::error::{Error, Result};
-use crate::naming::join;
-use crate::release::delete_until_gone;
-use crate::session::{retried, wait_connected};
+use crate::node::ensure_path::ensure_path;
+use crate::node::path::join;
+use crate::node::release::delete_until_gone;
+use crate::session::wait::{retried, wait_connected};
 
 type CreateFuture = Pin<Box<dyn Future<Output = zookeeper_tokio::Result<(String, Stat)>> + Send>>;
 
@@ -80,7 +80,7 @@ impl PendingNode {
             self.in_flight = None;
             match outcome {
                 Ok((path, stat)) => {
-                    crate::sequence_wrap::check_created(&self.dir, &path, &self.prefix);
+                    crate::node::sequence_wrap::check_created(&self.dir, &path, &self.prefix);
                     self.node = Some((path.clone(), stat));
                     return Ok((path, stat));
                 }
@@ -94,7 +94,11 @@ impl PendingNode {
                     wait_connected(&self.client).await?;
                     if let Some(found) = find_ours(&self.client, &self.dir, &self.prefix).await? {
                         debug!(path = %found.0, "adopted our node after a lost create reply");
-                        crate::sequence_wrap::check_created(&self.dir, &found.0, &self.prefix);
+                        crate::node::sequence_wrap::check_created(
+                            &self.dir,
+                            &found.0,
+                            &self.prefix,
+                        );
                         self.maybe_applied = false;
                         self.node = Some(found.clone());
                         return Ok(found);

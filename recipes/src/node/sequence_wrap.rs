@@ -16,10 +16,11 @@ use std::time::{Duration, Instant};
 use tracing::warn;
 use zookeeper_tokio::{Client, CreateOptions, ErrorKind, MultiOp, Stat};
 
-use crate::ensure_path::validate;
 use crate::error::{Error, Result};
 use crate::metrics;
-use crate::naming::{child_name, parse_sequence};
+use crate::node::ensure_path::validate;
+use crate::node::naming::parse_sequence;
+use crate::node::path::child_name;
 
 /// The sequence number from which a recipe warns that its parent's counter approaches the
 /// wrap: 2^31 - 2^24, which leaves 16,777,216 creates (days at any lock's rate) to recycle

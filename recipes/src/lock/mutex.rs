@@ -5,18 +5,17 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::contend::{
-    bounded, deadline_after, enter, predecessor, AheadRule, Line, Patience, Rule,
-};
-use crate::ensure_path::validate;
-use crate::error::Result;
-use crate::guard::{first_guard, HeldNode, LockGuard};
-use crate::metrics::{self, Recipe};
-use crate::naming::{attempt_prefix, peer_queue, Layout, CURATOR_LOCK, KAZOO_LOCK};
-use crate::protection::list_children;
-use crate::sessions::Sessions;
-use crate::spans::{self, Op};
 use zookeeper_tokio::Client;
+
+use crate::contend::{deadline_after, predecessor, AheadRule, Patience, Rule};
+use crate::error::Result;
+use crate::lock::acquisition::{acquire_call, queue_for_guard, Entry};
+use crate::lock::guard::LockGuard;
+use crate::metrics::Recipe;
+use crate::node::ensure_path::validate;
+use crate::node::naming::{peer_queue, Layout, CURATOR_LOCK, KAZOO_LOCK};
+use crate::node::protection::list_children;
+use crate::session::sessions::Sessions;
 
 /// The name of a mutex node in `layout`.
 pub(crate) fn marker(layout: Layout) -> &'static str {
@@ -168,37 +167,29 @@ impl Mutex {
     }
 
     async fn acquire_with(&self, patience: Patience) -> Result<Option<LockGuard>> {
-        let acquisition = bounded(
+        acquire_call(
             &self.sessions.client(),
+            self.recipe,
+            &self.path,
             &patience,
-            self.acquire_unbounded(patience.clone()),
-        );
-        let acquisition = metrics::acquisition(self.recipe, &patience, acquisition);
-        let name = spans::recipe_name(self.recipe);
-        spans::traced(Op::Acquire, name, &self.path, acquisition).await
-    }
-
-    async fn acquire_unbounded(&self, patience: Patience) -> Result<Option<LockGuard>> {
-        self.sessions
-            .each_session(|client| self.attempt(client, patience.clone()))
-            .await
+            self.sessions
+                .each_session(|client| self.attempt(client, patience.clone())),
+        )
+        .await
     }
 
     /// One acquisition on `client`'s session.
     async fn attempt(&self, client: Client, patience: Patience) -> Result<Option<LockGuard>> {
-        let prefix = attempt_prefix(&client, self.layout, self.marker());
-        let markers = [self.marker()];
-        let line = Line {
-            client: &client,
+        let entry = Entry {
+            recipe: self.recipe,
             dir: &self.path,
             layout: self.layout,
-            markers: &markers,
+            markers: &[self.marker()],
+            marker: self.marker(),
+            data: &self.data,
+            slot: None,
         };
-        let won = enter(line, prefix, &self.data, patience, Rule::Ahead(RULE)).await?;
-        Ok(won.map(|w| {
-            let node = HeldNode::new(&client, self.recipe, w.path, w.stat, w.wakeups);
-            first_guard(node, None)
-        }))
+        queue_for_guard(&client, entry, patience, Rule::Ahead(RULE)).await
     }
 
     /// The contenders' node names in queue order, the holder first, exactly as the layout's

@@ -21,21 +21,17 @@ use std::time::Duration;
 
 use zookeeper_tokio::Client;
 
-use crate::contend::{
-    bounded, deadline_after, enter, predecessor, serialize, AheadRule, Line, Patience, Rule,
-    Verdict,
-};
-use crate::ensure_path::validate;
+use crate::contend::{deadline_after, predecessor, serialize, AheadRule, Patience, Rule, Verdict};
 use crate::error::{Error, Result};
-use crate::guard::{first_guard, reenter, HeldNode, HoldSlot, LockGuard};
-use crate::metrics::{self, Recipe};
-use crate::naming::{
-    attempt_prefix, peer_queue, Contender, Layout, CURATOR_READ, CURATOR_WRITE, KAZOO_LOCK,
-    KAZOO_READ,
+use crate::lock::acquisition::{acquire_call, queue_for_guard, Entry};
+use crate::lock::guard::{reenter, HoldSlot, LockGuard};
+use crate::metrics::Recipe;
+use crate::node::ensure_path::validate;
+use crate::node::naming::{
+    peer_queue, Contender, Layout, CURATOR_READ, CURATOR_WRITE, KAZOO_LOCK, KAZOO_READ,
 };
-use crate::protection::list_children;
-use crate::sessions::Sessions;
-use crate::spans::{self, Op};
+use crate::node::protection::list_children;
+use crate::session::sessions::Sessions;
 
 /// The kinds a read-write lock tells apart, readers first (Curator strips `__READ__` before
 /// `__WRIT__` when it sorts).
@@ -226,14 +222,14 @@ impl ReadWriteLock {
     }
 
     async fn acquire(&self, half: Half, patience: Patience) -> Result<Option<LockGuard>> {
-        let acquisition = bounded(
+        acquire_call(
             &self.sessions.client(),
+            half.recipe(),
+            &self.path,
             &patience,
             self.acquire_unbounded(half, patience.clone()),
-        );
-        let acquisition = metrics::acquisition(half.recipe(), &patience, acquisition);
-        let name = spans::recipe_name(half.recipe());
-        spans::traced(Op::Acquire, name, &self.path, acquisition).await
+        )
+        .await
     }
 
     async fn acquire_unbounded(&self, half: Half, patience: Patience) -> Result<Option<LockGuard>> {
@@ -259,26 +255,20 @@ impl ReadWriteLock {
         patience: Patience,
     ) -> Result<Option<LockGuard>> {
         let markers = markers(self.layout);
-        let (marker, slot) = match half {
-            Half::Read => (markers[READ], Some(&self.read_slot)),
-            Half::Write => (markers[WRITE], None),
+        let (marker, slot, rule) = match half {
+            Half::Read => (markers[READ], Some(&self.read_slot), READ_RULE),
+            Half::Write => (markers[WRITE], None, WRITE_RULE),
         };
-        let prefix = attempt_prefix(&client, self.layout, marker);
-        let line = Line {
-            client: &client,
+        let entry = Entry {
+            recipe: half.recipe(),
             dir: &self.path,
             layout: self.layout,
             markers: &markers,
+            marker,
+            data: &self.data,
+            slot,
         };
-        let rule = match half {
-            Half::Read => READ_RULE,
-            Half::Write => WRITE_RULE,
-        };
-        let won = enter(line, prefix, &self.data, patience, Rule::Ahead(rule)).await?;
-        Ok(won.map(|w| {
-            let node = HeldNode::new(&client, half.recipe(), w.path, w.stat, w.wakeups);
-            first_guard(node, slot)
-        }))
+        queue_for_guard(&client, entry, patience, Rule::Ahead(rule)).await
     }
 
     /// The contenders' node names in queue order, as the layout's peer orders them.

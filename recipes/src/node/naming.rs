@@ -303,20 +303,6 @@ pub(crate) fn parse_sequence(text: &str) -> Option<i32> {
     text.parse::<i32>().ok()
 }
 
-/// The last path segment: the child's name.
-pub(crate) fn child_name(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
-}
-
-/// Joins a parent path and a child name.
-pub(crate) fn join(parent: &str, child: &str) -> String {
-    if parent == "/" {
-        format!("/{child}")
-    } else {
-        format!("{parent}/{child}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -504,12 +490,5 @@ mod tests {
             sequence_of("_c_x-lock-0000000042", &[CURATOR_LOCK]),
             Some(42)
         );
-    }
-
-    #[test]
-    fn paths() {
-        assert_eq!(child_name("/a/b/c-0001"), "c-0001");
-        assert_eq!(join("/", "x"), "/x");
-        assert_eq!(join("/a", "x"), "/a/x");
     }
 }

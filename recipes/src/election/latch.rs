@@ -1,7 +1,7 @@
 //! The leader latch: a participant in an election that, on renewing [`Sessions`], takes part
 //! again on the next session when its session ends under it, so that a service keeps one
 //! latch for its whole life. Each session's participation is a `Participation` (see
-//! `leader`); this keeps the current one and starts the next.
+//! `participation`); this keeps the current one and starts the next.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use tracing::info;
 
+use crate::election::participation::{Participant, Participation};
 use crate::error::{Error, Result};
 use crate::hold::{FencingToken, Leadership, LeadershipChanges, LossReason};
-use crate::leader::{Participant, Participation};
-use crate::sessions::Sessions;
+use crate::session::sessions::Sessions;
 
 /// A participant in a leader election on a path.
 ///

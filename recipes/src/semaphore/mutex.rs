@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::semaphore::{Lease, Semaphore};
-use crate::sessions::Sessions;
+use crate::semaphore::counting::{Lease, Semaphore};
+use crate::session::sessions::Sessions;
 
 /// A distributed mutex that is not reentrant: Curator's `InterProcessSemaphoreMutex`, which is
 /// `InterProcessSemaphoreV2` with one lease (`<path>/locks` and `<path>/leases`, shared with

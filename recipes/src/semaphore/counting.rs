@@ -14,17 +14,18 @@ use std::time::Duration;
 use tokio::sync::watch;
 use zookeeper_tokio::Client;
 
-use crate::contend::{bounded, deadline_after, enter, Line, Patience, Rule, Verdict, WholeRule};
+use crate::contend::{deadline_after, Patience, Rule, Verdict, WholeRule};
 use crate::counter::{SharedCount, VersionedCount};
-use crate::ensure_path::validate;
 use crate::error::{Error, Result};
-use crate::guard::{first_guard, HeldNode, LockGuard};
-use crate::metrics::{self, Recipe};
-use crate::mutex::Mutex;
-use crate::naming::{attempt_prefix, join, Contender, Layout, CURATOR_LEASE};
-use crate::protection::list_children;
-use crate::sessions::Sessions;
-use crate::spans::{self, Op};
+use crate::lock::acquisition::{acquire_call, queue_for_guard, Entry};
+use crate::lock::guard::LockGuard;
+use crate::lock::mutex::Mutex;
+use crate::metrics::Recipe;
+use crate::node::ensure_path::validate;
+use crate::node::naming::{Contender, Layout, CURATOR_LEASE};
+use crate::node::path::join;
+use crate::node::protection::list_children;
+use crate::session::sessions::Sessions;
 
 /// A lease on a [`Semaphore`]: a guard like a lock's, with a fencing token and a lost signal.
 pub type Lease = LockGuard;
@@ -187,20 +188,15 @@ impl Semaphore {
     }
 
     async fn acquire_with(&self, patience: Patience) -> Result<Option<Lease>> {
-        let acquisition = bounded(
+        acquire_call(
             &self.sessions.client(),
+            Recipe::Semaphore,
+            &self.leases_path,
             &patience,
-            self.acquire_unbounded(patience.clone()),
-        );
-        let acquisition = metrics::acquisition(Recipe::Semaphore, &patience, acquisition);
-        let name = spans::recipe_name(Recipe::Semaphore);
-        spans::traced(Op::Acquire, name, &self.leases_path, acquisition).await
-    }
-
-    async fn acquire_unbounded(&self, patience: Patience) -> Result<Option<Lease>> {
-        self.sessions
-            .each_session(|client| self.attempt(client, patience.clone()))
-            .await
+            self.sessions
+                .each_session(|client| self.attempt(client, patience.clone())),
+        )
+        .await
     }
 
     /// One acquisition on `client`'s session.
@@ -231,22 +227,20 @@ impl Semaphore {
 
     /// With the gate held: create our lease and wait until the leases fit.
     async fn take_lease(&self, client: &Client, patience: Patience) -> Result<Option<Lease>> {
-        let prefix = attempt_prefix(client, Layout::Curator, CURATOR_LEASE);
-        let line = Line {
-            client,
-            dir: &self.leases_path,
-            layout: Layout::Curator,
-            markers: &[CURATOR_LEASE],
-        };
         let mut room = match &self.max_leases {
             MaxLeases::Fixed(max) => LeaseRoom::fixed(*max),
             MaxLeases::Shared(count) => LeaseRoom::shared(count.subscribe()),
         };
-        let won = enter(line, prefix, &self.data, patience, Rule::Whole(&mut room)).await?;
-        Ok(won.map(|w| {
-            let node = HeldNode::new(client, Recipe::Semaphore, w.path, w.stat, w.wakeups);
-            first_guard(node, None)
-        }))
+        let entry = Entry {
+            recipe: Recipe::Semaphore,
+            dir: &self.leases_path,
+            layout: Layout::Curator,
+            markers: &[CURATOR_LEASE],
+            marker: CURATOR_LEASE,
+            data: &self.data,
+            slot: None,
+        };
+        queue_for_guard(client, entry, patience, Rule::Whole(&mut room)).await
     }
 
     /// The lease node names currently held.

@@ -8,9 +8,9 @@ use zookeeper_tokio::{Client, ErrorKind, MultiOp, MultiResult, Stat};
 
 use crate::error::{Error, Result};
 use crate::hold::{FencingToken, Holding, LockState, LockStateChanges, LossReason, StateWatcher};
-use crate::lost::LossMonitor;
+use crate::lock::loss_monitor::LossMonitor;
 use crate::metrics::{Hold, Recipe};
-use crate::release::{delete_and_wait, delete_queued, spawn_delete};
+use crate::node::release::{delete_and_wait, delete_queued, spawn_delete};
 use crate::spans::{self, Op};
 
 /// A node we hold, shared by every reentrant guard on it.

@@ -6,10 +6,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use zookeeper_tokio::CreateOptions;
 
-use crate::cache::{child, CacheEvents, TreeCache};
+use crate::cache::{CacheEvents, TreeCache};
+
+use crate::coordination::persistent_node::{PersistentNode, PersistentNodeState};
 use crate::error::{Error, Result};
-use crate::persistent_node::{PersistentNode, PersistentNodeState};
-use crate::sessions::Sessions;
+use crate::node::path::join;
+use crate::session::sessions::Sessions;
 
 /// A member of a group, and the group as it stands (Curator's `GroupMember`): our member is
 /// an ephemeral `<group>/<id>` holding our payload, kept by a [`PersistentNode`] (created again
@@ -64,7 +66,7 @@ impl GroupMember {
         let sessions = sessions.into();
         let node = PersistentNode::start(
             &sessions,
-            &child(group, id),
+            &join(group, id),
             payload,
             CreateOptions::ephemeral(),
         )?;
@@ -109,7 +111,7 @@ impl GroupMember {
     pub fn members(&self) -> BTreeMap<String, Bytes> {
         let mut members = BTreeMap::new();
         for name in self.cache.children(&self.group).unwrap_or_default() {
-            let node = self.cache.get(&child(&self.group, &name));
+            let node = self.cache.get(&join(&self.group, &name));
             let payload = node.and_then(|n| n.data).unwrap_or_default();
             members.insert(name, payload);
         }

@@ -194,10 +194,10 @@ impl Sessions {
             }
         };
         let Some(open) = self.inner.open.clone() else {
-            return Err(crate::session::terminal_error(end));
+            return Err(crate::session::wait::terminal_error(end));
         };
         if end == SessionState::Closed {
-            return Err(crate::session::terminal_error(end));
+            return Err(crate::session::wait::terminal_error(end));
         }
         let _one_at_a_time = self.inner.renewing.lock().await;
         let current = self.client();

@@ -9,11 +9,11 @@ use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 use zookeeper_tokio::{Client, CreateOptions, ErrorKind, EventType, Stat};
 
-use crate::ensure_path::{ensure_path, validate};
 use crate::error::{Error, Result};
-use crate::release::delete_until_gone;
-use crate::session::{terminal_error, wait_connected};
-use crate::sessions::Sessions;
+use crate::node::ensure_path::{ensure_path, validate};
+use crate::node::release::delete_until_gone;
+use crate::session::sessions::Sessions;
+use crate::session::wait::{terminal_error, wait_connected};
 
 /// The first wait after a create the server refused for a reason other than a conflict (an
 /// ACL, say); doubled up to 5 seconds.
@@ -288,7 +288,7 @@ async fn keep_once(inner: &Inner, client: &Client) -> Result<()> {
         Ok((_, stat)) => stat,
         Err(e) if e == ErrorKind::NoNode => {
             // Missing parents (or a container parent removed meanwhile).
-            if let Some(parent) = crate::cache::parent(path).filter(|p| *p != "/") {
+            if let Some(parent) = crate::node::path::parent(path).filter(|p| *p != "/") {
                 ensure_path(client, parent).await?;
             }
             return Ok(());

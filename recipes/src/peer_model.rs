@@ -31,8 +31,8 @@ use regex::Regex;
 
 use crate::contend::{assess, Assessment, Rule, Watch, WholeRule};
 use crate::counter::VersionedCount;
-use crate::naming::{Layout, CURATOR_LATCH, CURATOR_LEASE};
-use crate::semaphore::LeaseRoom;
+use crate::node::naming::{Layout, CURATOR_LATCH, CURATOR_LEASE};
+use crate::semaphore::counting::LeaseRoom;
 
 /// `pattern` compiled, once per thread.
 fn re(pattern: &str) -> Regex {
@@ -145,31 +145,31 @@ impl Recipe {
         let assessment = match self {
             Recipe::CuratorMutex | Recipe::KazooMutex => assess(
                 layout,
-                &[crate::mutex::marker(layout)],
+                &[crate::lock::mutex::marker(layout)],
                 children,
                 ours,
-                &Rule::Ahead(crate::mutex::RULE),
+                &Rule::Ahead(crate::lock::mutex::RULE),
             ),
             Recipe::CuratorReader | Recipe::KazooReader => assess(
                 layout,
-                &crate::rwlock::markers(layout),
+                &crate::lock::rwlock::markers(layout),
                 children,
                 ours,
-                &Rule::Ahead(crate::rwlock::READ_RULE),
+                &Rule::Ahead(crate::lock::rwlock::READ_RULE),
             ),
             Recipe::CuratorWriter | Recipe::KazooWriter => assess(
                 layout,
-                &crate::rwlock::markers(layout),
+                &crate::lock::rwlock::markers(layout),
                 children,
                 ours,
-                &Rule::Ahead(crate::rwlock::WRITE_RULE),
+                &Rule::Ahead(crate::lock::rwlock::WRITE_RULE),
             ),
             Recipe::CuratorLatch => assess(
                 layout,
                 &[CURATOR_LATCH],
                 children,
                 ours,
-                &Rule::Ahead(crate::leader::RULE),
+                &Rule::Ahead(crate::election::participation::RULE),
             ),
             Recipe::Leases(max) => {
                 let mut room = LeaseRoom::fixed(max);

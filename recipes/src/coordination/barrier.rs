@@ -6,10 +6,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 use zookeeper_tokio::{CreateOptions, ErrorKind, EventType};
 
-use crate::ensure_path::{ensure_path, validate};
 use crate::error::{Error, Result};
-use crate::session::{by_deadline, terminal_error};
-use crate::sessions::Sessions;
+use crate::node::ensure_path::{ensure_path, validate};
+use crate::session::sessions::Sessions;
+use crate::session::wait::{by_deadline, terminal_error};
 
 /// Holds waiters back while its node exists (Curator's `DistributedBarrier`: `<path>`,
 /// persistent, its parents as containers). Whoever sets it removes it, and everyone waiting
@@ -64,7 +64,7 @@ impl DistributedBarrier {
     /// Sets the barrier (creates the node; already set is fine).
     pub async fn set_barrier(&self) -> Result<()> {
         let client = self.sessions.live().await?;
-        if let Some(parent) = crate::cache::parent(&self.path).filter(|p| *p != "/") {
+        if let Some(parent) = crate::node::path::parent(&self.path).filter(|p| *p != "/") {
             ensure_path(&client, parent).await?;
         }
         match client
@@ -120,7 +120,9 @@ impl DistributedBarrier {
                     Err(e) if e.is_session_terminal() && self.sessions.renews() => {
                         client = self.sessions.replace(&client).await?;
                     }
-                    Err(e) if e.is_retryable() => crate::session::wait_connected(&client).await?,
+                    Err(e) if e.is_retryable() => {
+                        crate::session::wait::wait_connected(&client).await?
+                    }
                     Err(e) => return Err(e),
                 }
             }

@@ -8,12 +8,12 @@ use tokio::time::Instant;
 use tracing::debug;
 use zookeeper_tokio::{Client, CreateOptions, ErrorKind, EventType, OneshotWatcher};
 
-use crate::ensure_path::{ensure_path, validate};
 use crate::error::{Error, Result};
-use crate::protection::list_children;
-use crate::release::spawn_delete;
-use crate::session::{by_deadline, retried, terminal_error};
-use crate::sessions::Sessions;
+use crate::node::ensure_path::{ensure_path, validate};
+use crate::node::protection::list_children;
+use crate::node::release::spawn_delete;
+use crate::session::sessions::Sessions;
+use crate::session::wait::{by_deadline, retried, terminal_error};
 
 /// The node the member that completes the count creates.
 const READY: &str = "ready";
@@ -91,7 +91,7 @@ impl DistributedDoubleBarrier {
             sessions,
             path: path.to_owned(),
             member_count,
-            name: crate::naming::guid(client.random_u64(), client.random_u64()).to_string(),
+            name: crate::node::naming::guid(client.random_u64(), client.random_u64()).to_string(),
             entered_with: StdMutex::new(None),
         })
     }

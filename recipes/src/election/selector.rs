@@ -22,17 +22,17 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 use zookeeper_tokio::{Client, ErrorKind, MultiOp, MultiResult};
 
+use crate::election::participation::{read_participants, Participant};
 use crate::error::{Error, Result};
-use crate::guard::{HeldNode, LockGuard};
 use crate::hold::{
     changes_stream, Fenced, FencedWork, FencingToken, LockState, LockStateChanges, LossReason,
     Phase, Transitions,
 };
-use crate::leader::{read_participants, Participant};
+use crate::lock::guard::{HeldNode, LockGuard};
+use crate::lock::mutex::Mutex;
 use crate::metrics::Recipe;
-use crate::mutex::Mutex;
-use crate::naming::CURATOR_LOCK;
-use crate::sessions::Sessions;
+use crate::node::naming::CURATOR_LOCK;
+use crate::session::sessions::Sessions;
 use crate::spans::{self, Op};
 
 /// How long the selector waits before queueing again after an acquisition failed for a reason

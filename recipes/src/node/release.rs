@@ -14,7 +14,7 @@ use tracing::{debug, warn};
 use zookeeper_tokio::{Client, ErrorKind};
 
 use crate::error::{Error, Result};
-use crate::session::wait_connected;
+use crate::session::wait::wait_connected;
 
 /// Deletes `path`, retrying on connection loss. Succeeds once the node is gone: deleted by us,
 /// already absent, or removed with our ended session (it is ephemeral).

@@ -22,12 +22,13 @@ use zookeeper_tokio::{
     Client, ErrorKind, OneshotWatcher, SessionState, StateChanges, WatchedEvent,
 };
 
-use crate::ensure_path::validate;
 use crate::error::{Error, Result};
 use crate::hold::FencingToken;
-use crate::naming::{join, peer_queue, Layout, CURATOR_LATCH, CURATOR_LOCK, KAZOO_LOCK};
-use crate::session::{terminal_error, wait_connected};
-use crate::sessions::Sessions;
+use crate::node::ensure_path::validate;
+use crate::node::naming::{peer_queue, Layout, CURATOR_LATCH, CURATOR_LOCK, KAZOO_LOCK};
+use crate::node::path::join;
+use crate::session::sessions::Sessions;
+use crate::session::wait::{terminal_error, wait_connected};
 
 /// Which election an observer follows: how its participants name their nodes and order
 /// themselves. Each is the layout of a recipe here and of the peers that share its path.

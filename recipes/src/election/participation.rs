@@ -15,7 +15,6 @@ use tracing::{info, warn};
 use zookeeper_tokio::{Client, ErrorKind, EventType};
 
 use crate::contend::{predecessor, wait_turn, AheadRule, Line, Patience, Rule};
-use crate::ensure_path::validate;
 use crate::error::{Error, Result};
 use crate::hold::{
     check_node, FencingToken, Holding, LossReason, Narrate, NodeCheck, SessionFollower, TaskStop,
@@ -23,9 +22,11 @@ use crate::hold::{
 };
 use crate::hold::{Leadership, LeadershipChanges};
 use crate::metrics;
-use crate::naming::{attempt_prefix, child_name, join, peer_queue, Layout, CURATOR_LATCH};
-use crate::protection::{list_children, PendingNode};
-use crate::release::{delete_and_wait, spawn_delete};
+use crate::node::ensure_path::validate;
+use crate::node::naming::{attempt_prefix, peer_queue, Layout, CURATOR_LATCH};
+use crate::node::path::{child_name, join};
+use crate::node::protection::{list_children, PendingNode};
+use crate::node::release::{delete_and_wait, spawn_delete};
 use crate::spans::{self, Op};
 
 /// The rule a latch hands the contention core: the participant just before us blocks us.
@@ -247,6 +248,23 @@ pub(crate) async fn read_participants(
     Ok(out)
 }
 
+/// What the metrics count of a latch's move from `old` to `new`. Every move into `Leader` is
+/// a gain and every move out of it a loss (a suspension included, as Curator's `LeaderLatch`
+/// listeners see it), so gains minus losses is the number of latches leading now.
+fn record_leadership(old: Leadership, new: Leadership) {
+    match (old, new) {
+        (Leadership::Leader, Leadership::Leader) => {}
+        (_, Leadership::Leader) => metrics::leadership_gained(),
+        (Leadership::Leader, new) => metrics::leadership_lost(match new {
+            Leadership::Suspended => "suspended",
+            Leadership::Lost(reason) => reason.label(),
+            Leadership::Closed => "resigned",
+            Leadership::Starting | Leadership::Follower | Leadership::Leader => "follower",
+        }),
+        _ => {}
+    }
+}
+
 /// What a latch's log lines and metrics say of its moves: the changes someone chasing an
 /// incident needs.
 struct LatchNarrator {
@@ -257,7 +275,7 @@ struct LatchNarrator {
 
 impl Narrate<Leadership> for LatchNarrator {
     fn moved(&self, old: Leadership, new: Leadership) {
-        metrics::leadership(old, new);
+        record_leadership(old, new);
         let (path, node, token) = (&*self.path, child_name(&self.node), self.token);
         match new {
             Leadership::Leader => info!(path = %path, node = %node, %token, "leadership gained"),

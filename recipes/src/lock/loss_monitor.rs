@@ -28,7 +28,7 @@ use crate::hold::{
     SessionFollower, SessionSignal, StateWatcher, TaskStop, RECHECK,
 };
 use crate::metrics::Hold;
-use crate::naming::child_name;
+use crate::node::path::child_name;
 
 /// What a lock's log lines and metrics say of its moves.
 struct LockNarrator {
@@ -44,11 +44,11 @@ impl Narrate<LockState> for LockNarrator {
         let (node, token) = (child_name(&self.node), self.token);
         match new {
             LockState::Lost(LossReason::Released) => {
-                self.hold.ended(LossReason::Released);
+                self.hold.ended(None);
                 debug!(path = %path, node = %node, %token, "lock released")
             }
             LockState::Lost(reason) => {
-                self.hold.ended(reason);
+                self.hold.ended(Some(reason.label()));
                 warn!(path = %path, node = %node, %token, %reason, "lock lost: stop the work it protects")
             }
             LockState::Suspended => warn!(
