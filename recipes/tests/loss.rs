@@ -551,3 +551,34 @@ fn a_disconnect_healed_at_once_is_still_a_suspension() {
         g.release().await.unwrap();
     });
 }
+
+/// The connection is lost with the reply to a create of the lock's missing parent (applied or
+/// not, the client cannot tell): the acquisition and the join create the parents again once
+/// connected, instead of failing with the lost connection. Parents go missing whenever an idle
+/// lock's containers are reaped, so any acquisition may meet this.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_reply_while_creating_the_parents_is_ridden_out() {
+    // 19 is createContainer, the opcode of the parents' creates.
+    const CREATE_CONTAINER: i32 = 19;
+    let chroot = zookeeper_testkit::chroot_for("loss_parent_create");
+    let proxy = Proxy::start(zookeeper_testkit::shared_server().addr())
+        .await
+        .unwrap();
+    let c = client(&format!("{}{}", proxy.connect_string(), chroot)).await;
+
+    let cut = proxy.cut_after_next(CREATE_CONTAINER);
+    let guard = bounded("acquire", Mutex::new(&c, "/m0/lock").unwrap().acquire())
+        .await
+        .unwrap();
+    assert!(bounded("cut fired", cut.wait()).await.is_some());
+    assert_eq!(guard.state(), LockState::Held);
+    guard.release().await.unwrap();
+
+    let cut = proxy.cut_after_next(CREATE_CONTAINER);
+    let latch = bounded("join", LeaderLatch::start(&c, "/e0/election", "a"))
+        .await
+        .unwrap();
+    assert!(bounded("cut fired", cut.wait()).await.is_some());
+    bounded("lead", latch.await_leadership()).await.unwrap();
+    latch.resign().await.unwrap();
+}

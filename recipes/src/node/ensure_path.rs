@@ -4,22 +4,46 @@
 use zookeeper_tokio::{Client, CreateOptions, ErrorKind};
 
 use crate::error::{Error, Result};
+use crate::session::wait::wait_connected;
+
+/// How many times the creates are sent again after losing the connection, before its error
+/// is returned (a bound for a server that keeps dropping us; each time waits to reconnect).
+const ATTEMPTS: usize = 5;
 
 /// Creates `path` and its missing ancestors as containers. All creates are written back to
-/// back, so this costs one round trip whatever the depth.
+/// back, so this costs one round trip whatever the depth. Creating a container that exists
+/// is a no-op, so creates whose connection was lost (applied or not) are sent again once
+/// connected: a missing parent is not a reason for an acquisition to fail, and they go
+/// missing whenever an idle lock's containers are reaped.
 pub(crate) async fn ensure_path(client: &Client, path: &str) -> Result<()> {
     let options = CreateOptions::container();
-    let creates: Vec<_> = ancestors_and_self(path)
-        .map(|p| client.create(p, &[], &options))
-        .collect();
-    for create in creates {
-        match create.await {
-            Ok(_) => {}
-            Err(e) if e == ErrorKind::NodeExists => {}
-            Err(e) => return Err(Error::Client(e)),
+    let mut attempt = 1;
+    loop {
+        let creates: Vec<_> = ancestors_and_self(path)
+            .map(|p| client.create(p, &[], &options))
+            .collect();
+        let mut lost = None;
+        for create in creates {
+            match create.await {
+                Ok(_) => {}
+                Err(e) if e == ErrorKind::NodeExists => {}
+                Err(e) if e.is_retryable() => {
+                    lost.get_or_insert(e);
+                }
+                // After a lost ancestor, its descendants' NoNode says nothing new.
+                Err(e) if lost.is_some() && e == ErrorKind::NoNode => {}
+                Err(e) => return Err(Error::Client(e)),
+            }
+        }
+        match lost {
+            None => return Ok(()),
+            Some(e) if attempt == ATTEMPTS => return Err(Error::Client(e)),
+            Some(_) => {
+                attempt += 1;
+                wait_connected(client).await?;
+            }
         }
     }
-    Ok(())
 }
 
 /// `/a`, `/a/b`, `/a/b/c` for `/a/b/c`.
