@@ -283,10 +283,11 @@ impl Client {
 
     /// A handle to the same session whose requests fail with [`ErrorKind::Timeout`] when no reply
     /// arrived within `timeout` (`None`: wait as long as the session lives; the builder's
-    /// [`ClientBuilder::request_timeout`] sets the default). The time counts from the call made
-    /// on the session's runtime (the runtime that ran [`Client::connect`]), else from the
-    /// first poll of the returned future. A request that was not yet sent when its deadline
-    /// passed is never sent.
+    /// [`ClientBuilder::request_timeout`] sets the default). The time counts from the call,
+    /// except for a call made on another runtime than the session's (the runtime that ran
+    /// [`Client::connect`]; for a current-thread one, also a call made outside any runtime),
+    /// or a future first polled on another thread than the call's: those count from the first
+    /// poll. A request that was not yet sent when its deadline passed is never sent.
     pub fn with_request_timeout(&self, timeout: Option<Duration>) -> Client {
         Client {
             inner: self.inner.clone(),
@@ -428,8 +429,8 @@ impl Client {
     ) -> Call {
         let (tx, rx) = oneshot::channel();
         let queue = &self.inner.queue;
-        // The session keeps the deadline of an ordinary request made on its runtime (see
-        // `home`). Not of an `addWatch`, whose reply waits for the watched subtree to be read
+        // The session keeps the deadline of an ordinary request wherever its runtime bounds
+        // it (see `home`). Not of an `addWatch`, whose reply waits for the watched subtree to be read
         // after the server answered, nor of an `auth`, answered out of order.
         let deadline = match (self.request_timeout, &kind, &watch) {
             (_, PacketKind::Auth { .. }, _)

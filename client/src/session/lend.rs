@@ -50,9 +50,6 @@ impl Session {
         // write comes with the first request it cut.
         self.out.extend_from_slice(&rest);
         debug!(xid, ?opcode, "request sent by its caller");
-        if let Some(deadline) = deadline {
-            self.follow_deadline(deadline);
-        }
         let write = crate::packet::is_write(opcode);
         self.pending
             .push_user(xid, reply, watch, deadline, write, sent);
