@@ -682,7 +682,7 @@ impl Session {
                 span.sent(xid, self.session_id, self.current_host.as_ref());
                 let start = self.out.len();
                 self.out.extend_from_slice(&frame);
-                self.out[start + 4..start + 8].copy_from_slice(&xid.to_be_bytes());
+                crate::packet::set_xid(&mut self.out[start..], xid);
                 debug!(xid, ?opcode, "request sent");
                 let write = crate::packet::is_write(opcode);
                 self.pending
