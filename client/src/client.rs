@@ -109,8 +109,8 @@ impl std::fmt::Debug for Client {
 pub(crate) struct Call {
     /// Present only when the queue was full at call time.
     admit: Option<Box<Admit>>,
-    /// The queue, until the first poll, when the session task was not told of this request
-    /// (see [`Admission::Deferred`]).
+    /// The queue, until the first poll that waits, when the session task was not told of
+    /// this request (see [`Admission::Deferred`]).
     flush: Option<Arc<RequestQueue>>,
     rx: ReplyRx,
     timeout: Option<Duration>,
@@ -145,9 +145,6 @@ impl Future for Call {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<RawReply>> {
         let this = &mut *self;
-        if let Some(queue) = this.flush.take() {
-            queue.flush();
-        }
         if let Some(admit) = this.admit.as_mut() {
             if Pin::new(&mut **admit).poll(cx).is_pending() {
                 return this.poll_deadline(cx);
@@ -162,6 +159,14 @@ impl Future for Call {
         if let Poll::Ready(r) = Pin::new(&mut this.rx).poll(cx) {
             let gone = || Error::from(ErrorKind::Closed).unanswered(this.write);
             return Poll::Ready(r.unwrap_or_else(|_| Err(gone())));
+        }
+        // Only a call that waits flushes: one answered already was taken by the session
+        // task (or failed), and every request made after it flushes when it waits, or was
+        // queued for a session task already told. A caller working through replies that are
+        // in (a loop keeping a window in flight) then writes what it asked meanwhile in one
+        // go, when it first has to wait, not a write or a wake-up per reply.
+        if let Some(queue) = this.flush.take() {
+            queue.flush();
         }
         this.poll_deadline(cx)
     }

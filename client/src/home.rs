@@ -87,15 +87,32 @@ impl SessionHome {
         match &self.runtime {
             Runtime::CurrentThread(id) => Handle::try_current().is_ok_and(|h| h.id() == *id),
             Runtime::MultiThread(id) => {
-                let token = thread_token();
-                let n = self.recorded.load(Ordering::Acquire);
-                self.threads[..n]
-                    .iter()
-                    .any(|t| t.load(Ordering::Relaxed) == token)
-                    || Handle::try_current().map_or(true, |h| h.id() == *id)
+                self.is_worker() || Handle::try_current().map_or(true, |h| h.id() == *id)
             }
             Runtime::Unknown => false,
         }
+    }
+}
+
+impl SessionHome {
+    /// Whether the session task runs on the calling thread (one of the multi-thread runtime's
+    /// workers it ran on, or the current-thread runtime's thread, in it): telling the task
+    /// costs no wake-up of another thread there.
+    pub fn runs_the_session_here(&self) -> bool {
+        match &self.runtime {
+            Runtime::CurrentThread(id) => Handle::try_current().is_ok_and(|h| h.id() == *id),
+            Runtime::MultiThread(_) => self.is_worker(),
+            Runtime::Unknown => false,
+        }
+    }
+
+    /// The calling thread is one the session task ran on (multi-thread runtime only).
+    fn is_worker(&self) -> bool {
+        let token = thread_token();
+        let n = self.recorded.load(Ordering::Acquire);
+        self.threads[..n]
+            .iter()
+            .any(|t| t.load(Ordering::Relaxed) == token)
     }
 }
 

@@ -1,9 +1,17 @@
-//! The lend: between its turns the session task may lend the idle connection here (see
-//! `session::lend`), and the first caller to flush then writes every request queued since to
-//! the socket itself, under the queue's lock, so that call order stays wire order, numbered
-//! from the lend's xid. It leaves an [`Item::Written`] per request for the session to match
-//! the replies with. Anything queued that cannot go under the lend, and the session's next
-//! turn, take the connection back.
+//! The lend: between its turns the session task may lend the connection here (see
+//! `session::lend`), and a caller's flush then writes every request queued since to the
+//! socket itself, under the queue's lock, so that call order stays wire order, numbered from
+//! the lend's xid. It leaves an [`Item::Written`] per request for the session to match the
+//! replies with. Anything queued that cannot go under the lend, and the session's next turn,
+//! take the connection back.
+//!
+//! Who may use a lend depends on the caller. A caller on the session task's own threads (a
+//! worker that ran it, or the current-thread runtime's one thread) costs that task no
+//! cross-thread wake-up to tell, and the task writes the requests of every caller it answered
+//! in one go: such a caller writes itself only under an *idle* lend (nothing in flight, a
+//! quiet turn before). A caller elsewhere (the body of `#[tokio::main]` on the multi-thread
+//! runtime, `Runtime::block_on`, the blocking API) would wake a parked worker or the session's
+//! thread for each batch: it writes under any lend, with replies in flight or not.
 
 use std::time::Instant;
 
@@ -23,6 +31,9 @@ pub(crate) struct Lend {
     /// When the session task wakes next without being told: a request whose deadline comes
     /// sooner tells it, or the deadline would be kept late.
     pub wakes_by: Option<Instant>,
+    /// Nothing is in flight and the last turn was quiet: callers on the session task's own
+    /// threads may use it too.
+    pub idle: bool,
 }
 
 impl RequestQueue {
@@ -226,5 +237,45 @@ mod tests {
             q.take_all(&mut items);
             items.clear();
         }
+    }
+
+    /// A lend made while replies are awaited is left by a caller on the session task's own
+    /// thread, which tells the task instead (the task then writes its callers' requests
+    /// together), and used by a caller elsewhere, which would otherwise wake that thread.
+    #[test]
+    fn a_busy_lend_is_used_only_by_callers_off_the_sessions_threads() {
+        let home = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let (wire, _server) = home.block_on(wire());
+        let q = home.block_on(async { RequestQueue::new(8) });
+        let busy = |xid| Lend {
+            idle: false,
+            ..lend_of(&wire, xid, None)
+        };
+        let mut items = Vec::new();
+
+        assert!(q.lend(busy(5)));
+        home.block_on(async {
+            let (a, _ra) = framed(16, 1, None);
+            assert!(matches!(q.submit_request(a), Admission::Deferred));
+            q.flush();
+            assert!(woken(&q), "on the session's thread: told");
+        });
+        q.take_all(&mut items);
+        assert!(matches!(&items[..], [Item::Staged(_)]), "{items:?}");
+        items.clear();
+
+        assert!(q.lend(busy(6)));
+        let (b, _rb) = framed(16, 2, None);
+        assert!(matches!(q.submit_request(b), Admission::Deferred));
+        q.flush();
+        assert!(!woken(&q), "elsewhere: written, nobody woken");
+        q.take_all(&mut items);
+        assert!(
+            matches!(&items[..], [Item::Written(w)] if w.xid == 6),
+            "{items:?}"
+        );
     }
 }

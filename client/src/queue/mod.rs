@@ -124,8 +124,13 @@ impl RequestQueue {
             return;
         }
         if let Some(lend) = inner.lend.take() {
-            if self.write_lent(&mut inner, lend) {
-                return;
+            if lend.idle || !self.home.runs_the_session_here() {
+                if self.write_lent(&mut inner, lend) {
+                    return;
+                }
+            } else {
+                // Left for a caller elsewhere, until the session task takes it back.
+                inner.lend = Some(lend);
             }
         }
         self.tell(&mut inner);
@@ -301,6 +306,7 @@ pub(super) mod tests {
             wire: wire.clone(),
             xid,
             wakes_by,
+            idle: true,
         }
     }
 
