@@ -31,8 +31,9 @@ use crate::state::{SessionId, SessionState, StateChanges, StatePublisher};
 /// Every operation validates its arguments and queues its request **when it is called**, not
 /// when the returned future is first polled: requests reach the server in call order, so
 /// `let a = c.create(..); let b = c.get_children(..);` puts the create on the wire first.
-/// What is queued goes out when a caller first waits for a reply (polls one of the futures),
-/// in one write: a caller's requests made back to back reach the server together.
+/// What is queued goes out when a caller first waits for a reply (polls one of the futures
+/// whose reply is not in yet), in one write: a caller's requests made back to back reach the
+/// server together.
 /// Dropping a returned future does not cancel a request that was already sent. Requests are
 /// pipelined; at most [`ClientBuilder::max_outstanding`] are queued or in flight at once, and
 /// calls beyond that wait (still in call order) for room.
