@@ -42,6 +42,31 @@ pub async fn pipelined_get_data(
     Ok(())
 }
 
+/// `total` getData of `path` from one loop keeping `window` calls in flight, each awaited in
+/// call order: a batch job, a migration script, a command-line tool, any `main` that calls
+/// the client directly.
+pub async fn windowed_get_data(
+    client: &Client,
+    path: &str,
+    total: u64,
+    window: usize,
+) -> Result<(), BenchError> {
+    let window = window.max(1);
+    let mut in_flight = std::collections::VecDeque::with_capacity(window);
+    for _ in 0..total {
+        if in_flight.len() == window {
+            if let Some(call) = in_flight.pop_front() {
+                call.await?;
+            }
+        }
+        in_flight.push_back(client.get_data(path));
+    }
+    while let Some(call) = in_flight.pop_front() {
+        call.await?;
+    }
+    Ok(())
+}
+
 pub async fn get_data(client: &Client, path: &str) -> Result<(), BenchError> {
     client.get_data(path).await?;
     Ok(())

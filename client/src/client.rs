@@ -32,8 +32,9 @@ use crate::state::{SessionId, SessionState, StateChanges, StatePublisher};
 /// Every operation validates its arguments and queues its request **when it is called**, not
 /// when the returned future is first polled: requests reach the server in call order, so
 /// `let a = c.create(..); let b = c.get_children(..);` puts the create on the wire first.
-/// What is queued goes out when a caller first waits for a reply (polls one of the futures),
-/// in one write: a caller's requests made back to back reach the server together.
+/// What is queued goes out when a caller first waits for a reply (polls one of the futures
+/// whose reply is not in yet), in one write: a caller's requests made back to back reach the
+/// server together.
 /// Dropping a returned future does not cancel a request that was already sent. Requests are
 /// pipelined; at most [`ClientBuilder::max_outstanding`] are queued or in flight at once, and
 /// calls beyond that wait (still in call order) for room.
@@ -110,8 +111,8 @@ impl std::fmt::Debug for Client {
 pub(crate) struct Call {
     /// Present only when the queue was full at call time.
     admit: Option<Box<Admit>>,
-    /// The queue, until the first poll, when the session task was not told of this request
-    /// (see [`Admission::Deferred`]).
+    /// The queue, until the first poll that waits, when the session task was not told of
+    /// this request (see [`Admission::Deferred`]).
     flush: Option<Arc<RequestQueue>>,
     rx: ReplyRx,
     timeout: Option<Duration>,
@@ -146,9 +147,6 @@ impl Future for Call {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<RawReply>> {
         let this = &mut *self;
-        if let Some(queue) = this.flush.take() {
-            queue.flush();
-        }
         if let Some(admit) = this.admit.as_mut() {
             if Pin::new(&mut **admit).poll(cx).is_pending() {
                 return this.poll_deadline(cx);
@@ -163,6 +161,14 @@ impl Future for Call {
         if let Poll::Ready(r) = Pin::new(&mut this.rx).poll(cx) {
             let gone = || Error::from(ErrorKind::Closed).unanswered(this.write);
             return Poll::Ready(r.unwrap_or_else(|_| Err(gone())));
+        }
+        // Only a call that waits flushes: one answered already was taken by the session
+        // task (or failed), and every request made after it flushes when it waits, or was
+        // queued for a session task already told. A caller working through replies that are
+        // in (a loop keeping a window in flight) then writes what it asked meanwhile in one
+        // go, when it first has to wait, not a write or a wake-up per reply.
+        if let Some(queue) = this.flush.take() {
+            queue.flush();
         }
         this.poll_deadline(cx)
     }
@@ -281,10 +287,11 @@ impl Client {
 
     /// A handle to the same session whose requests fail with [`ErrorKind::Timeout`] when no reply
     /// arrived within `timeout` (`None`: wait as long as the session lives; the builder's
-    /// [`ClientBuilder::request_timeout`] sets the default). The time counts from the call made
-    /// on the session's runtime (the runtime that ran [`Client::connect`]), else from the
-    /// first poll of the returned future. A request that was not yet sent when its deadline
-    /// passed is never sent.
+    /// [`ClientBuilder::request_timeout`] sets the default). The time counts from the call,
+    /// except for a call made on another runtime than the session's (the runtime that ran
+    /// [`Client::connect`]; for a current-thread one, also a call made outside any runtime),
+    /// or a future first polled on another thread than the call's: those count from the first
+    /// poll. A request that was not yet sent when its deadline passed is never sent.
     pub fn with_request_timeout(&self, timeout: Option<Duration>) -> Client {
         Client {
             inner: self.inner.clone(),
@@ -426,8 +433,8 @@ impl Client {
     ) -> Call {
         let (tx, rx) = oneshot::channel();
         let queue = &self.inner.queue;
-        // The session keeps the deadline of an ordinary request made on its runtime (see
-        // `home`). Not of an `addWatch`, whose reply waits for the watched subtree to be read
+        // The session keeps the deadline of an ordinary request wherever its runtime bounds
+        // it (see `home`). Not of an `addWatch`, whose reply waits for the watched subtree to be read
         // after the server answered, nor of an `auth`, answered out of order.
         let deadline = match (self.request_timeout, &kind, &watch) {
             (_, PacketKind::Auth { .. }, _)

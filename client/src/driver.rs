@@ -128,19 +128,22 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connecto
             }
             armed = deadline;
         }
-        // Callers that make several requests at a time (a turn took or answered more than one)
-        // are better served by the next turn writing them together than by writing one each.
-        if completed <= 1 && taken <= 1 {
-            if let (Some(xid), Some(wire)) = (
-                session.lendable_xid(),
-                writer.as_ref().and_then(Writer::wire),
-            ) {
-                lent = queue.lend(Lend {
-                    wire: wire.clone(),
-                    xid,
-                    wakes_by: deadline,
-                });
-            }
+        if let (Some(xid), Some(wire)) = (
+            session.lendable_xid(),
+            writer.as_ref().and_then(Writer::wire),
+        ) {
+            // Callers on this task's threads that make several requests at a time (a turn
+            // took or answered more than one), or while replies are awaited, are better
+            // served by the next turn writing them together than by writing one each; a
+            // caller elsewhere would have to wake this task across threads (see
+            // `queue::lend`).
+            let idle = completed <= 1 && taken <= 1 && !session.awaits_replies();
+            lent = queue.lend(Lend {
+                wire: wire.clone(),
+                xid,
+                wakes_by: deadline,
+                idle,
+            });
         }
         if completed > 1 && writer.is_some() {
             // The callers this turn answered run before the next one, so that what they ask

@@ -4,16 +4,20 @@
 //! The session task answers a request with `Timeout` once its deadline passes (see the
 //! session's `deadlines`), which spares each call a timer of its own — a quarter of a
 //! request's CPU when the client is the bottleneck. That is a bound only for a caller whose
-//! own progress implies the session task's: a caller on the session's runtime. A caller
-//! elsewhere (another runtime, a thread blocking on the call) would wait forever if the
-//! session's runtime stopped being driven, so it keeps its own timer as before.
+//! progress implies the session task's, or whose session runtime runs on its own:
 //!
-//! - Current-thread runtime: the caller is on it when the runtime it runs on has the session
-//!   runtime's id (a thread may drive several current-thread runtimes in turn, so the thread
-//!   alone says nothing).
-//! - Multi-thread runtime: its worker threads belong to it for their whole life, so a caller
-//!   on a thread where the session task has run is on that runtime. The task records each
-//!   thread it runs on (a handful: the workers), which costs one comparison per turn.
+//! - Current-thread runtime: driven only inside its `block_on`, so the caller must be on it:
+//!   the runtime it runs on has the session runtime's id (a thread may drive several
+//!   current-thread runtimes in turn, so the thread alone says nothing). A caller elsewhere
+//!   (another runtime, a thread blocking on the call) would wait forever if the session's
+//!   runtime stopped being driven, so it keeps its own timer.
+//! - Multi-thread runtime: its workers drive it whatever the caller does, so the session
+//!   keeps the deadline of a call made on a worker, in the runtime's context from outside its
+//!   workers (the body of `#[tokio::main]`, `Runtime::block_on`), or outside any runtime. A
+//!   call made on another runtime keeps its own timer, as that runtime's timers would end it
+//!   even if the session's runtime were wedged. The workers are told apart cheaply: the task
+//!   records each thread it runs on (a handful), which costs one comparison per turn; other
+//!   threads ask tokio which runtime they are in.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -36,7 +40,7 @@ pub(crate) struct SessionHome {
 #[derive(Debug)]
 enum Runtime {
     CurrentThread(tokio::runtime::Id),
-    MultiThread,
+    MultiThread(tokio::runtime::Id),
     /// Not spawned on a tokio runtime (tests): every call keeps its own timer.
     Unknown,
 }
@@ -47,7 +51,7 @@ impl SessionHome {
         let runtime = match Handle::try_current() {
             Ok(handle) => match handle.runtime_flavor() {
                 RuntimeFlavor::CurrentThread => Runtime::CurrentThread(handle.id()),
-                RuntimeFlavor::MultiThread => Runtime::MultiThread,
+                RuntimeFlavor::MultiThread => Runtime::MultiThread(handle.id()),
                 _ => Runtime::Unknown,
             },
             Err(_) => Runtime::Unknown,
@@ -61,7 +65,7 @@ impl SessionHome {
 
     /// The session task runs on the calling thread now (the task alone calls this).
     pub fn record_thread(&self, token: u64) {
-        if !matches!(self.runtime, Runtime::MultiThread) {
+        if !matches!(self.runtime, Runtime::MultiThread(_)) {
             return;
         }
         let n = self.recorded.load(Ordering::Relaxed);
@@ -77,20 +81,38 @@ impl SessionHome {
         self.recorded.store(n + 1, Ordering::Release);
     }
 
-    /// Whether a caller on this thread now is on the session's runtime: if so, the session
-    /// task runs whenever the caller does, and its deadline bounds the call.
+    /// Whether the session's deadline bounds a call made on this thread now: the session
+    /// task runs whenever the caller does, or whatever it does.
     pub fn is_here(&self) -> bool {
         match &self.runtime {
             Runtime::CurrentThread(id) => Handle::try_current().is_ok_and(|h| h.id() == *id),
-            Runtime::MultiThread => {
-                let token = thread_token();
-                let n = self.recorded.load(Ordering::Acquire);
-                self.threads[..n]
-                    .iter()
-                    .any(|t| t.load(Ordering::Relaxed) == token)
+            Runtime::MultiThread(id) => {
+                self.is_worker() || Handle::try_current().map_or(true, |h| h.id() == *id)
             }
             Runtime::Unknown => false,
         }
+    }
+}
+
+impl SessionHome {
+    /// Whether the session task runs on the calling thread (one of the multi-thread runtime's
+    /// workers it ran on, or the current-thread runtime's thread, in it): telling the task
+    /// costs no wake-up of another thread there.
+    pub fn runs_the_session_here(&self) -> bool {
+        match &self.runtime {
+            Runtime::CurrentThread(id) => Handle::try_current().is_ok_and(|h| h.id() == *id),
+            Runtime::MultiThread(_) => self.is_worker(),
+            Runtime::Unknown => false,
+        }
+    }
+
+    /// The calling thread is one the session task ran on (multi-thread runtime only).
+    fn is_worker(&self) -> bool {
+        let token = thread_token();
+        let n = self.recorded.load(Ordering::Acquire);
+        self.threads[..n]
+            .iter()
+            .any(|t| t.load(Ordering::Relaxed) == token)
     }
 }
 
@@ -130,7 +152,7 @@ mod tests {
     }
 
     #[test]
-    fn a_multi_thread_home_knows_the_threads_its_task_ran_on() {
+    fn a_multi_thread_home_keeps_deadlines_of_calls_from_its_workers_and_its_main_thread() {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .build()
@@ -146,9 +168,16 @@ mod tests {
             .unwrap()
         });
         assert!(on_worker);
-        // The thread blocking on the runtime is not one of its workers.
+        // The thread blocking on the runtime is not one of its workers, but the workers
+        // drive the session whatever it does; as they do for a thread outside any runtime.
         assert_ne!(token, thread_token());
-        assert!(!home.is_here());
+        assert!(rt.block_on(async { home.is_here() }));
+        assert!(home.is_here());
+        // Another runtime's caller keeps its own timer.
+        let other = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        assert!(!other.block_on(async { home.is_here() }));
         // Recording is idempotent.
         home.record_thread(token);
         assert_eq!(home.recorded.load(Ordering::Relaxed), 1);

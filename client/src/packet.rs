@@ -72,6 +72,13 @@ pub(crate) fn xid_after(xid: i32) -> i32 {
     }
 }
 
+/// Numbers an encoded request frame (its length prefix first, then the xid): frames are
+/// encoded before they are given their xid, which they get as they go on the wire, whoever
+/// writes them (the session task, or a caller under a lend).
+pub(crate) fn set_xid(frame: &mut [u8], xid: i32) {
+    frame[4..8].copy_from_slice(&xid.to_be_bytes());
+}
+
 /// Whether a request changes the tree (or the ensemble): failed without its reply, such a
 /// request may have been applied ([`Error::is_outcome_unknown`]).
 pub(crate) fn is_write(opcode: OpCode) -> bool {

@@ -88,6 +88,69 @@ fn callers_on_and_off_the_runtime_each_get_their_own_replies() {
     assert!(left.is_err(), "the connection broke: {left:?}");
 }
 
+/// Distinct nodes the window reads in turn, so that a reply given to the wrong call shows.
+const WINDOW_NODES: usize = 20;
+
+/// One loop keeping `window` calls in flight, each awaited in call order and checked against
+/// the node it read: the body of a `main` or a batch job.
+async fn read_through_a_window(client: Client, calls: usize, window: usize) {
+    let mut in_flight = std::collections::VecDeque::with_capacity(window);
+    let mut made = 0;
+    while made < calls || !in_flight.is_empty() {
+        if made < calls && in_flight.len() < window {
+            let path = format!("/w{}", made % WINDOW_NODES);
+            let call = client.get_data(&path);
+            in_flight.push_back((path, call));
+            made += 1;
+            continue;
+        }
+        let (path, call) = in_flight.pop_front().unwrap();
+        let (data, _) = tokio::time::timeout(HANG, call)
+            .await
+            .expect("a reply")
+            .unwrap();
+        assert_eq!(data, path.as_bytes());
+    }
+}
+
+/// A loop in the body of `#[tokio::main]` (a thread blocking on the multi-thread runtime)
+/// keeps a window of calls in flight: it writes its requests itself while replies are
+/// awaited, beside tasks on the workers whose requests the session task writes. Every call
+/// gets its own reply, and the connection never breaks.
+#[test]
+fn a_window_kept_in_flight_from_main_beside_the_workers_gets_every_reply() {
+    let runtime = common::multi_thread();
+    let client = runtime.block_on(common::client("callers_window"));
+    let mut changes = client.state_changes();
+    runtime.block_on(async {
+        let paths = (0..WINDOW_NODES)
+            .map(|i| format!("/w{i}"))
+            .chain((0..4).map(|id| format!("/n{id}")));
+        for path in paths {
+            client
+                .create(&path, path.as_bytes(), &CreateOptions::persistent())
+                .await
+                .unwrap();
+        }
+    });
+    let on_workers: Vec<_> = (0..4)
+        .map(|id| runtime.spawn(read_own_node(client.clone(), id)))
+        .collect();
+    runtime.block_on(read_through_a_window(client.clone(), 5_000, 200));
+    runtime.block_on(async {
+        for task in on_workers {
+            task.await.expect("the calls on the workers");
+        }
+    });
+
+    assert_eq!(client.state(), SessionState::Connected);
+    let left = runtime.block_on(async {
+        let left = changes.wait_for(|s| s != SessionState::Connected);
+        tokio::time::timeout(Duration::ZERO, left).await
+    });
+    assert!(left.is_err(), "the connection broke: {left:?}");
+}
+
 /// The session's runtime stands still (a current-thread runtime nobody drives, as in a paused
 /// process) while a thread elsewhere calls. The connection was idle, so the call writes itself:
 /// the server applies it although the session task never ran. Nobody reads the reply, so the

@@ -1,20 +1,20 @@
-//! Workload 2: latency of sequential getData, raw socket and our client on both runtime
-//! shapes (and, on the multi-thread one, called from outside its workers as `#[tokio::main]`'s
-//! body does), against the real server and against the instant server; the difference is the
-//! client's overhead. One session each, open side by side, taking turns.
+//! Workload 2: latency of sequential getData, raw socket and our client called from every
+//! place (tasks of either runtime shape, a thread outside the multi-thread runtime's workers
+//! as `#[tokio::main]`'s body is, the blocking API), against the real server and against the
+//! instant server; the difference is the client's overhead. One session each, open side by
+//! side, taking turns.
 
 use std::net::SocketAddr;
 use std::time::Instant;
 
 use super::{ensure_node, NODE, NODE_DATA_LEN};
-use crate::contestant::{on_shape, Shape};
+use crate::contestant::{on_plain_thread, Caller, Ours};
 use crate::instant_server::InstantServer;
 use crate::raw_socket::RawSession;
 use crate::report::{Report, Target};
 use crate::stats::{median, Percentiles};
 use crate::{ours, wire};
 use crate::{BenchError, Ctx};
-use zookeeper_tokio::Client;
 
 pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
     ensure_node(ctx).await?;
@@ -24,7 +24,7 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
         ctx,
         ctx.zk,
         n,
-        [None, Some(Target::AtMost(5.0))],
+        [Some(Target::AtMost(5.0)); 4],
         report,
     )
     .await?;
@@ -34,75 +34,44 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
         ctx,
         server.addr(),
         n,
-        [Some(Target::AtMost(3.0)), None],
+        [Some(Target::AtMost(3.0)), None, None, None],
         report,
     )
     .await
 }
 
-/// Where our client's calls are made from.
-#[derive(Clone, Copy, Debug)]
-enum Caller {
-    /// A task of the runtime shape the client lives on.
-    On(Shape),
-    /// A thread outside the multi-thread runtime's workers blocking on the calls, the client
-    /// living on that runtime: the body of `#[tokio::main]`, which runs on the main thread.
-    OutsideWorkers,
-}
-
-impl Caller {
-    const ALL: [Caller; 3] = [
-        Caller::On(Shape::CurrentThread),
-        Caller::On(Shape::MultiThread),
-        Caller::OutsideWorkers,
-    ];
-
-    /// The runtime the client (its session task) lives on.
-    fn shape(self) -> Shape {
-        match self {
-            Caller::On(shape) => shape,
-            Caller::OutsideWorkers => Shape::MultiThread,
-        }
-    }
-
-    /// Names in figures: the contestant, and its overhead.
-    fn names(self) -> (&'static str, &'static str) {
-        match self {
-            Caller::On(Shape::CurrentThread) => ("ours", "overhead"),
-            Caller::On(Shape::MultiThread) => ("ours_mt", "overhead_mt"),
-            Caller::OutsideWorkers => ("ours_mt_main", "overhead_mt_main"),
-        }
-    }
-}
-
-/// `n` sequential getData of our client, each timed, made from where `caller` says.
+/// `n` sequential getData of our client, each timed, made from where `caller` says; the
+/// blocking API's through its own `get_data`.
 async fn timed_turn(
-    client: &Client,
+    client: &Ours,
     caller: Caller,
     mt: &tokio::runtime::Handle,
     n: usize,
 ) -> Result<Vec<u64>, BenchError> {
-    let client = client.clone();
-    let turn = async move {
-        let mut ns = Vec::with_capacity(n);
-        for _ in 0..n {
-            let start = Instant::now();
-            ours::get_data(&client, NODE).await?;
-            ns.push(start.elapsed().as_nanos() as u64);
-        }
-        Ok(ns)
-    };
-    match caller {
-        Caller::On(shape) => on_shape(shape, mt, turn).await,
-        Caller::OutsideWorkers => {
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            let mt = mt.clone();
-            std::thread::spawn(move || {
-                let _ = tx.send(mt.block_on(turn));
-            });
-            rx.await?
-        }
+    if let Ours::Blocking(client) = client {
+        let client = client.clone();
+        return on_plain_thread(move || {
+            let mut ns = Vec::with_capacity(n);
+            for _ in 0..n {
+                let start = Instant::now();
+                client.get_data(NODE)?;
+                ns.push(start.elapsed().as_nanos() as u64);
+            }
+            Ok(ns)
+        })
+        .await?;
     }
+    client
+        .call_from(caller, mt, move |client| async move {
+            let mut ns = Vec::with_capacity(n);
+            for _ in 0..n {
+                let start = Instant::now();
+                ours::get_data(&client, NODE).await?;
+                ns.push(start.elapsed().as_nanos() as u64);
+            }
+            Ok(ns)
+        })
+        .await
 }
 
 /// Samples per turn: the contestants take turns this often within a round, so that both see
@@ -114,31 +83,26 @@ const TURN: usize = 500;
 /// contestant; the figures are medians over rounds, the overhead the median of per-round
 /// differences.
 ///
-/// Figures of the current-thread shape keep the names of earlier runs (`ours`, `overhead`);
-/// the multi-thread shape's are `ours_mt` and `overhead_mt`. `p50_overhead_targets` are per
-/// shape, current-thread first.
+/// Figures are named by the caller (see [`Caller::name`]): the current-thread shape keeps
+/// the names of earlier runs (`ours`, `overhead`), the others add their suffix to both
+/// (`ours_mt` and `overhead_mt`, ...). `p50_overhead_targets` are per caller, in the order of
+/// [`Caller::ALL`].
 pub(super) async fn measure_against(
     name: &str,
     ctx: &Ctx,
     addr: SocketAddr,
     n: usize,
-    p50_overhead_targets: [Option<Target>; 2],
+    p50_overhead_targets: [Option<Target>; 4],
     report: &mut Report,
 ) -> Result<(), BenchError> {
     let mut raw_session = RawSession::connect(addr).await?;
     let frame = wire::get_data_request(1, NODE);
     let mut clients = Vec::new();
     for caller in Caller::ALL {
-        match on_shape(
-            caller.shape(),
-            &ctx.mt,
-            async move { ours::connect(addr).await },
-        )
-        .await
-        {
+        match Ours::connect(caller, addr, &ctx.mt).await {
             Ok(c) => clients.push((caller, c)),
             Err(e) => {
-                let (who, _) = caller.names();
+                let who = caller.name();
                 report.not_measured(&format!("{name}.{who}.p50"), "µs", &e.to_string());
             }
         }
@@ -175,17 +139,10 @@ pub(super) async fn measure_against(
     report.figure(&format!("{name}.raw.p50"), med(&raw, |p| p.p50_ns), "µs");
     report.figure(&format!("{name}.raw.p99"), med(&raw, |p| p.p99_ns), "µs");
     for ((caller, client), ours) in clients.into_iter().zip(&ours) {
-        on_shape(caller.shape(), &ctx.mt, async move {
-            ours::close(client).await;
-            Ok(())
-        })
-        .await?;
-        let (who, overhead_name) = caller.names();
-        let target = match caller {
-            Caller::On(Shape::CurrentThread) => p50_overhead_targets[0],
-            Caller::On(Shape::MultiThread) => p50_overhead_targets[1],
-            Caller::OutsideWorkers => None,
-        };
+        client.close(caller, &ctx.mt).await?;
+        let who = caller.name();
+        let overhead_name = who.replacen("ours", "overhead", 1);
+        let target = p50_overhead_targets[caller.index()];
         report.figure(&format!("{name}.{who}.p50"), med(ours, |p| p.p50_ns), "µs");
         report.figure(&format!("{name}.{who}.p99"), med(ours, |p| p.p99_ns), "µs");
         let overhead = |f: fn(&Percentiles) -> u64| {

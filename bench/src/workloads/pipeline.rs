@@ -1,12 +1,13 @@
 //! Workload 1: pipelined getData throughput against the real server, 1,000 in flight on one
-//! session, our client on both runtime shapes against the raw socket.
+//! session, our client called from every place (tasks of either runtime, a loop in `main`,
+//! the blocking API) against the raw socket.
 
 use super::throughput::{compare, Setup, Targets};
 use super::{ensure_node, NODE};
 use crate::report::{Report, Target};
 use crate::{BenchError, Ctx};
 
-/// The same on both runtime shapes.
+/// The same for every calling shape.
 const TARGETS: Targets = Targets {
     throughput_ratio: Some(Target::AtLeast(0.95)),
     cpu_ratio: Some(Target::AtMost(1.5)),
@@ -25,8 +26,7 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
             sessions: 1,
             rounds: ctx.opts.heavy_rounds(),
             excluded: &[],
-            current_thread: TARGETS,
-            multi_thread: TARGETS,
+            targets: [TARGETS; 4],
             mt: &ctx.mt,
         },
         report,

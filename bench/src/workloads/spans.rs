@@ -15,7 +15,7 @@ use crate::{BenchError, Ctx};
 pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
     let server = InstantServer::start(NODE_DATA_LEN)?;
     let n = ctx.opts.count(20_000) as usize;
-    measure_against("spans.latency", ctx, server.addr(), n, [None, None], report).await?;
+    measure_against("spans.latency", ctx, server.addr(), n, [None; 4], report).await?;
     compare(
         Setup {
             name: "spans.instant.1s",
@@ -26,8 +26,7 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
             sessions: 1,
             rounds: ctx.opts.rounds,
             excluded: &[server.clock()],
-            current_thread: Targets::default(),
-            multi_thread: Targets::default(),
+            targets: [Targets::default(); 4],
             mt: &ctx.mt,
         },
         report,

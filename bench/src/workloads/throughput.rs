@@ -1,17 +1,17 @@
-//! Shared by the pipelined workloads: the limit and our client on both runtime shapes,
-//! measured in turn, round by round, on the same server in the same run.
+//! Shared by the pipelined workloads: the limit and our client called from every place (see
+//! [`Caller`]), measured in turn, round by round, on the same server in the same run.
 
 use std::net::SocketAddr;
 
 use tokio::runtime::Handle;
 
-use crate::contestant::{pipelined, Contestant, Run, Shape};
+use crate::contestant::{pipelined, Caller, Contestant, Run};
 use crate::measure::Pair;
 use crate::report::{Report, Target};
 use crate::rusage::ThreadClock;
 use crate::BenchError;
 
-/// Targets for one runtime shape.
+/// Targets for one calling shape.
 #[derive(Clone, Copy, Default)]
 pub struct Targets {
     /// ours/limit throughput.
@@ -33,9 +33,8 @@ pub struct Setup<'a> {
     pub rounds: usize,
     /// Threads whose CPU is not ours (the in-process server).
     pub excluded: &'a [ThreadClock],
-    /// Targets on the current-thread and on the multi-thread runtime.
-    pub current_thread: Targets,
-    pub multi_thread: Targets,
+    /// Targets of each calling shape, in the order of [`Caller::ALL`].
+    pub targets: [Targets; 4],
     /// The multi-thread runtime.
     pub mt: &'a Handle,
 }
@@ -54,17 +53,17 @@ pub async fn compare(s: Setup<'_>, report: &mut Report) -> Result<(), BenchError
     };
     // Warm-up (JIT of the server, connection pools, page faults), not recorded.
     run(Contestant::Limit, s.total / 10).await?;
-    let mut errors = [None, None];
-    for (i, shape) in Shape::BOTH.into_iter().enumerate() {
-        errors[i] = run(Contestant::Ours(shape), s.total / 10).await.err();
+    let mut errors: [Option<BenchError>; 4] = Default::default();
+    for (i, caller) in Caller::ALL.into_iter().enumerate() {
+        errors[i] = run(Contestant::Ours(caller), s.total / 10).await.err();
     }
     let mut limit = Vec::new();
-    let mut ours = [Vec::new(), Vec::new()];
+    let mut ours: [Vec<_>; 4] = Default::default();
     for _ in 0..s.rounds {
         limit.push(run(Contestant::Limit, s.total).await?);
-        for (i, shape) in Shape::BOTH.into_iter().enumerate() {
+        for (i, caller) in Caller::ALL.into_iter().enumerate() {
             if errors[i].is_none() {
-                match run(Contestant::Ours(shape), s.total).await {
+                match run(Contestant::Ours(caller), s.total).await {
                     Ok(sample) => ours[i].push(sample),
                     Err(e) => errors[i] = Some(e),
                 }
@@ -82,13 +81,10 @@ pub async fn compare(s: Setup<'_>, report: &mut Report) -> Result<(), BenchError
         Pair::median_cpu(&limit),
         "ns",
     );
-    let [ours_ct, ours_mt] = ours;
-    let [error_ct, error_mt] = errors;
-    for (shape, samples, error, targets) in [
-        (Shape::CurrentThread, ours_ct, error_ct, s.current_thread),
-        (Shape::MultiThread, ours_mt, error_mt, s.multi_thread),
-    ] {
-        let who = shape.name();
+    for (((caller, samples), error), targets) in
+        Caller::ALL.into_iter().zip(ours).zip(errors).zip(s.targets)
+    {
+        let who = caller.name();
         if let Some(e) = error {
             let why = format!("our client failed: {e}");
             report.not_measured(&format!("{name}.{who}.ops_per_s"), "ops/s", &why);

@@ -1,55 +1,153 @@
 //! Request deadlines, kept by the session rather than by a timer in each call.
 //!
 //! A call made with a timeout carries its deadline into the session (see `home` for which
-//! calls rely on it). The session answers `Timeout` when the deadline passes: a request still
-//! unsent is dropped, never to be sent; one on the wire keeps its place in the FIFO, so that
-//! its late reply is matched and discarded, and its queue capacity is returned only then, as
-//! for every request in flight.
+//! calls rely on it). The session answers `Timeout` when the deadline passes, earliest
+//! deadline first: a request still unsent is dropped, never to be sent; one on the wire keeps
+//! its place in the FIFO, so that its late reply is matched and discarded, and its queue
+//! capacity is returned only then, as for every request in flight.
 //!
-//! Only the earliest deadline is followed, as one more deadline of the machine's own timer.
-//! It may be stale (that request was answered since): the timer then fires early, finds
-//! nothing due, and follows the earliest deadline still waiting. Requests complete in far less
-//! than their timeout, so the whole scan runs about once per timeout, not per request.
+//! The requests on the wire are ordered by deadline in a heap beside their FIFO, so the
+//! machine's one timer follows the earliest deadline of a request still waiting, and passing
+//! it touches only the requests due. An answered request's entry leaves the heap when it comes
+//! to the top; entries buried under a later request's earlier deadline are swept once they
+//! outnumber the requests in flight, so memory follows what is in flight, not the request
+//! rate times the timeout. Requests held back for a connection (few, and only while there is
+//! none) are scanned when the earliest of their deadlines passes.
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::time::Instant;
 
-use crate::error::ErrorKind;
+use crate::error::{Error, ErrorKind};
+use crate::packet::ReplyTx;
 
 use super::Session;
 
+/// Deadlines of requests in flight, earliest first, each with its request's number in the
+/// pending FIFO (see `pending`).
+#[derive(Debug, Default)]
+pub(crate) struct Deadlines {
+    heap: BinaryHeap<Reverse<(Instant, u64)>>,
+}
+
+/// Entries swept at the least: sweeping fewer would cost more often than it saves.
+const SWEEP_MIN: usize = 64;
+
+impl Deadlines {
+    /// Follows the deadline of request `number`; `head` is the number of the oldest request
+    /// still waiting and `waiting` how many are.
+    pub fn push(&mut self, deadline: Instant, number: u64, head: u64, waiting: usize) {
+        if self.heap.len() >= 2 * waiting + SWEEP_MIN {
+            self.heap.retain(|Reverse((_, n))| *n >= head);
+        }
+        self.heap.push(Reverse((deadline, number)));
+    }
+
+    /// Every request numbered below `head` was answered: drops their entries from the top.
+    pub fn answered_before(&mut self, head: u64) {
+        while self.heap.peek().is_some_and(|Reverse((_, n))| *n < head) {
+            self.heap.pop();
+        }
+    }
+
+    /// The earliest deadline followed.
+    pub fn earliest(&self) -> Option<Instant> {
+        self.heap.peek().map(|Reverse((d, _))| *d)
+    }
+
+    /// The earliest deadline followed and its request's number, if it is not after `now`.
+    pub fn pop_due(&mut self, now: Instant) -> Option<(Instant, u64)> {
+        match self.heap.peek() {
+            Some(Reverse((d, _))) if now >= *d => self.heap.pop().map(|Reverse(e)| e),
+            _ => None,
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.heap.clear();
+    }
+}
+
 /// The earlier of a deadline followed so far (if any) and another.
-pub(super) fn earlier(followed: Option<Instant>, deadline: Instant) -> Option<Instant> {
+fn earlier(followed: Option<Instant>, deadline: Instant) -> Option<Instant> {
     Some(followed.map_or(deadline, |d| d.min(deadline)))
 }
 
 impl Session {
-    /// Follows the deadline of a request taken from a handle.
-    pub(super) fn follow_deadline(&mut self, deadline: Instant) {
-        self.earliest_deadline = earlier(self.earliest_deadline, deadline);
+    /// Follows the deadline of a request held back for a connection.
+    pub(super) fn follow_unsent_deadline(&mut self, deadline: Instant) {
+        self.unsent_deadline = earlier(self.unsent_deadline, deadline);
     }
 
-    /// Answers every request whose deadline passed, if one may have.
+    /// The earliest deadline of a user request, or a little earlier (a request held back and
+    /// sent since).
+    pub(super) fn requests_deadline(&self) -> Option<Instant> {
+        match (self.pending.next_deadline(), self.unsent_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Answers `Timeout` to every request whose deadline passed, earliest deadline first.
     pub(super) fn expire_requests(&mut self, now: Instant) {
-        if !self.earliest_deadline.is_some_and(|d| now >= d) {
+        if !self.requests_deadline().is_some_and(|d| now >= d) {
             return;
         }
-        let mut earliest = self.pending.expire(now);
-        let mut kept = VecDeque::with_capacity(self.unsent.len());
-        for packet in self.unsent.drain(..) {
-            match packet.deadline {
-                Some(d) if now >= d => {
-                    self.completed += 1;
-                    packet.fail(ErrorKind::Timeout.into());
+        let mut due: Vec<(Instant, ReplyTx, Error)> = Vec::new();
+        self.pending.take_due(now, &mut due);
+        if self.unsent_deadline.is_some_and(|d| now >= d) {
+            let mut earliest = None;
+            let mut kept = VecDeque::with_capacity(self.unsent.len());
+            for packet in self.unsent.drain(..) {
+                match packet.deadline {
+                    Some(d) if now >= d => {
+                        self.completed += 1;
+                        due.push((d, packet.reply, ErrorKind::Timeout.into()));
+                    }
+                    Some(d) => {
+                        earliest = earlier(earliest, d);
+                        kept.push_back(packet);
+                    }
+                    None => kept.push_back(packet),
                 }
-                Some(d) => {
-                    earliest = earlier(earliest, d);
-                    kept.push_back(packet);
-                }
-                None => kept.push_back(packet),
             }
+            self.unsent = kept;
+            self.unsent_deadline = earliest;
         }
-        self.unsent = kept;
-        self.earliest_deadline = earliest;
+        // Stable: requests with one deadline fail in call order.
+        due.sort_by_key(|(deadline, _, _)| *deadline);
+        for (_, reply, err) in due {
+            let _ = reply.send(Err(err));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// Entries of answered requests buried under a waiting request's earlier deadline are
+    /// swept once they outnumber the requests in flight: the heap holds about what is in
+    /// flight, whatever the rate and the timeouts.
+    #[test]
+    fn buried_entries_of_answered_requests_are_swept() {
+        let now = Instant::now();
+        let far = now + Duration::from_secs(3600);
+        let mut deadlines = Deadlines::default();
+        // Requests 0..1000 with far deadlines, then 1000 with a near one; 0..1000 are
+        // answered, their entries beneath the near one.
+        for n in 0..1000 {
+            deadlines.push(far, n, 0, n as usize);
+        }
+        deadlines.push(now, 1000, 0, 1000);
+        deadlines.answered_before(1000);
+        assert_eq!(deadlines.heap.len(), 1001, "buried, not at the top");
+        assert_eq!(deadlines.earliest(), Some(now));
+        deadlines.push(far, 1001, 1000, 1);
+        assert_eq!(deadlines.heap.len(), 2, "swept");
+        assert_eq!(deadlines.pop_due(now), Some((now, 1000)));
+        assert_eq!(deadlines.pop_due(now), None);
+        assert_eq!(deadlines.earliest(), Some(far));
     }
 }

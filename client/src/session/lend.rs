@@ -1,12 +1,15 @@
 //! Lending the idle connection to callers.
 //!
-//! A request made while nothing is in flight would otherwise cost a turn of the session task
+//! A request made while the session task waits would otherwise cost a turn of that task
 //! before it is written: a wake-up, and on a multi-thread runtime often a parked worker woken
 //! for it. Instead the driver lends the connection between its turns, with the next xid, and
 //! the first caller to wait for a reply writes every request queued since itself, numbered
 //! from that xid (see `queue`). The machine stays the one owner of protocol state: it says
 //! when a lend is safe and which xid it carries, and takes the requests back as [`Written`]
-//! at the start of its next turn, before it reads any reply.
+//! at the start of its next turn, before it reads any reply. Replies may be awaited meanwhile:
+//! the requests written under the lend are matched after them, in xid order. (Whether a
+//! caller on the session's own threads should use such a lend, or leave its requests to the
+//! next turn to write with others', is the driver's call: see `queue::lend`.)
 
 use tracing::debug;
 
@@ -15,15 +18,19 @@ use crate::packet::Written;
 
 impl Session {
     /// The xid a caller may write its request with now, if the connection may be lent: an
-    /// established connection with nothing in flight, nothing to write and nothing held back.
+    /// established connection with nothing to write and nothing held back.
     pub fn lendable_xid(&self) -> Option<i32> {
-        let idle = self.phase == Phase::Connected
+        let lendable = self.phase == Phase::Connected
             && !self.sasl_in_progress()
             && self.moving_to.is_none()
-            && self.pending.is_empty()
             && self.unsent.is_empty()
             && self.out.is_empty();
-        idle.then_some(self.next_xid)
+        lendable.then_some(self.next_xid)
+    }
+
+    /// Some request waits for its reply.
+    pub fn awaits_replies(&self) -> bool {
+        !self.pending.is_empty()
     }
 
     /// A request written by a caller under the lend that carried `written.xid`, taken before
@@ -50,9 +57,6 @@ impl Session {
         // write comes with the first request it cut.
         self.out.extend_from_slice(&rest);
         debug!(xid, ?opcode, "request sent by its caller");
-        if let Some(deadline) = deadline {
-            self.follow_deadline(deadline);
-        }
         let write = crate::packet::is_write(opcode);
         self.pending
             .push_user(xid, reply, watch, deadline, write, sent);

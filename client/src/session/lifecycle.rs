@@ -325,5 +325,7 @@ impl Session {
             }
             self.send_packet(packet, now);
         }
+        // Their deadlines, if any, are followed in flight now.
+        self.unsent_deadline = None;
     }
 }

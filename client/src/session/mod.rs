@@ -212,8 +212,9 @@ pub(crate) struct Session {
     /// Splits what the connection reads into frames, and drops what arrives of a reply over
     /// the incoming limit.
     frames: FrameReader,
-    /// The earliest deadline of a user request, or earlier (see `deadlines`).
-    earliest_deadline: Option<Instant>,
+    /// The earliest deadline of a request held back in `unsent`, or earlier (see
+    /// `deadlines`).
+    unsent_deadline: Option<Instant>,
 }
 
 impl Session {
@@ -262,7 +263,7 @@ impl Session {
             moving_to: None,
             tls_failures_in_a_row: 0,
             frames,
-            earliest_deadline: None,
+            unsent_deadline: None,
         };
         session
             .state_tx
@@ -334,7 +335,7 @@ impl Session {
         [
             phase_deadline,
             self.expiry_deadline(),
-            self.earliest_deadline,
+            self.requests_deadline(),
         ]
         .into_iter()
         .flatten()
@@ -351,17 +352,14 @@ impl Session {
             self.completed += 1;
             return;
         }
-        if let Some(deadline) = packet.deadline {
-            if now >= deadline && self.phase != Phase::Terminated {
-                self.completed += 1;
-                return packet.fail(ErrorKind::Timeout.into());
-            }
-            self.follow_deadline(deadline);
+        if packet.deadline.is_some_and(|d| now >= d) && self.phase != Phase::Terminated {
+            self.completed += 1;
+            return packet.fail(ErrorKind::Timeout.into());
         }
         match self.phase {
             // A login under way holds everything back (see `sasl`).
             Phase::Connected if self.sasl_in_progress() || self.moving_to.is_some() => {
-                self.unsent.push_back(packet)
+                self.hold(packet)
             }
             Phase::Connected => self.send_packet(packet, now),
             Phase::Closing { .. } | Phase::Terminated => {
@@ -372,8 +370,16 @@ impl Session {
                 self.completed += 1;
                 packet.fail(ErrorKind::ConnectionLoss.into());
             }
-            _ => self.unsent.push_back(packet),
+            _ => self.hold(packet),
         }
+    }
+
+    /// Holds a request back until it can be sent.
+    fn hold(&mut self, packet: Packet) {
+        if let Some(deadline) = packet.deadline {
+            self.follow_unsent_deadline(deadline);
+        }
+        self.unsent.push_back(packet);
     }
 
     /// The TCP connection asked for by the last `Connect` action is up.
@@ -660,7 +666,7 @@ impl Session {
                 span.sent(xid, self.session_id, self.current_host.as_ref());
                 let start = self.out.len();
                 self.out.extend_from_slice(&frame);
-                self.out[start + 4..start + 8].copy_from_slice(&xid.to_be_bytes());
+                crate::packet::set_xid(&mut self.out[start..], xid);
                 debug!(xid, ?opcode, "request sent");
                 let write = crate::packet::is_write(opcode);
                 self.pending

@@ -6,9 +6,14 @@
 //!
 //! Each ordered request keeps the time it was sent: its reply proves the server heard the
 //! session then (see `lease`).
+//!
+//! User requests with a deadline are also ordered by it (see `deadlines`): each is found in
+//! the FIFO by its number, the count of ordered requests pushed before it.
 
 use std::collections::VecDeque;
 use std::time::Instant;
+
+use super::deadlines::Deadlines;
 
 use crate::error::{Error, ErrorKind};
 use crate::packet::{Packet, ReplyTx, WatchRegistration};
@@ -75,12 +80,26 @@ pub(crate) struct PendingAuth {
 pub(crate) struct PendingQueue {
     /// Ordered requests with their send times.
     requests: VecDeque<(Pending, Instant)>,
+    /// The number of the request at the front of `requests`: every ordered request pushed
+    /// gets the next number, so request `n` is at `n - head` while it waits.
+    head: u64,
+    /// The deadlines of the user requests in `requests` that have one, earliest first.
+    deadlines: Deadlines,
     pub auths: VecDeque<PendingAuth>,
 }
 
 impl PendingQueue {
     /// An ordered request written to the connection at `sent`.
     pub fn push(&mut self, entry: Pending, sent: Instant) {
+        if let Pending::User {
+            deadline: Some(deadline),
+            ..
+        } = entry
+        {
+            let number = self.head + self.requests.len() as u64;
+            self.deadlines
+                .push(deadline, number, self.head, self.requests.len());
+        }
         self.requests.push_back((entry, sent));
     }
 
@@ -116,13 +135,23 @@ impl PendingQueue {
 
     /// The oldest ordered request and when it was sent.
     pub fn pop_front(&mut self) -> Option<(Pending, Instant)> {
-        self.requests.pop_front()
+        let front = self.requests.pop_front()?;
+        self.head += 1;
+        self.deadlines.answered_before(self.head);
+        Some(front)
+    }
+
+    /// The earliest deadline of a user request still waiting for its reply.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.deadlines.earliest()
     }
 
     /// Fails every entry with `err`, a failure of requests sent and not answered; returns how
     /// many user requests that completed.
     pub fn fail_all(&mut self, err: &Error) -> usize {
         let mut completed = 0;
+        self.head += self.requests.len() as u64;
+        self.deadlines.clear();
         for (entry, _) in self.requests.drain(..) {
             if let Pending::User { reply, write, .. } = entry {
                 completed += 1;
@@ -140,30 +169,24 @@ impl PendingQueue {
         completed
     }
 
-    /// Answers `Timeout` to every user request whose deadline is not after `now`; returns the
-    /// earliest deadline of those still waiting.
-    pub fn expire(&mut self, now: Instant) -> Option<Instant> {
-        let mut earliest: Option<Instant> = None;
-        for (entry, _) in &mut self.requests {
-            let Pending::User {
-                reply: reply @ Some(_),
-                deadline: Some(deadline),
-                write,
-                ..
-            } = entry
+    /// Takes the reply channel of every user request whose deadline is not after `now`,
+    /// earliest deadline first, into `due` with the error to answer it with. The entries stay,
+    /// to match the late replies.
+    pub fn take_due(&mut self, now: Instant, due: &mut Vec<(Instant, ReplyTx, Error)>) {
+        while let Some((deadline, number)) = self.deadlines.pop_due(now) {
+            let Some(index) = number.checked_sub(self.head) else {
+                continue;
+            };
+            let Some((Pending::User { reply, write, .. }, _)) =
+                self.requests.get_mut(index as usize)
             else {
                 continue;
             };
-            if now >= *deadline {
-                if let Some(reply) = reply.take() {
-                    let timeout = Error::from(ErrorKind::Timeout).unanswered(*write);
-                    let _ = reply.send(Err(timeout));
-                }
-            } else {
-                earliest = super::deadlines::earlier(earliest, *deadline);
+            if let Some(reply) = reply.take() {
+                let timeout = Error::from(ErrorKind::Timeout).unanswered(*write);
+                due.push((deadline, reply, timeout));
             }
         }
-        earliest
     }
 }
 

@@ -1,6 +1,7 @@
-//! Deadlines wherever the call is made. The session keeps the deadline of a call made on its
-//! own runtime; a call made elsewhere must still end when the session's runtime stands still
-//! or is gone. The server is scripted: it grants the session and never answers a request, so
+//! Deadlines wherever the call is made. The session keeps the deadline of a call its runtime
+//! bounds (one made on it, and for a multi-thread runtime also one made from outside its
+//! workers); a call made elsewhere must still end when the session's runtime stands still or
+//! is gone. The server is scripted: it grants the session and never answers a request, so
 //! that only a deadline (or the end of the session) can end a call.
 
 use std::time::{Duration, Instant};
@@ -89,7 +90,8 @@ fn a_call_on_another_thread_ends_while_the_sessions_runtime_stands_still() {
 }
 
 /// A call made from a thread outside a multi-thread runtime's workers (the body of
-/// `#[tokio::main]`) keeps its own deadline; calls on the workers leave it to the session.
+/// `#[tokio::main]`) and calls on the workers alike leave their deadline to the session,
+/// which the workers drive whatever that thread does.
 #[test]
 fn calls_on_and_off_a_multi_thread_runtime_end_at_their_deadline() {
     let server = never_answers();

@@ -110,3 +110,69 @@ fn the_earliest_deadline_is_followed_whatever_the_order_of_the_calls() {
         "nothing left to follow but the session's own timers"
     );
 }
+
+/// Requests on the wire time out in the order of their deadlines, not of their calls, each
+/// when its own deadline passes, and the machine's one timer follows the earliest deadline of
+/// a request still waiting.
+#[test]
+fn requests_time_out_in_deadline_order_whatever_their_call_order() {
+    let mut h = connected();
+    let start = h.now;
+    let at = |ms: u64| start + Duration::from_millis(ms);
+    let mut calls: Vec<(u64, ReplyRx, Option<u64>)> = [400, 100, 300, 200]
+        .into_iter()
+        .map(|ms| (ms, get_data_until(&mut h, &format!("/n{ms}"), at(ms)), None))
+        .collect();
+    let mut patient = h.get_data("/patient");
+    assert_eq!(h.xids().len(), 5);
+    for step in [100, 200, 300, 400] {
+        assert_eq!(h.s.next_deadline(), Some(at(step)), "at {step} ms");
+        // Just before: nothing new fails.
+        let before = at(step) - Duration::from_millis(1) - h.now;
+        h.advance(before);
+        for (ms, rx, failed) in &mut calls {
+            if failed.is_none() {
+                assert_eq!(result(rx), None, "{ms} ms failed before {step} ms");
+            }
+        }
+        h.advance(Duration::from_millis(1));
+        for (ms, rx, failed) in &mut calls {
+            if failed.is_none() && result(rx) == Some(Err(ErrorKind::Timeout)) {
+                *failed = Some(step);
+                assert_eq!(*ms, step, "{ms} ms failed at {step} ms");
+            }
+        }
+    }
+    assert!(calls.iter().all(|(ms, _, failed)| *failed == Some(*ms)));
+    assert_eq!(result(&mut patient), None);
+    assert!(
+        h.s.next_deadline() > Some(at(400)),
+        "no request's deadline left to follow"
+    );
+    // Their late replies are matched in call order, and the connection stays.
+    for xid in 1..=5 {
+        h.reply(xid, 10 + i64::from(xid), ErrorCode::Ok, &[0; 4]);
+    }
+    assert_eq!(h.state(), SessionState::Connected);
+    assert_eq!(h.s.take_completed(), 5);
+    assert!(matches!(result(&mut patient), Some(Ok(()))));
+}
+
+/// A stream of requests answered in time leaves nothing for the timer: it fires for no
+/// answered request, however long their deadlines.
+#[test]
+fn answered_requests_leave_no_deadline_behind() {
+    let mut h = connected();
+    let far = h.now + Duration::from_secs(3600);
+    for xid in 1..=1000 {
+        let mut rx = get_data_until(&mut h, "/n", far);
+        h.xids();
+        h.reply(xid, i64::from(xid), ErrorCode::NoNode, &[]);
+        assert_eq!(result(&mut rx), Some(Err(ErrorKind::NoNode)));
+    }
+    assert!(
+        h.s.next_deadline() < Some(far),
+        "the ping's, not a request's"
+    );
+    assert_eq!(h.s.take_completed(), 1000);
+}

@@ -23,21 +23,28 @@ fn written(xid: i32, sent: Instant, rest: &'static [u8]) -> (Written, ReplyRx) {
 }
 
 #[test]
-fn the_connection_is_lent_only_while_nothing_is_in_flight_or_waiting() {
+fn the_connection_is_lent_only_while_nothing_is_waiting_to_be_written() {
     let mut h = Harness::new(config(1));
     assert_eq!(h.s.lendable_xid(), None, "no connection");
     h.open_connection();
     assert_eq!(h.s.lendable_xid(), None, "handshake under way");
     h.answer_handshake(0x42, 3000, false);
     assert_eq!(h.s.lendable_xid(), Some(1));
+    assert!(!h.s.awaits_replies());
 
     let mut a = h.get_data("/a");
     assert_eq!(h.s.lendable_xid(), None, "a frame waits to be written");
     h.xids();
-    assert_eq!(h.s.lendable_xid(), None, "a reply is awaited");
+    assert_eq!(
+        h.s.lendable_xid(),
+        Some(2),
+        "a reply is awaited: the next request follows it"
+    );
+    assert!(h.s.awaits_replies());
     h.reply(1, 5, ErrorCode::Ok, &[]);
     assert!(result(&mut a).is_some());
     assert_eq!(h.s.lendable_xid(), Some(2));
+    assert!(!h.s.awaits_replies());
 
     // A ping written but not yet flushed: the connection has output of its own.
     h.advance(T / 3);
@@ -61,7 +68,8 @@ fn a_request_its_caller_wrote_is_answered_and_the_next_xid_follows_it() {
     let (w, mut rx) = written(xid, sent, b"");
     h.s.submit_written(w);
     assert!(h.sent().is_empty(), "the caller wrote it: nothing to write");
-    assert_eq!(h.s.lendable_xid(), None, "its reply is awaited");
+    assert!(h.s.awaits_replies(), "its reply is awaited");
+    assert_eq!(h.s.lendable_xid(), Some(xid + 1));
 
     h.now += 700 * MS;
     h.reply(xid, 9, ErrorCode::Ok, &[]);
@@ -105,4 +113,31 @@ fn a_written_request_whose_caller_left_still_matches_its_reply() {
     h.reply(xid + 1, 10, ErrorCode::Ok, &[]);
     assert_eq!(result(&mut b), Some(Ok(())));
     assert_eq!(h.state(), SessionState::Connected);
+}
+
+/// Requests written under a lend while others await their replies are matched after them, in
+/// xid order, whichever way the replies come in.
+#[test]
+fn a_request_written_while_replies_are_awaited_is_matched_after_them() {
+    let mut h = connected();
+    let mut a = h.get_data("/a");
+    assert_eq!(h.xids(), vec![(1, OpCode::GetData)]);
+    let xid = h.s.lendable_xid().unwrap();
+    assert_eq!(xid, 2);
+    let (w, mut rx) = written(xid, h.now, b"");
+    h.s.submit_written(w);
+    let (w2, mut rx2) = written(xid + 1, h.now, b"");
+    h.s.submit_written(w2);
+    assert!(h.sent().is_empty(), "the caller wrote them");
+    h.reply(1, 5, ErrorCode::Ok, &[]);
+    assert_eq!(result(&mut a), Some(Ok(())));
+    assert_eq!(result(&mut rx), None);
+    h.reply(2, 6, ErrorCode::NoNode, &[]);
+    assert_eq!(result(&mut rx), Some(Err(ErrorKind::NoNode)));
+    h.reply(3, 7, ErrorCode::Ok, &[]);
+    assert_eq!(result(&mut rx2), Some(Ok(())));
+    assert_eq!(h.state(), SessionState::Connected);
+    assert_eq!(h.s.take_completed(), 3);
+    let _b = h.get_data("/b");
+    assert_eq!(h.xids(), vec![(4, OpCode::GetData)]);
 }

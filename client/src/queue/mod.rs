@@ -1,0 +1,361 @@
+//! The bounded hand-off from `Client` handles to the session task, in three mechanisms:
+//!
+//! - [`admission`]: tickets, so that requests leave in call order even when the queue is
+//!   full, and a flood of calls waits rather than piles up;
+//! - [`staging`]: the shared buffer requests admitted at call time are encoded into;
+//! - [`lend`]: the idle connection lent by the session task, through which a caller writes
+//!   what is queued to the socket itself.
+//!
+//! An ordinary request admitted at call time does not wake the session task by itself: its
+//! caller does, with [`RequestQueue::flush`], when it first waits for the reply. A caller that
+//! makes several requests before it waits (a lock's release and the next acquisition, a create
+//! and the listing that follows it) then has them written together, as it would on a
+//! current-thread runtime, instead of racing a session task woken on another worker by the
+//! first of them. ZooKeeper logs and commits writes that arrive together as one batch. Under a
+//! lend, the flush writes them itself instead of waking the session task.
+
+mod admission;
+mod lend;
+mod staging;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use bytes::BytesMut;
+use tokio::sync::{oneshot, Notify};
+
+use crate::error::Error;
+use crate::home::SessionHome;
+use crate::packet::{Packet, Written};
+
+pub(crate) use admission::{Admission, Admit};
+pub(crate) use lend::Lend;
+pub(crate) use staging::{Request, Staged};
+
+use admission::Tickets;
+
+/// What the session task takes from the queue.
+#[derive(Debug)]
+pub(crate) enum Item {
+    /// A request that waited for room, with its own frame.
+    Packet(Packet),
+    /// A request admitted at call time: its frame is the next `len` bytes of the staging
+    /// buffer handed out by [`RequestQueue::take_all`].
+    Staged(Staged),
+    /// Close the session; the sender (if any) is told when it is done.
+    Close(Option<oneshot::Sender<()>>),
+    /// Replace the server list (and rebalance).
+    ServerList(Vec<crate::connect_string::HostPort>),
+    /// A request its caller wrote under a lend.
+    Written(Written),
+}
+
+struct Inner {
+    items: Vec<Item>,
+    /// Frames of the `Staged` items, back to back (see `staging`).
+    staging: BytesMut,
+    tickets: Tickets,
+    /// Set once the session has ended: every later request fails with this.
+    closed: Option<Error>,
+    /// The connection, while the session task lends it.
+    lend: Option<Lend>,
+}
+
+impl std::fmt::Debug for Inner {
+    // The staged frames may hold an `auth` credential: only their length shows.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inner")
+            .field("items", &self.items)
+            .field("staged_bytes", &self.staging.len())
+            .field("tickets", &self.tickets)
+            .field("closed", &self.closed)
+            .field("lent", &self.lend.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Shared between the handles and the session task.
+#[derive(Debug)]
+pub(crate) struct RequestQueue {
+    inner: Mutex<Inner>,
+    /// Wakes the session task when `items` becomes non-empty.
+    pub notify: Notify,
+    /// Where the session task runs: whether a caller may leave its deadline to it.
+    pub home: SessionHome,
+    /// The session task was woken for what is queued and has not taken it yet. Written under
+    /// the lock only; read without it by [`RequestQueue::flush`], where a `true` can only be
+    /// newer than the flushing caller's own request (it was `false` when that was queued).
+    told: AtomicBool,
+}
+
+impl RequestQueue {
+    pub fn new(limit: usize) -> std::sync::Arc<RequestQueue> {
+        std::sync::Arc::new(RequestQueue {
+            inner: Mutex::new(Inner {
+                items: Vec::new(),
+                staging: BytesMut::with_capacity(64 * 1024),
+                tickets: Tickets::new(limit),
+                closed: None,
+                lend: None,
+            }),
+            notify: Notify::new(),
+            home: SessionHome::current(),
+            told: AtomicBool::new(false),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding this lock cannot leave it inconsistent in a way that matters
+        // more than refusing all further work would.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Has everything queued reach the connection (a caller, when it first waits for a reply
+    /// it was admitted for with [`Admission::Deferred`]): written under the lend when there is
+    /// one, or else by the session task, woken for it. Nothing to do once the session task
+    /// was told, or took the queue.
+    pub fn flush(&self) {
+        // Most flushes of a busy session find it told by another caller's: no lock for those.
+        if self.told.load(Ordering::Acquire) {
+            return;
+        }
+        let mut inner = self.lock();
+        if self.told.load(Ordering::Relaxed) || inner.items.is_empty() {
+            return;
+        }
+        if let Some(lend) = inner.lend.take() {
+            if lend.idle || !self.home.runs_the_session_here() {
+                if self.write_lent(&mut inner, lend) {
+                    return;
+                }
+            } else {
+                // Left for a caller elsewhere, until the session task takes it back.
+                inner.lend = Some(lend);
+            }
+        }
+        self.tell(&mut inner);
+    }
+
+    /// Wakes the session task for what was just queued, unless it was woken since it last
+    /// took the queue. (Requests written under a lend may be queued without waking it.) Only
+    /// under the lock, which `_locked` stands for.
+    fn tell(&self, _locked: &mut Inner) {
+        if !self.told.load(Ordering::Relaxed) {
+            self.told.store(true, Ordering::Release);
+            self.notify.notify_one();
+        }
+    }
+
+    /// Queues a close request; it is not subject to the limit.
+    pub fn push_close(&self, done: Option<oneshot::Sender<()>>) {
+        let mut inner = self.lock();
+        if inner.closed.is_some() {
+            if let Some(done) = done {
+                let _ = done.send(());
+            }
+            return;
+        }
+        inner.items.push(Item::Close(done));
+        self.tell(&mut inner);
+    }
+
+    /// Asks the session to replace its server list.
+    pub fn push_server_list(&self, hosts: Vec<crate::connect_string::HostPort>) {
+        let mut inner = self.lock();
+        if inner.closed.is_some() {
+            return;
+        }
+        inner.items.push(Item::ServerList(hosts));
+        self.tell(&mut inner);
+    }
+
+    /// Ends the queue: queued and waiting requests fail with `err`, and so does every later one.
+    pub fn close(&self, err: Error) {
+        let mut inner = self.lock();
+        inner.closed = Some(err.clone());
+        inner.lend = None;
+        let items = std::mem::take(&mut inner.items);
+        inner.staging.clear();
+        let waiters = inner.tickets.take_waiters();
+        drop(inner);
+        for item in items {
+            match item {
+                Item::Packet(p) => p.fail(err.clone()),
+                Item::Staged(Staged { reply, .. }) => {
+                    let _ = reply.send(Err(err.clone()));
+                }
+                // On the wire already: the server may run it.
+                Item::Written(Written { reply, opcode, .. }) => {
+                    let err = err.clone().unanswered(crate::packet::is_write(opcode));
+                    let _ = reply.send(Err(err));
+                }
+                Item::Close(Some(done)) => {
+                    let _ = done.send(());
+                }
+                Item::Close(None) | Item::ServerList(_) => {}
+            }
+        }
+        for (_, w) in waiters {
+            w.wake();
+        }
+    }
+
+    #[cfg(test)]
+    pub fn outstanding(&self) -> usize {
+        self.lock().tickets.outstanding()
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use crate::packet::{PacketKind, ReplyRx};
+    use crate::transport::Wire;
+    use bytes::Bytes;
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Wake, Waker};
+    use std::time::Instant;
+    use zookeeper_jute::OpCode;
+
+    pub(super) fn packet(tag: u8) -> (Packet, ReplyRx) {
+        let (tx, rx) = oneshot::channel();
+        let p = Packet {
+            frame: Bytes::from(vec![tag]),
+            opcode: OpCode::GetData,
+            kind: PacketKind::Request,
+            watch: None,
+            reply: tx,
+            deadline: None,
+            span: Default::default(),
+        };
+        (p, rx)
+    }
+
+    struct NoopWake;
+    impl Wake for NoopWake {
+        fn wake(self: Arc<Self>) {}
+    }
+
+    pub(super) fn poll(admit: &mut Admit) -> Poll<()> {
+        let waker = Waker::from(Arc::new(NoopWake));
+        Pin::new(admit).poll(&mut Context::from_waker(&waker))
+    }
+
+    pub(super) fn tags(q: &RequestQueue) -> Vec<u8> {
+        let mut items = Vec::new();
+        q.take_all(&mut items);
+        items
+            .into_iter()
+            .map(|i| match i {
+                Item::Packet(p) => p.frame[0],
+                Item::Staged(_) => 255,
+                Item::Close(_) | Item::ServerList(_) | Item::Written(_) => 0,
+            })
+            .collect()
+    }
+
+    /// A loopback connection: the client's write half, as the driver lends it, and the
+    /// server's end. Both buffers are small, so that what a peer that reads nothing lets the
+    /// socket take does not depend on the machine's TCP settings.
+    pub(super) async fn wire() -> (Wire, tokio::net::TcpStream) {
+        let small = 64 * 1024;
+        let listening = tokio::net::TcpSocket::new_v4().unwrap();
+        listening.set_recv_buffer_size(small).unwrap();
+        listening.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let listener = listening.listen(1).unwrap();
+        let connecting = tokio::net::TcpSocket::new_v4().unwrap();
+        connecting.set_send_buffer_size(small).unwrap();
+        let client = connecting
+            .connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        let (_, write) = client.into_split();
+        (Arc::new(write), server)
+    }
+
+    /// A request whose frame is `len` bytes: the length prefix, a zero xid, then `tag`s.
+    pub(super) fn framed(
+        len: usize,
+        tag: u8,
+        deadline: Option<Instant>,
+    ) -> (Request<impl FnOnce(&mut BytesMut)>, ReplyRx) {
+        let (tx, rx) = oneshot::channel();
+        let encode = move |buf: &mut BytesMut| {
+            buf.extend_from_slice(&(len as i32 - 4).to_be_bytes());
+            buf.extend_from_slice(&[0; 4]);
+            buf.resize(buf.len() + len - 8, tag);
+        };
+        let request = Request {
+            len,
+            encode,
+            opcode: OpCode::GetData,
+            kind: PacketKind::Request,
+            watch: None,
+            reply: tx,
+            deadline,
+            span: Default::default(),
+        };
+        (request, rx)
+    }
+
+    pub(super) fn lend_of(wire: &Wire, xid: i32, wakes_by: Option<Instant>) -> Lend {
+        Lend {
+            wire: wire.clone(),
+            xid,
+            wakes_by,
+            idle: true,
+        }
+    }
+
+    /// Whether the session task would wake now (taking the wake-up).
+    pub(super) fn woken(q: &RequestQueue) -> bool {
+        let notified = std::pin::pin!(q.notify.notified());
+        let waker = Waker::from(Arc::new(NoopWake));
+        notified.poll(&mut Context::from_waker(&waker)).is_ready()
+    }
+
+    /// An ordinary request leaves waking the session to its caller's first wait; one queued
+    /// while the session was told already, and an `auth` (which nobody flushes), do not.
+    #[test]
+    fn a_request_wakes_the_session_when_its_caller_flushes() {
+        let q = RequestQueue::new(8);
+        let (a, _ra) = framed(16, 1, None);
+        assert!(matches!(q.submit_request(a), Admission::Deferred));
+        let (b, _rb) = framed(16, 2, None);
+        assert!(matches!(q.submit_request(b), Admission::Deferred));
+        assert!(!woken(&q), "told before its caller waits");
+        q.flush();
+        assert!(woken(&q));
+        let (c, _rc) = framed(16, 3, None);
+        assert!(matches!(q.submit_request(c), Admission::Admitted));
+        q.flush();
+        assert!(!woken(&q), "told twice for one turn");
+
+        let mut items = Vec::new();
+        let staged = q.take_all(&mut items);
+        assert_eq!(staged.len(), 48);
+        assert_eq!(items.len(), 3);
+        q.flush();
+        assert!(!woken(&q), "nothing left to flush");
+
+        let (tx, _rx) = oneshot::channel();
+        let auth = Request {
+            len: 16,
+            encode: |buf: &mut BytesMut| buf.extend_from_slice(&[0; 16]),
+            opcode: OpCode::Auth,
+            kind: PacketKind::Auth {
+                scheme: "digest".into(),
+                auth: crate::secret::Secret::copy_from(b"user:pass"),
+            },
+            watch: None,
+            reply: tx,
+            deadline: None,
+            span: Default::default(),
+        };
+        assert!(matches!(q.submit_request(auth), Admission::Admitted));
+        assert!(woken(&q));
+    }
+}
