@@ -185,3 +185,53 @@ async fn refusals_of_the_server_are_definite() {
         assert!(!err.is_outcome_unknown(), "{err:?}");
     }
 }
+
+/// A write held back for a reconnect and timed out there is definite too when the call is made
+/// from outside the session's workers: from a thread blocking on a multi-thread runtime (the
+/// body of `#[tokio::main]`) and from the blocking client.
+#[test]
+fn writes_held_back_and_timed_out_off_the_workers_are_definite() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (proxy, c, direct) =
+        runtime.block_on(behind_a_proxy("outcome_never_sent_off_workers", false));
+    proxy.refuse(true);
+    proxy.drop_all();
+    runtime.block_on(wait_state(&c, |s| s == SessionState::Disconnected));
+    let hasty = c.with_request_timeout(Some(Duration::from_millis(200)));
+    let err = runtime
+        .block_on(within("timeout", hasty.create("/held", b"", &persistent())))
+        .unwrap_err();
+    assert_eq!(err, ErrorKind::Timeout);
+    assert!(!err.is_outcome_unknown(), "from main: {err:?}");
+    runtime.block_on(async {
+        proxy.refuse(false);
+        wait_state(&c, |s| s == SessionState::Connected).await;
+        assert!(
+            direct.exists("/held").await.unwrap().is_none(),
+            "never sent"
+        );
+    });
+
+    let blocking = zookeeper_tokio::blocking::Client::connect_with(
+        Client::builder(&proxy.connect_string())
+            .session_timeout(Duration::from_secs(10))
+            .connect_timeout(Duration::from_secs(30)),
+    )
+    .unwrap();
+    let mut states = blocking.state_changes();
+    proxy.refuse(true);
+    proxy.drop_all();
+    while blocking.state() != SessionState::Disconnected {
+        states.next().expect("the session goes on");
+    }
+    let hasty = blocking.with_request_timeout(Some(Duration::from_millis(200)));
+    let err = hasty
+        .create("/outcome_held_blocking", b"", &persistent())
+        .unwrap_err();
+    assert_eq!(err, ErrorKind::Timeout);
+    assert!(!err.is_outcome_unknown(), "blocking: {err:?}");
+}

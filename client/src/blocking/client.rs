@@ -155,7 +155,7 @@ impl Client {
     /// Closes the session (see [`Client::close`](crate::Client::close)): returns once the
     /// requests made before are answered and the session is closed.
     pub fn close(&self) {
-        self.runtime.block_on(self.client.close())
+        self.runtime.call(|| self.client.close())
     }
 
     /// Creates a node (see [`Client::create`](crate::Client::create)); returns its path (with
@@ -168,46 +168,44 @@ impl Client {
         options: &CreateOptions,
     ) -> Result<(String, Stat)> {
         self.runtime
-            .block_on(self.client.create(path, data, options))
+            .call(|| self.client.create(path, data, options))
     }
 
     /// Deletes a node, if `version` matches when given (see
     /// [`Client::delete`](crate::Client::delete)). A delete that failed with connection loss
     /// or a timeout may have been applied.
     pub fn delete(&self, path: &str, version: Option<i32>) -> Result<()> {
-        self.runtime.block_on(self.client.delete(path, version))
+        self.runtime.call(|| self.client.delete(path, version))
     }
 
     /// Deletes a node and everything below it (see
     /// [`Client::delete_recursive`](crate::Client::delete_recursive)); returns how many nodes
     /// it deleted.
     pub fn delete_recursive(&self, path: &str) -> Result<usize> {
-        self.runtime.block_on(self.client.delete_recursive(path))
+        self.runtime.call(|| self.client.delete_recursive(path))
     }
 
     /// The node's stat, or `None` if it does not exist.
     pub fn exists(&self, path: &str) -> Result<Option<Stat>> {
-        self.runtime.block_on(self.client.exists(path))
+        self.runtime.call(|| self.client.exists(path))
     }
 
     /// Like [`exists`](Self::exists), and watches the node (see
     /// [`Client::exists_and_watch`](crate::Client::exists_and_watch)).
     pub fn exists_and_watch(&self, path: &str) -> Result<(Option<Stat>, OneshotWatcher)> {
-        let (stat, watcher) = self.runtime.block_on(self.client.exists_and_watch(path))?;
+        let (stat, watcher) = self.runtime.call(|| self.client.exists_and_watch(path))?;
         Ok((stat, OneshotWatcher::new(watcher)))
     }
 
     /// The node's data and stat.
     pub fn get_data(&self, path: &str) -> Result<(Bytes, Stat)> {
-        self.runtime.block_on(self.client.get_data(path))
+        self.runtime.call(|| self.client.get_data(path))
     }
 
     /// Like [`get_data`](Self::get_data), and watches the node (see
     /// [`Client::get_data_and_watch`](crate::Client::get_data_and_watch)).
     pub fn get_data_and_watch(&self, path: &str) -> Result<(Bytes, Stat, OneshotWatcher)> {
-        let (data, stat, watcher) = self
-            .runtime
-            .block_on(self.client.get_data_and_watch(path))?;
+        let (data, stat, watcher) = self.runtime.call(|| self.client.get_data_and_watch(path))?;
         Ok((data, stat, OneshotWatcher::new(watcher)))
     }
 
@@ -216,24 +214,24 @@ impl Client {
     /// loss or a timeout may have been applied.
     pub fn set_data(&self, path: &str, data: &[u8], version: Option<i32>) -> Result<Stat> {
         self.runtime
-            .block_on(self.client.set_data(path, data, version))
+            .call(|| self.client.set_data(path, data, version))
     }
 
     /// The node's ACL and stat.
     pub fn get_acl(&self, path: &str) -> Result<(Vec<Acl>, Stat)> {
-        self.runtime.block_on(self.client.get_acl(path))
+        self.runtime.call(|| self.client.get_acl(path))
     }
 
     /// Sets the node's ACL, if `version` (the ACL version) matches when given. A write that
     /// failed with connection loss or a timeout may have been applied.
     pub fn set_acl(&self, path: &str, acl: Vec<Acl>, version: Option<i32>) -> Result<Stat> {
         self.runtime
-            .block_on(self.client.set_acl(path, acl, version))
+            .call(|| self.client.set_acl(path, acl, version))
     }
 
     /// The node's children (names, not paths) and its stat.
     pub fn get_children(&self, path: &str) -> Result<(Vec<String>, Stat)> {
-        self.runtime.block_on(self.client.get_children(path))
+        self.runtime.call(|| self.client.get_children(path))
     }
 
     /// Like [`get_children`](Self::get_children), and watches the child list (see
@@ -244,56 +242,56 @@ impl Client {
     ) -> Result<(Vec<String>, Stat, OneshotWatcher)> {
         let (children, stat, watcher) = self
             .runtime
-            .block_on(self.client.get_children_and_watch(path))?;
+            .call(|| self.client.get_children_and_watch(path))?;
         Ok((children, stat, OneshotWatcher::new(watcher)))
     }
 
     /// How many nodes are below `path`, at any depth.
     pub fn get_all_children_number(&self, path: &str) -> Result<i32> {
         self.runtime
-            .block_on(self.client.get_all_children_number(path))
+            .call(|| self.client.get_all_children_number(path))
     }
 
     /// Several writes, all or nothing (see [`Client::multi`](crate::Client::multi)). A
     /// transaction that failed with connection loss or a timeout may have been applied.
     pub fn multi(&self, ops: Vec<MultiOp>) -> Result<Vec<MultiResult>> {
-        self.runtime.block_on(self.client.multi(ops))
+        self.runtime.call(|| self.client.multi(ops))
     }
 
     /// Several reads in one round trip (see [`Client::multi_read`](crate::Client::multi_read)).
     pub fn multi_read(&self, ops: Vec<ReadOp>) -> Result<Vec<ReadResult>> {
-        self.runtime.block_on(self.client.multi_read(ops))
+        self.runtime.call(|| self.client.multi_read(ops))
     }
 
     /// Waits until the server this client is connected to has caught up with the leader as
     /// of the call (see [`Client::sync`](crate::Client::sync)).
     pub fn sync(&self, path: &str) -> Result<()> {
-        self.runtime.block_on(self.client.sync(path))
+        self.runtime.call(|| self.client.sync(path))
     }
 
     /// Adds an authentication (see [`Client::add_auth`](crate::Client::add_auth)).
     pub fn add_auth(&self, scheme: &str, auth: &[u8]) -> Result<()> {
-        self.runtime.block_on(self.client.add_auth(scheme, auth))
+        self.runtime.call(|| self.client.add_auth(scheme, auth))
     }
 
     /// The identities the server knows this session by.
     pub fn who_am_i(&self) -> Result<Vec<ClientInfo>> {
-        self.runtime.block_on(self.client.who_am_i())
+        self.runtime.call(|| self.client.who_am_i())
     }
 
     /// The paths of this session's ephemeral nodes under `prefix`.
     pub fn get_ephemerals(&self, prefix: &str) -> Result<Vec<String>> {
-        self.runtime.block_on(self.client.get_ephemerals(prefix))
+        self.runtime.call(|| self.client.get_ephemerals(prefix))
     }
 
     /// The ensemble's configuration (see [`Client::get_config`](crate::Client::get_config)).
     pub fn get_config(&self) -> Result<(EnsembleConfig, Stat)> {
-        self.runtime.block_on(self.client.get_config())
+        self.runtime.call(|| self.client.get_config())
     }
 
     /// Like [`get_config`](Self::get_config), and watches the configuration.
     pub fn get_config_and_watch(&self) -> Result<(EnsembleConfig, Stat, OneshotWatcher)> {
-        let (config, stat, watcher) = self.runtime.block_on(self.client.get_config_and_watch())?;
+        let (config, stat, watcher) = self.runtime.call(|| self.client.get_config_and_watch())?;
         Ok((config, stat, OneshotWatcher::new(watcher)))
     }
 
@@ -305,10 +303,10 @@ impl Client {
         leaving: &[u64],
         from_config: Option<i64>,
     ) -> Result<(EnsembleConfig, Stat)> {
-        self.runtime.block_on(
+        self.runtime.call(|| {
             self.client
-                .reconfig_incremental(joining, leaving, from_config),
-        )
+                .reconfig_incremental(joining, leaving, from_config)
+        })
     }
 
     /// Replaces the members (see
@@ -319,13 +317,13 @@ impl Client {
         from_config: Option<i64>,
     ) -> Result<(EnsembleConfig, Stat)> {
         self.runtime
-            .block_on(self.client.reconfig_members(members, from_config))
+            .call(|| self.client.reconfig_members(members, from_config))
     }
 
     /// Sets a persistent watch (see [`Client::add_watch`](crate::Client::add_watch)): its
     /// events are a blocking iterator.
     pub fn add_watch(&self, path: &str, mode: AddWatchMode) -> Result<PersistentWatcher> {
-        let watcher = self.runtime.block_on(self.client.add_watch(path, mode))?;
+        let watcher = self.runtime.call(|| self.client.add_watch(path, mode))?;
         Ok(PersistentWatcher::new(watcher))
     }
 
@@ -333,6 +331,6 @@ impl Client {
     /// [`Client::remove_watches`](crate::Client::remove_watches)).
     pub fn remove_watches(&self, path: &str, watcher_type: WatcherType) -> Result<()> {
         self.runtime
-            .block_on(self.client.remove_watches(path, watcher_type))
+            .call(|| self.client.remove_watches(path, watcher_type))
     }
 }

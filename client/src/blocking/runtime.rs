@@ -92,6 +92,15 @@ impl Runtime {
         park::wait(future, None).expect("no deadline")
     }
 
+    /// Makes a call of the async client within this runtime, then runs it to completion on
+    /// the calling thread. Made here, the call leaves its deadline to the session, whose own
+    /// thread drives it whatever this one does: no timer of the call's own, and a write that
+    /// times out before it was sent says so (made outside, the call could not tell).
+    pub fn call<F: Future>(&self, make: impl FnOnce() -> F) -> F::Output {
+        let _entered = self.enter();
+        park::wait(make(), None).expect("no deadline")
+    }
+
     /// Makes this runtime the calling thread's, until the guard drops: tasks spawned and
     /// timers made meanwhile are this runtime's.
     pub fn enter(&self) -> EnterGuard<'_> {
