@@ -50,7 +50,8 @@ pub struct Connection {
     pub auth: Option<String>,
 
     /// Give up after this long (exit code 124): for `lock`, `rwlock`, `semaphore` and `elect`
-    /// the wait to acquire; for other commands the whole command.
+    /// the wait to connect, then the wait to acquire; for other commands the whole command,
+    /// connecting included.
     #[arg(long, global = true, value_parser = duration, value_name = "DURATION")]
     pub timeout: Option<Duration>,
 

@@ -391,3 +391,24 @@ async fn a_closed_pipe_ends_the_listing_quietly() {
     assert_eq!(status.code(), Some(0));
     assert_eq!(listing.stderr().await, "");
 }
+
+/// `--timeout` bounds the whole command, connecting included: a server that accepts the
+/// connection and never answers ends the command at `--timeout` with its exit code, not at
+/// the (longer) connect timeout with the connection's.
+#[tokio::test]
+async fn the_timeout_counts_the_time_to_connect() {
+    let proxy = zookeeper_testkit::Proxy::start(zookeeper_testkit::shared_server().addr())
+        .await
+        .unwrap();
+    proxy.black_hole(true);
+    let r = run(
+        &proxy.connect_string(),
+        &["--timeout", "1s", "--connect-timeout", "60s", "ls", "/"],
+    )
+    .await;
+    assert_eq!(r.code, Some(124), "{}", r.stderr);
+    assert_eq!(
+        r.stderr,
+        "Error: no server accepted a session within --timeout (1s)\n"
+    );
+}

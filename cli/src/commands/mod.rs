@@ -12,13 +12,40 @@ use clap::CommandFactory;
 use zookeeper_tokio::Client;
 
 use crate::cli::{Cli, Command};
+use crate::connection::Connection;
 use crate::exit::{self, Failure, Outcome};
 use crate::output::Out;
 
 /// How long closing the session may take before `zk` exits anyway (the server then expires it).
 const CLOSE_BOUND: Duration = Duration::from_secs(3);
 
+/// Opens the session, within `--timeout` if given.
+async fn connect(connection: &Connection) -> Result<Client, Failure> {
+    match connection.timeout {
+        Some(limit) => tokio::time::timeout(limit, connection.connect())
+            .await
+            .unwrap_or_else(|_| {
+                Err(Failure::new(
+                    exit::TIMEOUT,
+                    format!(
+                        "no server accepted a session within --timeout ({})",
+                        humantime::format_duration(limit)
+                    ),
+                ))
+            }),
+        None => connection.connect().await,
+    }
+}
+
+fn timed_out(limit: Duration) -> Failure {
+    Failure::new(
+        exit::TIMEOUT,
+        format!("timed out after {}", humantime::format_duration(limit)),
+    )
+}
+
 pub async fn run(cli: Cli) -> Outcome {
+    let started = tokio::time::Instant::now();
     let mut out = Out::new(cli.json);
     let connection = cli.connection;
     let client = match &cli.command {
@@ -30,7 +57,7 @@ pub async fn run(cli: Cli) -> Outcome {
             out.flush()?;
             return Ok(0);
         }
-        _ => connection.connect().await?,
+        _ => connect(&connection).await?,
     };
     let timeout = connection.timeout;
     let outcome = match cli.command {
@@ -44,12 +71,10 @@ pub async fn run(cli: Cli) -> Outcome {
         command => {
             let run = plain(&client, command, &mut out);
             match timeout {
-                Some(limit) => match tokio::time::timeout(limit, run).await {
+                // The whole command: the time taken to connect counts.
+                Some(limit) => match tokio::time::timeout_at(started + limit, run).await {
                     Ok(outcome) => outcome,
-                    Err(_) => Err(Failure::new(
-                        exit::TIMEOUT,
-                        format!("timed out after {}", humantime::format_duration(limit)),
-                    )),
+                    Err(_) => Err(timed_out(limit)),
                 },
                 None => run.await,
             }
