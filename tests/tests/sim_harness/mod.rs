@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use zookeeper_testkit::sim::{Faults, SimOptions, SimRng, SimServer};
-use zookeeper_tokio::{Client, TurmoilConnector};
+use zookeeper_tokio::{Client, ClientBuilder, TurmoilConnector};
 
 /// The model server's host name and port on the simulated network.
 pub const SERVER: &str = "zk";
@@ -275,14 +275,18 @@ impl<K: Copy> Holders<K> {
 
 /// A client of the model server on the current host, its randomness from `seed`.
 pub async fn connect(seed: u64, session_timeout: Duration) -> zookeeper_tokio::Result<Client> {
+    builder(seed, session_timeout).connect().await
+}
+
+/// The settings of every workload's sessions: the model server over turmoil's network, the
+/// client's randomness from `seed`.
+pub fn builder(seed: u64, session_timeout: Duration) -> ClientBuilder {
     Client::builder(&format!("{SERVER}:{PORT}"))
         .connector(TurmoilConnector)
         .rng_seed(seed)
         .session_timeout(session_timeout)
         .connect_timeout(Duration::from_secs(5))
         .request_timeout(Duration::from_secs(5))
-        .connect()
-        .await
 }
 
 /// Draws a fault schedule over `hosts` from `seed` and plays it on the `chaos` host:
