@@ -215,6 +215,21 @@ impl Reconnecting {
         }
     }
 
+    /// A client whose session has not ended: the kept one if it still lives, else a new
+    /// session, connecting until one opens.
+    pub async fn live_client(&mut self, rng: &mut SimRng) -> Client {
+        loop {
+            match self.kept.take() {
+                Some(c) if !c.state().is_terminal() => return c,
+                _ => {
+                    if let Ok(c) = connect(rng.next_u64(), self.timeout).await {
+                        return c;
+                    }
+                }
+            }
+        }
+    }
+
     /// Keeps `client` for the next round, unless its session has ended.
     pub fn keep(&mut self, client: Client) {
         if !client.state().is_terminal() {
@@ -361,6 +376,17 @@ pub fn run(mut world: World<'_>) -> Result<u64, String> {
     let outcome = world.sim.run();
     let record = world.record.clone();
     if std::env::var("ZK_SIM_SEED").is_ok() {
+        eprintln!(
+            "the server's changes in seed {}: zxid, change, node, (czxid, mzxid, owner)",
+            world.seed
+        );
+        for c in world.server.journal() {
+            let stat = c
+                .node
+                .as_ref()
+                .map(|(_, s)| (s.czxid, s.mzxid, s.ephemeral_owner));
+            eprintln!("  {:#x} {:?} {} {stat:?}", c.zxid, c.event, c.path);
+        }
         eprintln!("trace of seed {} (simulated time):", world.seed);
         for line in world.server.trace() {
             eprintln!("{line}");
