@@ -548,7 +548,7 @@ fn one_shot_watches_fire_exactly_once_long() {
 /// With persistent watches besides. Fails on seed 7 (and 2, 26, 44, 60 of the first 100): after
 /// a reconnect, the client's recursive watch reports a node created while it was cut off as
 /// changed (a live event that came during its re-read) and never as created; or reports a
-/// node it had just reported created as deleted and created again. See the module docs.
+/// node it had just reported created as deleted and created again. See docs/simulation.md.
 #[test]
 #[ignore = "client defect: persistent watches after a reconnect report changes of nodes never reported created, and report creations twice; ZK_SIM_SEED=7"]
 fn persistent_watches_see_every_change() {
