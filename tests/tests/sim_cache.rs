@@ -246,7 +246,7 @@ fn differs(
 
 #[test]
 fn the_cache_follows_the_server() {
-    explore("sim_cache", 100, |seed| run(world(seed)));
+    explore("sim_cache", 200, |seed| run(world(seed)));
 }
 
 #[test]

@@ -308,7 +308,7 @@ impl Check<'_> {
 
 #[test]
 fn every_call_ends_in_call_order() {
-    explore("sim_promises", 150, |seed| run(world(seed)));
+    explore("sim_promises", 300, |seed| run(world(seed)));
 }
 
 #[test]
