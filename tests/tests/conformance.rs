@@ -281,6 +281,28 @@ case!(persistent_and_recursive_watches, |c| {
     c.drain("persistent /pw after delete and create", &mut p);
 });
 
+// A one-shot watch set on the path of a persistent one, as the watch workloads do: before
+// 3.9 the server keeps one mode per path and watcher, so the one-shot watch displaces the
+// persistent one and firing removes both (ZOOKEEPER-4466); the client sets the persistent
+// watch again. The model keeps the persistent watch: what the client reports must not differ.
+case!(a_one_shot_watch_beside_a_persistent_one, |c| {
+    c.a.create("/op", b"", &persistent()).await.unwrap();
+    let mut p =
+        c.a.add_watch("/op", AddWatchMode::Persistent)
+            .await
+            .unwrap();
+    let (_, _, once) = c.a.get_data_and_watch("/op").await.unwrap();
+    c.b.set_data("/op", b"1", None).await.unwrap();
+    c.a.sync("/").await.unwrap();
+    let mut once = Some(once);
+    c.poll_once("one-shot", &mut once).await;
+    c.drain("persistent", &mut p);
+    c.b.set_data("/op", b"2", None).await.unwrap();
+    c.b.create("/op/c", b"", &persistent()).await.unwrap();
+    c.a.sync("/").await.unwrap();
+    c.drain("persistent, after the one-shot fired", &mut p);
+});
+
 case!(multi_with_check, |c| {
     c.a.create("/m", b"", &persistent()).await.unwrap();
     let r =
@@ -460,6 +482,10 @@ const CASES: &[(&str, Case)] = &[
         persistent_and_recursive_watches,
     ),
     ("multi_with_check", multi_with_check),
+    (
+        "a_one_shot_watch_beside_a_persistent_one",
+        a_one_shot_watch_beside_a_persistent_one,
+    ),
     (
         "children_counts_and_watch_removal",
         children_counts_and_watch_removal,

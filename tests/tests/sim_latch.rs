@@ -12,9 +12,8 @@ mod sim_harness;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use sim_harness::{connect, explore, run, schedule_faults, World, RUN_FOR};
+use sim_harness::{connect, explore, run, running, schedule_faults, server_faults, Host, World};
 use zookeeper_recipes::{LeaderLatch, Leadership};
-use zookeeper_testkit::sim::{Faults, SimRng};
 
 const PARTICIPANTS: usize = 3;
 const SESSION: Duration = Duration::from_millis(2000);
@@ -25,87 +24,88 @@ struct Resource {
 }
 
 fn world(seed: u64) -> World<'static> {
-    let faults = Faults {
-        lose_reply_after_apply: 0.02,
-        slow_reply: 0.05,
-        slow_reply_max: Duration::from_millis(300),
-    };
-    let mut world = World::new(seed, faults);
+    let mut world = World::new(seed, server_faults());
     let resource = Arc::new(StdMutex::new(Resource::default()));
-    let hosts: Vec<String> = (0..PARTICIPANTS).map(|i| format!("p{i}")).collect();
-    for (i, host) in hosts.iter().enumerate() {
-        let (server, record, resource) =
-            (world.server.clone(), world.record.clone(), resource.clone());
-        let mut rng = SimRng::new(seed.wrapping_mul(131).wrapping_add(i as u64));
-        let who = host.clone();
-        world.sim.client(host.as_str(), async move {
-            let start = tokio::time::Instant::now();
-            while start.elapsed() < RUN_FOR {
-                let Ok(client) = connect(rng.next_u64(), SESSION).await else {
-                    continue;
-                };
-                let Ok(latch) = LeaderLatch::start(&client, "/leader", &who).await else {
-                    continue;
-                };
-                // One participation: lead, pause, lead again (the same term while the node
-                // is the same), until the latch is lost.
-                let mut term = None;
-                while start.elapsed() < RUN_FOR {
-                    match latch.await_leadership_timeout(Duration::from_secs(2)).await {
-                        Ok(true) => {}
-                        Ok(false) => continue,
-                        Err(_) => break,
-                    }
-                    let token = latch.fencing_token().0;
-                    let new_term = term != Some(token);
-                    term = Some(token);
-                    server.note(format!("{who}: leads with token {token:#x}"));
-                    {
-                        let mut r = resource.lock().unwrap();
-                        if token < r.newest_term || (new_term && token == r.newest_term) {
-                            record.violated(&server, format!(
-                                "{who} leads with token {token:#x} after a term of {:#x}",
-                                r.newest_term
-                            ));
-                        }
-                        r.newest_term = r.newest_term.max(token);
-                    }
-                    for _ in 0..1 + rng.below(5) {
-                        if latch.state() != Leadership::Leader {
-                            server.note(format!("{who}: stops, {:?}", latch.state()));
-                            break;
-                        }
-                        {
-                            let r = resource.lock().unwrap();
-                            if token < r.newest_term {
-                                let what = format!(
-                                    "{who} worked as leader with token {token:#x} during the term of {:#x}",
-                                    r.newest_term
-                                );
-                                if record.was_forced(client.session_id().0) {
-                                    // Expired by force: no lease foresees that.
-                                    server.note(format!("{what}: its session was expired by force"));
-                                } else {
-                                    record.violated(&server, what);
-                                }
-                            }
-                        }
-                        record.step();
-                        tokio::time::sleep(Duration::from_millis(rng.below(400))).await;
-                    }
-                    if rng.below(2) == 0 {
-                        break;
-                    }
-                }
-                let _ = latch.resign().await;
-                client.close().await;
-                tokio::time::sleep(Duration::from_millis(rng.below(300))).await;
-            }
-            Ok(())
-        });
-    }
+    let hosts = world.hosts("p", PARTICIPANTS, 131, |host| {
+        participant(host, resource.clone())
+    });
     schedule_faults(&mut world, hosts);
     world
+}
+
+async fn participant(host: Host, resource: Arc<StdMutex<Resource>>) -> turmoil::Result {
+    let Host {
+        who,
+        server,
+        record,
+        mut rng,
+        ..
+    } = host;
+    while running() {
+        let Ok(client) = connect(rng.next_u64(), SESSION).await else {
+            continue;
+        };
+        let Ok(latch) = LeaderLatch::start(&client, "/leader", &who).await else {
+            continue;
+        };
+        // One participation: lead, pause, lead again (the same term while the node is the
+        // same), until the latch is lost.
+        let mut term = None;
+        while running() {
+            match latch.await_leadership_timeout(Duration::from_secs(2)).await {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(_) => break,
+            }
+            let token = latch.fencing_token().0;
+            let new_term = term != Some(token);
+            term = Some(token);
+            server.note(format!("{who}: leads with token {token:#x}"));
+            {
+                let mut r = resource.lock().unwrap();
+                if token < r.newest_term || (new_term && token == r.newest_term) {
+                    record.violated(
+                        &server,
+                        format!(
+                            "{who} leads with token {token:#x} after a term of {:#x}",
+                            r.newest_term
+                        ),
+                    );
+                }
+                r.newest_term = r.newest_term.max(token);
+            }
+            for _ in 0..1 + rng.below(5) {
+                if latch.state() != Leadership::Leader {
+                    server.note(format!("{who}: stops, {:?}", latch.state()));
+                    break;
+                }
+                {
+                    let r = resource.lock().unwrap();
+                    if token < r.newest_term {
+                        let what = format!(
+                            "{who} worked as leader with token {token:#x} during the term of {:#x}",
+                            r.newest_term
+                        );
+                        if record.was_forced(client.session_id().0) {
+                            // Expired by force: no lease foresees that.
+                            server.note(format!("{what}: its session was expired by force"));
+                        } else {
+                            record.violated(&server, what);
+                        }
+                    }
+                }
+                record.step();
+                tokio::time::sleep(Duration::from_millis(rng.below(400))).await;
+            }
+            if rng.below(2) == 0 {
+                break;
+            }
+        }
+        let _ = latch.resign().await;
+        client.close().await;
+        tokio::time::sleep(Duration::from_millis(rng.below(300))).await;
+    }
+    Ok(())
 }
 
 #[test]

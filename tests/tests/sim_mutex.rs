@@ -14,9 +14,10 @@ mod sim_harness;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use sim_harness::{connect, explore, run, schedule_faults, World, RUN_FOR};
+use sim_harness::{
+    explore, run, running, schedule_faults, server_faults, Host, Reconnecting, World,
+};
 use zookeeper_recipes::{LockState, Mutex};
-use zookeeper_testkit::sim::{Faults, SimRng};
 
 const CONTENDERS: usize = 3;
 const SESSION: Duration = Duration::from_millis(2000);
@@ -33,91 +34,79 @@ fn workload(seed: u64) -> Result<u64, String> {
 }
 
 fn world(seed: u64) -> World<'static> {
-    let faults = Faults {
-        lose_reply_after_apply: 0.02,
-        slow_reply: 0.05,
-        slow_reply_max: Duration::from_millis(300),
-    };
-    let mut world = World::new(seed, faults);
+    let mut world = World::new(seed, server_faults());
     let resource = Arc::new(StdMutex::new(Resource::default()));
-    let hosts: Vec<String> = (0..CONTENDERS).map(|i| format!("c{i}")).collect();
-    for (i, host) in hosts.iter().enumerate() {
-        let (server, record, resource) =
-            (world.server.clone(), world.record.clone(), resource.clone());
-        let mut rng = SimRng::new(seed.wrapping_mul(31).wrapping_add(i as u64));
-        let who = host.clone();
-        world.sim.client(host.as_str(), async move {
-            let start = tokio::time::Instant::now();
-            let mut client = None;
-            while start.elapsed() < RUN_FOR {
-                let c = match client.take() {
-                    Some(c) => c,
-                    None => match connect(rng.next_u64(), SESSION).await {
-                        Ok(c) => c,
-                        Err(_) => continue,
-                    },
-                };
-                let Ok(mutex) = Mutex::new(&c, "/lock") else {
-                    return Err("a valid path".into());
-                };
-                let acquired = mutex.acquire_timeout(Duration::from_secs(3)).await;
-                match acquired {
-                    Ok(Some(guard)) => {
-                        let token = guard.fencing_token().0;
-                        server.note(format!("{who}: granted token {token:#x}"));
-                        {
-                            let mut r = resource.lock().unwrap();
-                            if token <= r.last_grant {
-                                record.violated(
-                                    &server,
-                                    format!(
-                                        "{who} granted token {token:#x} after {:#x}",
-                                        r.last_grant
-                                    ),
-                                );
-                            }
-                            r.last_grant = r.last_grant.max(token);
-                        }
-                        for _ in 0..1 + rng.below(4) {
-                            if guard.state() != LockState::Held {
-                                server.note(format!("{who}: stops, guard {}", guard.state()));
-                                break;
-                            }
-                            {
-                                let mut r = resource.lock().unwrap();
-                                if token < r.last_write || token < r.last_grant {
-                                    let what = format!(
-                                        "{who} wrote with token {token:#x} while {:#x} was granted",
-                                        r.last_grant
-                                    );
-                                    if record.was_forced(c.session_id().0) {
-                                        // Its session was expired by force: only fencing can
-                                        // refuse it, and here it does.
-                                        server.note(format!("{what}: refused by fencing"));
-                                        break;
-                                    }
-                                    record.violated(&server, what);
-                                }
-                                r.last_write = token;
-                            }
-                            record.step();
-                            tokio::time::sleep(Duration::from_millis(rng.below(400))).await;
-                        }
-                        let _ = guard.release().await;
-                    }
-                    Ok(None) => {}
-                    Err(e) => server.note(format!("{who}: acquire failed: {e}")),
-                }
-                if !c.state().is_terminal() {
-                    client = Some(c);
-                }
-                tokio::time::sleep(Duration::from_millis(rng.below(200))).await;
-            }
-            Ok(())
-        });
-    }
+    let hosts = world.hosts("c", CONTENDERS, 31, |host| {
+        contender(host, resource.clone())
+    });
     schedule_faults(&mut world, hosts);
     world
+}
+
+async fn contender(host: Host, resource: Arc<StdMutex<Resource>>) -> turmoil::Result {
+    let Host {
+        who,
+        server,
+        record,
+        mut rng,
+        ..
+    } = host;
+    let mut session = Reconnecting::new(SESSION);
+    while running() {
+        let Some(c) = session.client(&mut rng).await else {
+            continue;
+        };
+        let Ok(mutex) = Mutex::new(&c, "/lock") else {
+            return Err("a valid path".into());
+        };
+        match mutex.acquire_timeout(Duration::from_secs(3)).await {
+            Ok(Some(guard)) => {
+                let token = guard.fencing_token().0;
+                server.note(format!("{who}: granted token {token:#x}"));
+                {
+                    let mut r = resource.lock().unwrap();
+                    if token <= r.last_grant {
+                        record.violated(
+                            &server,
+                            format!("{who} granted token {token:#x} after {:#x}", r.last_grant),
+                        );
+                    }
+                    r.last_grant = r.last_grant.max(token);
+                }
+                for _ in 0..1 + rng.below(4) {
+                    if guard.state() != LockState::Held {
+                        server.note(format!("{who}: stops, guard {}", guard.state()));
+                        break;
+                    }
+                    {
+                        let mut r = resource.lock().unwrap();
+                        if token < r.last_write || token < r.last_grant {
+                            let what = format!(
+                                "{who} wrote with token {token:#x} while {:#x} was granted",
+                                r.last_grant
+                            );
+                            if record.was_forced(c.session_id().0) {
+                                // Its session was expired by force: only fencing can refuse
+                                // it, and here it does.
+                                server.note(format!("{what}: refused by fencing"));
+                                break;
+                            }
+                            record.violated(&server, what);
+                        }
+                        r.last_write = token;
+                    }
+                    record.step();
+                    tokio::time::sleep(Duration::from_millis(rng.below(400))).await;
+                }
+                let _ = guard.release().await;
+            }
+            Ok(None) => {}
+            Err(e) => server.note(format!("{who}: acquire failed: {e}")),
+        }
+        session.keep(c);
+        tokio::time::sleep(Duration::from_millis(rng.below(200))).await;
+    }
+    Ok(())
 }
 
 #[test]

@@ -10,112 +10,78 @@
 
 mod sim_harness;
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use sim_harness::{connect, explore, run, schedule_faults, World, RUN_FOR};
+use sim_harness::{
+    explore, run, running, schedule_faults, server_faults, Holders, Host, Reconnecting, World,
+};
 use zookeeper_recipes::{LockState, Semaphore};
-use zookeeper_testkit::sim::{Faults, SimRng};
 
 const CONTENDERS: usize = 4;
 const LEASES: usize = 2;
 const SESSION: Duration = Duration::from_millis(2000);
 
-/// Simulated time: every host of the world starts with the simulation.
-fn now() -> Duration {
-    turmoil::elapsed()
-}
-
-/// Holders that can still act: contender -> (session, until when in simulated time).
-type Holders = Arc<StdMutex<BTreeMap<usize, (i64, Duration)>>>;
-
 fn world(seed: u64) -> World<'static> {
-    let faults = Faults {
-        lose_reply_after_apply: 0.02,
-        slow_reply: 0.05,
-        slow_reply_max: Duration::from_millis(300),
-    };
-    let mut world = World::new(seed, faults);
-    let holders: Holders = Arc::default();
-    let hosts: Vec<String> = (0..CONTENDERS).map(|i| format!("s{i}")).collect();
-    for (i, host) in hosts.iter().enumerate() {
-        let (server, record, holders) =
-            (world.server.clone(), world.record.clone(), holders.clone());
-        let mut rng = SimRng::new(seed.wrapping_mul(977).wrapping_add(i as u64));
-        let who = host.clone();
-        world.sim.client(host.as_str(), async move {
-            let start = tokio::time::Instant::now();
-            let mut client = None;
-            while start.elapsed() < RUN_FOR {
-                let c = match client.take() {
-                    Some(c) => c,
-                    None => match connect(rng.next_u64(), SESSION).await {
-                        Ok(c) => c,
-                        Err(_) => continue,
-                    },
-                };
-                let Ok(semaphore) = Semaphore::new(&c, "/sem", LEASES) else {
-                    return Err("a valid path".into());
-                };
-                match semaphore.acquire_timeout(Duration::from_secs(3)).await {
-                    Ok(Some(lease)) => {
-                        server.note(format!("{who}: lease {}", lease.path()));
-                        for _ in 0..1 + rng.below(4) {
-                            if lease.state() != LockState::Held {
-                                server.note(format!("{who}: stops, lease {}", lease.state()));
-                                break;
-                            }
-                            // Until when this holder may act without looking again.
-                            let until = c.lease_deadline().map_or(now(), |d| {
-                                now()
-                                    + d.saturating_duration_since(
-                                        tokio::time::Instant::now().into_std(),
-                                    )
-                            });
-                            {
-                                let mut h = holders.lock().unwrap();
-                                h.insert(i, (c.session_id().0, until));
-                                let t = now();
-                                // A session expired by force promised nothing: its holder finds out
-                                // late, and only fencing could refuse it.
-                                let live: Vec<_> = h
-                                    .iter()
-                                    .filter(|(_, &(s, u))| u > t && !record.was_forced(s))
-                                    .collect();
-                                if live.len() > LEASES {
-                                    record.violated(
-                                        &server,
-                                        format!(
-                                            "{who} at {t:?}: {} holders can act at once: {live:?}",
-                                            live.len()
-                                        ),
-                                    );
-                                }
-                            }
-                            record.step();
-                            tokio::time::sleep(Duration::from_millis(rng.below(400))).await;
-                        }
-                        let released = lease.release().await;
-                        // Released: no longer a holder (a failed release leaves the lease to run
-                        // out, as recorded).
-                        if released.is_ok() {
-                            holders.lock().unwrap().remove(&i);
-                        }
-                    }
-                    Ok(None) => {}
-                    Err(e) => server.note(format!("{who}: acquire failed: {e}")),
-                }
-                if !c.state().is_terminal() {
-                    client = Some(c);
-                }
-                tokio::time::sleep(Duration::from_millis(rng.below(200))).await;
-            }
-            Ok(())
-        });
-    }
+    let mut world = World::new(seed, server_faults());
+    let holders = Holders::default();
+    let hosts = world.hosts("s", CONTENDERS, 977, |host| {
+        contender(host, holders.clone())
+    });
     schedule_faults(&mut world, hosts);
     world
+}
+
+async fn contender(host: Host, holders: Holders<()>) -> turmoil::Result {
+    let Host {
+        who,
+        index: i,
+        server,
+        record,
+        mut rng,
+    } = host;
+    let mut session = Reconnecting::new(SESSION);
+    while running() {
+        let Some(c) = session.client(&mut rng).await else {
+            continue;
+        };
+        let Ok(semaphore) = Semaphore::new(&c, "/sem", LEASES) else {
+            return Err("a valid path".into());
+        };
+        match semaphore.acquire_timeout(Duration::from_secs(3)).await {
+            Ok(Some(lease)) => {
+                server.note(format!("{who}: lease {}", lease.path()));
+                for _ in 0..1 + rng.below(4) {
+                    if lease.state() != LockState::Held {
+                        server.note(format!("{who}: stops, lease {}", lease.state()));
+                        break;
+                    }
+                    let live = holders.acting(i, (), &c, &record);
+                    if live.len() > LEASES {
+                        record.violated(
+                            &server,
+                            format!(
+                                "{who} at {:?}: {} holders can act at once: {live:?}",
+                                sim_harness::now(),
+                                live.len()
+                            ),
+                        );
+                    }
+                    record.step();
+                    tokio::time::sleep(Duration::from_millis(rng.below(400))).await;
+                }
+                // Released: no longer a holder (a failed release leaves the lease to run out,
+                // as recorded).
+                if lease.release().await.is_ok() {
+                    holders.released(i);
+                }
+            }
+            Ok(None) => {}
+            Err(e) => server.note(format!("{who}: acquire failed: {e}")),
+        }
+        session.keep(c);
+        tokio::time::sleep(Duration::from_millis(rng.below(200))).await;
+    }
+    Ok(())
 }
 
 #[test]

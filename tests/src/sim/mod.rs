@@ -11,7 +11,9 @@
 //! one-shot, persistent and persistent recursive watches with the server's rules,
 //! `setWatches`/`setWatches2`, `multi` with `check`, `multiRead`, `sync`, `getChildren2`,
 //! `getAllChildrenNumber`, `getEphemerals`, `removeWatches`, `checkWatches`, containers and
-//! TTL nodes with their cleanup, `whoAmI`, ACLs stored and versioned.
+//! TTL nodes with their cleanup, `whoAmI`, ACLs stored and versioned. Beside the protocol, a
+//! journal of every change ([`SimServer::journal`], [`SimServer::tree_at`]) for workloads to
+//! check what clients saw against what the server did.
 //!
 //! What it does not have: ACLs are not enforced (every session may do everything, as with
 //! `world:anyone`), digest identities are kept unhashed, SASL and reconfiguration are
@@ -24,17 +26,18 @@ mod state;
 mod tree;
 mod watches;
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
-use zookeeper_jute::{codec::decode_frame, ClientFrame, ConnectRequest, Decode, Stat};
+use zookeeper_jute::{codec::decode_frame, ClientFrame, ConnectRequest, Decode, EventType, Stat};
 
 pub use faults::Faults;
 pub use rng::SimRng;
-pub use state::SimOptions;
+pub use state::{Change, SimOptions};
 
 use state::{Out, State};
 
@@ -196,6 +199,52 @@ impl SimServer {
     /// The data and stat of `path`.
     pub fn node(&self, path: &str) -> Option<(Bytes, Stat)> {
         self.lock().tree.get(path).map(|n| (n.data.clone(), n.stat))
+    }
+
+    /// Every change the server made to its tree, in zxid order (several may share one: the
+    /// changes of one transaction). What a workload checks its observations against.
+    pub fn journal(&self) -> Vec<Change> {
+        self.lock().journal.clone()
+    }
+
+    /// The changes with a zxid above `zxid`, in order.
+    pub fn journal_after(&self, zxid: i64) -> Vec<Change> {
+        let s = self.lock();
+        let from = s.journal.partition_point(|c| c.zxid <= zxid);
+        s.journal[from..].to_vec()
+    }
+
+    /// The subtree at `root` (the node and every descendant) as the server held it at `zxid`:
+    /// each node's data and its stat as of its last create or data change up to `zxid` (the
+    /// fields a child's change moves, `cversion`, `pzxid` and `numChildren`, may be older).
+    pub fn tree_at(&self, root: &str, zxid: i64) -> BTreeMap<String, (Bytes, Stat)> {
+        let s = self.lock();
+        let mut tree = BTreeMap::new();
+        let below = if root == "/" {
+            "/".to_owned()
+        } else {
+            format!("{root}/")
+        };
+        for change in s.journal.iter().take_while(|c| c.zxid <= zxid) {
+            if change.path != root && !change.path.starts_with(&below) {
+                continue;
+            }
+            match change.event {
+                EventType::NodeCreated | EventType::NodeDataChanged => match &change.node {
+                    Some(node) => {
+                        tree.insert(change.path.clone(), node.clone());
+                    }
+                    None => {
+                        tree.remove(&change.path);
+                    }
+                },
+                EventType::NodeDeleted => {
+                    tree.remove(&change.path);
+                }
+                _ => {}
+            }
+        }
+        tree
     }
 
     /// The last zxid.

@@ -91,6 +91,23 @@ pub(crate) struct State {
     pub rng: SimRng,
     pub start: Instant,
     pub trace: VecDeque<String>,
+    /// Every change made to the tree, in zxid order: what `SimServer::tree_at` folds.
+    pub journal: Vec<Change>,
+}
+
+/// A change the model made to its tree: the event it fires, with the node as the transaction
+/// left it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    /// The transaction's zxid.
+    pub zxid: i64,
+    /// The node changed.
+    pub path: String,
+    /// What changed: `NodeCreated`, `NodeDataChanged`, `NodeDeleted`, or
+    /// `NodeChildrenChanged` (for the parent of a node created or deleted).
+    pub event: EventType,
+    /// The node's data and stat once the transaction applied; `None` if it is gone.
+    pub node: Option<(Bytes, zookeeper_jute::Stat)>,
 }
 
 /// The wall-clock time the model's clock starts at (ms since the Unix epoch), for `ctime`.
@@ -109,6 +126,7 @@ impl State {
             next_conn: 1,
             start: Instant::now(),
             trace: VecDeque::new(),
+            journal: Vec::new(),
         }
     }
 
@@ -308,6 +326,15 @@ impl State {
 
     /// Sends the events of one transaction's changes to the connections watching them.
     fn fire(&mut self, triggers: &[(String, EventType)]) {
+        for (path, event) in triggers {
+            let node = self.tree.get(path).map(|n| (n.data.clone(), n.stat));
+            self.journal.push(Change {
+                zxid: self.zxid,
+                path: path.clone(),
+                event: *event,
+                node,
+            });
+        }
         let none = BTreeSet::new();
         for (path, event) in triggers {
             let mut to = match event {
@@ -853,4 +880,79 @@ fn is_write(request: &Request) -> bool {
             | Request::SetAcl(_)
             | Request::Multi(_)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn create(path: &str, mode: CreateMode) -> Write {
+        Write::Create {
+            path: path.into(),
+            data: Bytes::from(path.to_owned()),
+            acl: zookeeper_jute::Acl::open_unsafe(),
+            mode,
+            ttl: 0,
+        }
+    }
+
+    /// The journal folded up to the last zxid is the live tree, and up to an earlier zxid the
+    /// tree as it was then.
+    #[test]
+    fn the_journal_replays_the_tree_at_every_zxid() {
+        let mut s = State::new(SimOptions::default());
+        let owner = 7;
+        s.write(0, &create("/a", CreateMode::Persistent)).unwrap();
+        s.write(0, &create("/a/b", CreateMode::Persistent)).unwrap();
+        s.write(owner, &create("/a/e", CreateMode::Ephemeral))
+            .unwrap();
+        let before = s.zxid;
+        let set = Write::SetData {
+            path: "/a/b".into(),
+            data: Bytes::from_static(b"new"),
+            version: -1,
+        };
+        s.write(0, &set).unwrap();
+        s.write(
+            0,
+            &Write::Delete {
+                path: "/a/b".into(),
+                version: -1,
+            },
+        )
+        .unwrap();
+        // A failed write changes nothing.
+        assert!(s.write(0, &create("/x/y", CreateMode::Persistent)).is_err());
+        s.sessions.insert(
+            owner,
+            Session {
+                timeout: Duration::from_secs(1),
+                password: [0; 16],
+                last_heard: Instant::now(),
+                conn: None,
+                auth: Vec::new(),
+            },
+        );
+        s.end_session(owner, "test");
+        let zxid = s.zxid;
+        let live: BTreeMap<String, (Bytes, zookeeper_jute::Stat)> = ["/a"]
+            .iter()
+            .map(|p| {
+                let n = s.tree.get(p).unwrap();
+                (p.to_string(), (n.data.clone(), n.stat))
+            })
+            .collect();
+        let server = crate::sim::SimServer {
+            state: std::sync::Arc::new(std::sync::Mutex::new(s)),
+        };
+        let now = server.tree_at("/a", zxid);
+        assert_eq!(now.keys().collect::<Vec<_>>(), ["/a"]);
+        assert_eq!(now["/a"].0, live["/a"].0);
+        assert_eq!(now["/a"].1.mzxid, live["/a"].1.mzxid);
+        let then = server.tree_at("/a", before);
+        assert_eq!(then.keys().collect::<Vec<_>>(), ["/a", "/a/b", "/a/e"]);
+        assert_eq!(&then["/a/b"].0[..], b"/a/b");
+        assert_eq!(server.tree_at("/a", before + 1)["/a/b"].1.version, 1);
+        assert!(server.journal_after(zxid).is_empty());
+    }
 }

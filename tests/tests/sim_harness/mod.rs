@@ -8,11 +8,13 @@
 
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use zookeeper_testkit::sim::{Faults, SimOptions, SimRng, SimServer};
-use zookeeper_tokio::{Client, TurmoilConnector};
+use zookeeper_tokio::{Client, ClientBuilder, TurmoilConnector};
 
 /// The model server's host name and port on the simulated network.
 pub const SERVER: &str = "zk";
@@ -94,6 +96,46 @@ pub struct World<'a> {
 /// How long a run lasts in simulated time.
 pub const RUN_FOR: Duration = Duration::from_secs(12);
 
+/// Whether the run's faulty stretch still goes on (simulated time: every host of the world
+/// starts with the simulation).
+pub fn running() -> bool {
+    now() < RUN_FOR
+}
+
+/// Simulated time since the simulation began.
+pub fn now() -> Duration {
+    turmoil::elapsed()
+}
+
+/// Until when, in simulated time, `client` may act without hearing from a server again: the
+/// end of its session's lease (`Client::lease_deadline`), before which no server can have
+/// expired the session; now if it has none.
+pub fn lease_until(client: &Client) -> Duration {
+    client.lease_deadline().map_or(now(), |d| {
+        now() + d.saturating_duration_since(tokio::time::Instant::now().into_std())
+    })
+}
+
+/// The faults the model server injects in the recipes' workloads: a write's reply lost
+/// after it was applied now and then, and slow replies.
+pub fn server_faults() -> Faults {
+    Faults {
+        lose_reply_after_apply: 0.02,
+        slow_reply: 0.05,
+        slow_reply_max: Duration::from_millis(300),
+    }
+}
+
+/// What a workload's host is given: its name and number, the server and the record, and a
+/// random source of its own drawn from the run's seed.
+pub struct Host {
+    pub who: String,
+    pub index: usize,
+    pub server: SimServer,
+    pub record: Record,
+    pub rng: SimRng,
+}
+
 impl World<'_> {
     pub fn new(seed: u64, faults: Faults) -> World<'static> {
         let mut sim = turmoil::Builder::new()
@@ -126,21 +168,155 @@ impl World<'_> {
     }
 }
 
+impl World<'_> {
+    /// Puts `n` hosts named `<prefix><i>` in the world, each running `body`; each host's
+    /// random source is drawn from the seed, `salt` and its number. Returns their names, for
+    /// the fault schedule.
+    pub fn hosts<F, Fut>(&mut self, prefix: &str, n: usize, salt: u64, body: F) -> Vec<String>
+    where
+        F: Fn(Host) -> Fut,
+        Fut: Future<Output = turmoil::Result> + 'static,
+    {
+        let names: Vec<String> = (0..n).map(|i| format!("{prefix}{i}")).collect();
+        for (index, who) in names.iter().enumerate() {
+            let host = Host {
+                who: who.clone(),
+                index,
+                server: self.server.clone(),
+                record: self.record.clone(),
+                rng: SimRng::new(self.seed.wrapping_mul(salt).wrapping_add(index as u64)),
+            };
+            self.sim.client(who.as_str(), body(host));
+        }
+        names
+    }
+}
+
+/// A host's session, kept across its rounds while it lives, and opened anew once it ended.
+pub struct Reconnecting {
+    kept: Option<Client>,
+    timeout: Duration,
+}
+
+impl Reconnecting {
+    pub fn new(session_timeout: Duration) -> Reconnecting {
+        Reconnecting {
+            kept: None,
+            timeout: session_timeout,
+        }
+    }
+
+    /// The kept client, or a new session (its randomness drawn from `rng`); `None` when
+    /// connecting failed (try again).
+    pub async fn client(&mut self, rng: &mut SimRng) -> Option<Client> {
+        match self.kept.take() {
+            Some(c) => Some(c),
+            None => connect(rng.next_u64(), self.timeout).await.ok(),
+        }
+    }
+
+    /// A client whose session has not ended: the kept one if it still lives, else a new
+    /// session, connecting until one opens.
+    pub async fn live_client(&mut self, rng: &mut SimRng) -> Client {
+        loop {
+            match self.kept.take() {
+                Some(c) if !c.state().is_terminal() => return c,
+                _ => {
+                    if let Ok(c) = connect(rng.next_u64(), self.timeout).await {
+                        return c;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Keeps `client` for the next round, unless its session has ended.
+    pub fn keep(&mut self, client: Client) {
+        if !client.state().is_terminal() {
+            self.kept = Some(client);
+        }
+    }
+}
+
+/// The holders of a lock-like recipe that can still act, each with its kind (reader or
+/// writer, say), its session and until when it may act without looking again.
+pub struct Holders<K> {
+    inner: Arc<Mutex<HolderTable<K>>>,
+}
+
+/// Holder number -> (kind, session, until when).
+type HolderTable<K> = BTreeMap<usize, (K, i64, Duration)>;
+
+impl<K> Clone for Holders<K> {
+    fn clone(&self) -> Self {
+        Holders {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<K> Default for Holders<K> {
+    fn default() -> Self {
+        Holders {
+            inner: Arc::default(),
+        }
+    }
+}
+
+/// A holder that can act: (its number, its kind, its session, until when).
+pub type Acting<K> = (usize, K, i64, Duration);
+
+impl<K: Copy> Holders<K> {
+    /// Holder `i` acts now through `client`: records until when it may, and returns every
+    /// holder that can act at this instant. Sessions the schedule expired by force are left
+    /// out: they promised nothing (their holders find out late, and only fencing could refuse
+    /// them).
+    pub fn acting(&self, i: usize, kind: K, client: &Client, record: &Record) -> Vec<Acting<K>> {
+        let until = lease_until(client);
+        let mut h = self.inner.lock().unwrap();
+        h.insert(i, (kind, client.session_id().0, until));
+        let t = now();
+        h.iter()
+            .filter(|(_, &(_, s, u))| u > t && !record.was_forced(s))
+            .map(|(&i, &(k, s, u))| (i, k, s, u))
+            .collect()
+    }
+
+    /// Holder `i` released: it can no longer act.
+    pub fn released(&self, i: usize) {
+        self.inner.lock().unwrap().remove(&i);
+    }
+}
+
 /// A client of the model server on the current host, its randomness from `seed`.
 pub async fn connect(seed: u64, session_timeout: Duration) -> zookeeper_tokio::Result<Client> {
+    builder(seed, session_timeout).connect().await
+}
+
+/// The settings of every workload's sessions: the model server over turmoil's network, the
+/// client's randomness from `seed`.
+pub fn builder(seed: u64, session_timeout: Duration) -> ClientBuilder {
     Client::builder(&format!("{SERVER}:{PORT}"))
         .connector(TurmoilConnector)
         .rng_seed(seed)
         .session_timeout(session_timeout)
         .connect_timeout(Duration::from_secs(5))
         .request_timeout(Duration::from_secs(5))
-        .connect()
-        .await
 }
 
 /// Draws a fault schedule over `hosts` from `seed` and plays it on the `chaos` host:
 /// partitions, held links, dropped connections, forced expiries, until the run ends.
 pub fn schedule_faults(world: &mut World<'_>, hosts: Vec<String>) {
+    schedule(world, hosts, false);
+}
+
+/// `schedule_faults`, with server restarts besides: every connection dropped, and the server
+/// unreachable from every host for a while (its sessions live on, on its clock).
+pub fn schedule_faults_with_restarts(world: &mut World<'_>, hosts: Vec<String>) {
+    schedule(world, hosts, true);
+}
+
+fn schedule(world: &mut World<'_>, hosts: Vec<String>, restarts: bool) {
     let server = world.server.clone();
     let record = world.record.clone();
     let mut rng = SimRng::new(world.seed ^ 0xfa17);
@@ -176,6 +352,18 @@ pub fn schedule_faults(world: &mut World<'_>, hosts: Vec<String>) {
                         server.expire_session(s);
                     }
                 }
+                7 if restarts => {
+                    server.note(format!("fault: server restarts, down for {lasts:?}"));
+                    server.drop_connections();
+                    for h in &hosts {
+                        turmoil::partition(h.as_str(), SERVER);
+                    }
+                    tokio::time::sleep(lasts).await;
+                    for h in &hosts {
+                        turmoil::repair(h.as_str(), SERVER);
+                    }
+                    server.note("fault: server back");
+                }
                 _ => {}
             }
         }
@@ -188,6 +376,17 @@ pub fn run(mut world: World<'_>) -> Result<u64, String> {
     let outcome = world.sim.run();
     let record = world.record.clone();
     if std::env::var("ZK_SIM_SEED").is_ok() {
+        eprintln!(
+            "the server's changes in seed {}: zxid, change, node, (czxid, mzxid, owner)",
+            world.seed
+        );
+        for c in world.server.journal() {
+            let stat = c
+                .node
+                .as_ref()
+                .map(|(_, s)| (s.czxid, s.mzxid, s.ephemeral_owner));
+            eprintln!("  {:#x} {:?} {} {stat:?}", c.zxid, c.event, c.path);
+        }
         eprintln!("trace of seed {} (simulated time):", world.seed);
         for line in world.server.trace() {
             eprintln!("{line}");
