@@ -412,3 +412,14 @@ async fn the_timeout_counts_the_time_to_connect() {
         "Error: no server accepted a session within --timeout (1s)\n"
     );
 }
+
+#[tokio::test]
+async fn deleting_the_root_is_a_usage_error_that_says_so() {
+    let (connect, _client) = chroot("cli_delete_root").await;
+    let r = run(&connect, &["delete", "/"]).await;
+    assert_eq!(r.code, Some(64), "{}", r.stderr);
+    assert_eq!(
+        r.stderr,
+        "Error: delete /: the root node cannot be deleted\n"
+    );
+}

@@ -154,6 +154,10 @@ pub struct Delete {
 }
 
 pub async fn delete(client: &Client, args: Delete, _out: &mut Out) -> Outcome {
+    if args.path == "/" {
+        // The server's answer would be a bare "bad arguments".
+        return Err(Failure::usage("delete /: the root node cannot be deleted"));
+    }
     client.delete(&args.path, args.expected_version).await?;
     Ok(0)
 }
