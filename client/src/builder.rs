@@ -508,7 +508,11 @@ impl ClientBuilder {
             seed,
             resume: self.resume,
         };
-        let (state_tx, mut state_rx) = StatePublisher::new();
+        let (state_tx, state_rx) = StatePublisher::new();
+        // Every transition, from before the session starts: a session accepted and lost again
+        // at once must still count as accepted (the latest state alone may already be
+        // `Disconnected` when this task looks).
+        let mut changes = state_tx.changes();
         let queue = RequestQueue::new(max_outstanding);
         let info = state_tx.info.clone();
         let session = Session::new(
@@ -533,26 +537,10 @@ impl ClientBuilder {
             request_timeout,
         );
         let mut failures_rx = failures.clone();
-        let outcome = tokio::time::timeout(connect_timeout, async {
-            let state = tokio::select! {
-                state = state_rx.wait_for(|s| s.is_connected() || s.is_terminal()) => {
-                    *state.map_err(|_| ErrorKind::Closed)?
-                }
-                // Certificates refused by (or to) every server: no point waiting longer.
-                failed = failures_rx.wait_for(|f| f.every_server_tls) => {
-                    return Err(failed
-                        .ok()
-                        .and_then(|f| f.last_tls.clone())
-                        .unwrap_or(ErrorKind::Closed));
-                }
-            };
-            match state {
-                SessionState::AuthFailed => Err(ErrorKind::AuthFailed),
-                SessionState::Expired => Err(ErrorKind::SessionExpired),
-                SessionState::Closed => Err(ErrorKind::Closed),
-                _ => Ok(()),
-            }
-        })
+        let outcome = tokio::time::timeout(
+            connect_timeout,
+            first_session(&mut changes, &mut failures_rx),
+        )
         .await;
         match outcome {
             Ok(Ok(())) => {
@@ -575,5 +563,64 @@ impl ClientBuilder {
             }
         }
         // On failure `client` drops here, which stops the session task.
+    }
+}
+
+/// Waits until a server accepts the session (`Ok`, even if the connection is gone again by the
+/// time this looks), the session ends first, or certificates alone stand in the way.
+async fn first_session(
+    changes: &mut crate::state::StateChanges,
+    failures: &mut tokio::sync::watch::Receiver<crate::state::AttemptFailures>,
+) -> std::result::Result<(), ErrorKind> {
+    let state = tokio::select! {
+        state = changes.wait_for(|s| s.is_connected() || s.is_terminal()) => {
+            state.ok_or(ErrorKind::Closed)?
+        }
+        // Certificates refused by (or to) every server: no point waiting longer.
+        failed = failures.wait_for(|f| f.every_server_tls) => {
+            return Err(failed
+                .ok()
+                .and_then(|f| f.last_tls.clone())
+                .unwrap_or(ErrorKind::Closed));
+        }
+    };
+    match state {
+        SessionState::AuthFailed => Err(ErrorKind::AuthFailed),
+        SessionState::Expired => Err(ErrorKind::SessionExpired),
+        SessionState::Closed => Err(ErrorKind::Closed),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server that accepts the session and drops the connection at once: the latest state
+    /// is `Disconnected` before `connect` looks, and the session was accepted all the same.
+    /// (Waiting on the latest state alone, `connect` missed it and timed out.)
+    #[tokio::test]
+    async fn a_session_accepted_and_lost_before_anyone_looks_counts_as_accepted() {
+        let (publisher, _latest) = StatePublisher::new();
+        let mut changes = publisher.changes();
+        let mut failures = publisher.info.failures.subscribe();
+        publisher.publish(SessionState::Connected);
+        publisher.publish(SessionState::Disconnected);
+        let waited = tokio::time::timeout(
+            Duration::from_secs(60),
+            first_session(&mut changes, &mut failures),
+        )
+        .await;
+        assert!(matches!(waited, Ok(Ok(()))), "{waited:?}");
+    }
+
+    #[tokio::test]
+    async fn a_session_that_ended_before_it_was_accepted_says_how() {
+        let (publisher, _latest) = StatePublisher::new();
+        let mut changes = publisher.changes();
+        let mut failures = publisher.info.failures.subscribe();
+        publisher.publish(SessionState::AuthFailed);
+        let waited = first_session(&mut changes, &mut failures).await;
+        assert!(matches!(waited, Err(ErrorKind::AuthFailed)), "{waited:?}");
     }
 }
