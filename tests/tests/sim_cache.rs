@@ -19,13 +19,14 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bytes::Bytes;
+use sim_harness::tree_writes::write_something;
 use sim_harness::{
     builder, explore, now, run, running, schedule_faults, server_faults, Host, Reconnecting,
     Record, World, RUN_FOR,
 };
 use zookeeper_recipes::{CacheEvent, CachedNode, Sessions, TreeCache};
 use zookeeper_testkit::sim::SimServer;
-use zookeeper_tokio::{CreateOptions, Stat};
+use zookeeper_tokio::Stat;
 
 const SESSION: Duration = Duration::from_millis(2000);
 /// Long enough that some cuts heal within the session (the cache resumes it and reads again
@@ -61,34 +62,11 @@ async fn writer(host: Host) -> turmoil::Result {
         n += 1;
         let path = PATHS[rng.below(PATHS.len() as u64) as usize];
         let data = format!("{who}-{n}");
-        // A write that the server's present tree makes meaningful (a create under an existing
-        // parent, a change or a delete of a node that exists); it may still fail, the tree
-        // having moved on meanwhile.
-        let exists = server.node(path).is_some();
-        let parent_exists = path == ROOT || server.node(parent(path)).is_some();
-        let outcome = if !exists && parent_exists {
-            let options = if rng.below(4) == 0 {
-                CreateOptions::ephemeral()
-            } else {
-                CreateOptions::persistent()
-            };
-            c.create(path, data.as_bytes(), &options).await.map(drop)
-        } else if rng.below(3) == 0 {
-            c.delete(path, None).await
-        } else {
-            c.set_data(path, data.as_bytes(), None).await.map(drop)
-        };
-        if let Err(e) = outcome {
-            server.note(format!("{who}: {e}"));
-        }
+        write_something(&c, &server, &who, ROOT, path, &data, &mut rng).await;
         session.keep(c);
         tokio::time::sleep(Duration::from_millis(rng.below(150))).await;
     }
     Ok(())
-}
-
-fn parent(path: &str) -> &str {
-    &path[..path.rfind('/').unwrap_or(0)]
 }
 
 /// Follows the subtree with a cache and checks its events and views.

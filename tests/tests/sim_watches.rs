@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
+use sim_harness::tree_writes::write_something;
 use sim_harness::{
     connect, explore, now, run, running, schedule_faults, server_faults, Host, Reconnecting,
     Record, World,
@@ -65,10 +66,6 @@ fn world(seed: u64, persistent: bool) -> World<'static> {
     world
 }
 
-fn parent(path: &str) -> &str {
-    &path[..path.rfind('/').unwrap_or(0)]
-}
-
 async fn writer(host: Host, signals: Arc<Signals>) -> turmoil::Result {
     let Host {
         who,
@@ -88,23 +85,7 @@ async fn writer(host: Host, signals: Arc<Signals>) -> turmoil::Result {
         n += 1;
         let path = PATHS[rng.below(PATHS.len() as u64) as usize];
         let data = format!("{who}-{n}");
-        // A write the present tree makes meaningful; it may still fail.
-        let exists = server.node(path).is_some();
-        let outcome = if !exists && (path == ROOT || server.node(parent(path)).is_some()) {
-            let options = if rng.below(4) == 0 {
-                CreateOptions::ephemeral()
-            } else {
-                CreateOptions::persistent()
-            };
-            c.create(path, data.as_bytes(), &options).await.map(drop)
-        } else if rng.below(3) == 0 {
-            c.delete(path, None).await
-        } else {
-            c.set_data(path, data.as_bytes(), None).await.map(drop)
-        };
-        if let Err(e) = outcome {
-            server.note(format!("{who}: {e}"));
-        }
+        write_something(&c, &server, &who, ROOT, path, &data, &mut rng).await;
         session.keep(c);
         tokio::time::sleep(Duration::from_millis(rng.below(150))).await;
     }

@@ -16,6 +16,8 @@ use std::time::Duration;
 use zookeeper_testkit::sim::{Faults, SimOptions, SimRng, SimServer};
 use zookeeper_tokio::{Client, ClientBuilder, TurmoilConnector};
 
+pub mod tree_writes;
+
 /// The model server's host name and port on the simulated network.
 pub const SERVER: &str = "zk";
 pub const PORT: u16 = 2181;
