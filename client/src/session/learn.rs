@@ -85,8 +85,13 @@ impl Session {
         for request in batches {
             let xid = self.next_xid();
             encode_request_frame(&mut self.out, xid, &request);
-            self.pending
-                .push(Pending::SetWatches { xid }, self.last_recv);
+            self.pending.push(
+                Pending::SetWatches {
+                    xid,
+                    reconnect: false,
+                },
+                self.last_recv,
+            );
         }
         if recursive {
             self.start_walk(path);

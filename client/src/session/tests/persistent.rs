@@ -652,3 +652,83 @@ fn a_persistent_watch_displaced_by_a_fired_one_shot_is_set_again_and_caught_up()
     h.notify(EventType::NodeChildrenChanged, "/p");
     assert!(h.sent().is_empty());
 }
+
+/// Answers every frame the session sent, as a server holding `tree` (path, children, stat)
+/// would, until it sends nothing more.
+fn serve(h: &mut Harness, zxid: i64, tree: &[(&str, &[&str], Stat)]) {
+    loop {
+        let sent = h.sent();
+        if sent.is_empty() {
+            return;
+        }
+        for frame in sent {
+            let Sent::Request { xid, opcode, body } = frame else {
+                panic!("{frame:?}")
+            };
+            let request = Request::decode(opcode, &mut body.clone()).unwrap();
+            let node = |path: &str| tree.iter().find(|(p, _, _)| *p == path);
+            match request {
+                Request::AddWatch(_) | Request::SetWatches(_) | Request::SetWatches2(_) => {
+                    h.reply(xid, zxid, ErrorCode::Ok, &[])
+                }
+                Request::Exists(r) => match node(&r.path) {
+                    Some((_, _, s)) => h.reply(xid, zxid, ErrorCode::Ok, &exists_body(*s)),
+                    None => h.reply(xid, zxid, ErrorCode::NoNode, &[]),
+                },
+                Request::GetChildren2(r) => match node(&r.path) {
+                    Some((_, children, s)) => {
+                        h.reply(xid, zxid, ErrorCode::Ok, &listing_body(children, *s))
+                    }
+                    None => h.reply(xid, zxid, ErrorCode::NoNode, &[]),
+                },
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+    }
+}
+
+/// A reconnect's `setWatches` reports to a one-shot watch the net change since the last zxid
+/// the client saw, before the persistent watches are set again: that event is no change in
+/// order, and the reads after the batch report it to the persistent watches. Passed on to
+/// them, it made the recursive watch report `/w/a` created, then deleted (as `/w` turned out
+/// replaced) and created again.
+#[test]
+fn a_reconnect_reports_to_persistent_watches_what_the_one_shots_catch_up_on_once() {
+    let mut h = connected();
+    let (_, mut below) = add_watch(&mut h, "/w", true);
+    let (_, mut on_a) = add_watch(&mut h, "/w/a", false);
+    let before: &[(&str, &[&str], Stat)] = &[("/w", &[], stat(9, 0, 0))];
+    serve(&mut h, 0x10, before);
+    let (tx, mut once) = oneshot::channel();
+    let _ = h.submit(
+        Request::Exists(ExistsRequest {
+            path: "/w/a".into(),
+            watch: true,
+        }),
+        Some(WatchRegistration::Exists("/w/a".into(), tx)),
+    );
+    let (xid, _) = h.xids()[0];
+    h.reply(xid, 0x10, ErrorCode::NoNode, &[]);
+    assert_eq!(events(&mut below), vec![]);
+    assert_eq!(events(&mut on_a), vec![]);
+
+    // While cut off: /w deleted and created again, /w/a created.
+    let sw = bounce(&mut h);
+    h.notify(EventType::NodeCreated, "/w/a");
+    h.reply(sw, 0x1e, ErrorCode::Ok, &[]);
+    assert_eq!(once.try_recv().unwrap().event_type, EventType::NodeCreated);
+    let after: &[(&str, &[&str], Stat)] = &[
+        ("/w", &["a"], stat(0x1b, 0, 1)),
+        ("/w/a", &[], stat(0x1e, 0, 0)),
+    ];
+    serve(&mut h, 0x1e, after);
+    assert_eq!(
+        events(&mut below),
+        vec![
+            ev(EventType::NodeDeleted, "/w"),
+            ev(EventType::NodeCreated, "/w"),
+            ev(EventType::NodeCreated, "/w/a"),
+        ]
+    );
+    assert_eq!(events(&mut on_a), vec![ev(EventType::NodeCreated, "/w/a")]);
+}
