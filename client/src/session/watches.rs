@@ -268,11 +268,14 @@ impl WatchRegistry {
             return follow;
         }
         if let Some(entry) = self.persistent.get_mut(server_path) {
-            if let Some(missed) = entry.node.on_event(event_type, zxid) {
+            let missed = entry.node.on_event(event_type, zxid);
+            if let Some(missed) = missed {
                 send_all(&mut entry.txs, &with_type(&event, missed));
             }
             send_all(&mut entry.txs, &event);
-            if event_type == EventType::NodeCreated && entry.node.needs_czxid() {
+            let created =
+                event_type == EventType::NodeCreated || missed == Some(EventType::NodeCreated);
+            if created && entry.node.needs_czxid() {
                 follow.push(FollowUp::Node(server_path.to_string()));
             }
             if entry.txs.is_empty() {
@@ -285,15 +288,18 @@ impl WatchRegistry {
             let mut path = server_path;
             loop {
                 if let Some(entry) = self.recursive.get_mut(path) {
-                    let missed = entry.cache.on_event(event_type, server_path, zxid);
-                    send_missed(&mut entry.txs, missed, chroot);
-                    send_all(&mut entry.txs, &event);
-                    if event_type == EventType::NodeCreated && entry.cache.needs_czxid(server_path)
-                    {
-                        follow.push(FollowUp::Stat {
-                            root: path.to_string(),
-                            path: server_path.to_string(),
-                        });
+                    // `None`: left for the walk under way, which reports it.
+                    if let Some(missed) = entry.cache.on_event(event_type, server_path, zxid) {
+                        send_missed(&mut entry.txs, missed, chroot);
+                        send_all(&mut entry.txs, &event);
+                        if event_type == EventType::NodeCreated
+                            && entry.cache.needs_czxid(server_path)
+                        {
+                            follow.push(FollowUp::Stat {
+                                root: path.to_string(),
+                                path: server_path.to_string(),
+                            });
+                        }
                     }
                     if entry.txs.is_empty() {
                         if let Some(entry) = self.recursive.remove(path) {
