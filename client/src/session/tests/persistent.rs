@@ -691,14 +691,21 @@ fn serve(h: &mut Harness, zxid: i64, tree: &[(&str, &[&str], Stat)]) {
 /// the client saw, before the persistent watches are set again: that event is no change in
 /// order, and the reads after the batch report it to the persistent watches. Passed on to
 /// them, it made the recursive watch report `/w/a` created, then deleted (as `/w` turned out
-/// replaced) and created again.
+/// replaced) and created again; and a persistent watch report a node replaced while cut off
+/// as changed (which it was not), then deleted and created.
 #[test]
 fn a_reconnect_reports_to_persistent_watches_what_the_one_shots_catch_up_on_once() {
     let mut h = connected();
     let (_, mut below) = add_watch(&mut h, "/w", true);
     let (_, mut on_a) = add_watch(&mut h, "/w/a", false);
-    let before: &[(&str, &[&str], Stat)] = &[("/w", &[], stat(9, 0, 0))];
+    let (_, mut on_q) = add_watch(&mut h, "/q", false);
+    let before: &[(&str, &[&str], Stat)] =
+        &[("/w", &[], stat(9, 0, 0)), ("/q", &[], stat(3, 0, 0))];
     serve(&mut h, 0x10, before);
+    let (data_reply, mut on_q_once) = h.get_data_watched("/q");
+    let (xid, _) = h.xids()[0];
+    h.reply(xid, 0x10, ErrorCode::Ok, &[]);
+    drop(data_reply);
     let (tx, mut once) = oneshot::channel();
     let _exists = h.submit(
         Request::Exists(ExistsRequest {
@@ -712,14 +719,21 @@ fn a_reconnect_reports_to_persistent_watches_what_the_one_shots_catch_up_on_once
     assert_eq!(events(&mut below), vec![]);
     assert_eq!(events(&mut on_a), vec![]);
 
-    // While cut off: /w deleted and created again, /w/a created.
+    // While cut off: /w deleted and created again, /w/a created, /q deleted and created
+    // again (its data is newer than the last zxid the client saw).
     let sw = bounce(&mut h);
     h.notify(EventType::NodeCreated, "/w/a");
+    h.notify(EventType::NodeDataChanged, "/q");
     h.reply(sw, 0x1e, ErrorCode::Ok, &[]);
     assert_eq!(once.try_recv().unwrap().event_type, EventType::NodeCreated);
+    assert_eq!(
+        on_q_once.try_recv().unwrap().event_type,
+        EventType::NodeDataChanged
+    );
     let after: &[(&str, &[&str], Stat)] = &[
         ("/w", &["a"], stat(0x1b, 0, 1)),
         ("/w/a", &[], stat(0x1e, 0, 0)),
+        ("/q", &[], stat(0x1c, 0, 0)),
     ];
     serve(&mut h, 0x1e, after);
     assert_eq!(
@@ -731,6 +745,13 @@ fn a_reconnect_reports_to_persistent_watches_what_the_one_shots_catch_up_on_once
         ]
     );
     assert_eq!(events(&mut on_a), vec![ev(EventType::NodeCreated, "/w/a")]);
+    assert_eq!(
+        events(&mut on_q),
+        vec![
+            ev(EventType::NodeDeleted, "/q"),
+            ev(EventType::NodeCreated, "/q")
+        ]
+    );
 }
 
 /// A node created while the client was cut off and changed after the reconnect, before the
