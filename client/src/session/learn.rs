@@ -138,9 +138,9 @@ impl Session {
     pub(super) fn on_learn_too_large(&mut self, read: LearnRead, err: Error) {
         warn!(?read, %err, "a read behind a persistent watch is over the incoming limit");
         match read {
-            LearnRead::Listing { root, tag, .. } => {
+            LearnRead::Listing { root, tag, path } => {
                 self.watches.fail_held(&root, true, &err);
-                self.watches.skip_listing(&root, tag);
+                self.watches.skip_listing(&root, tag, &path);
             }
             LearnRead::Node { path, .. } => self.watches.fail_held(&path, false, &err),
             LearnRead::Stat { .. } => {}
@@ -175,7 +175,7 @@ impl Session {
                     Ok(r) => r,
                     Err(e) => {
                         warn!(%e, path, "undecodable getChildren2 reply: nothing learned");
-                        return self.watches.skip_listing(&root, tag);
+                        return self.watches.skip_listing(&root, tag, &path);
                     }
                 };
                 let visit = self.watches.learn_listing(
@@ -196,8 +196,8 @@ impl Session {
             (read, err) => {
                 // Unreadable (an ACL, say): nothing is learned, and nothing reported.
                 debug!(?err, ?read, "cannot read a persistently watched node");
-                if let LearnRead::Listing { root, tag, .. } = read {
-                    self.watches.skip_listing(&root, tag);
+                if let LearnRead::Listing { root, tag, path } = read {
+                    self.watches.skip_listing(&root, tag, &path);
                 }
             }
         }

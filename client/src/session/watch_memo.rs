@@ -329,8 +329,17 @@ impl SubtreeCache {
     }
 
     /// A listing of the walk could not be read; what is below it stays as it was known.
-    pub fn listing_skipped(&mut self) {
+    pub fn listing_skipped(&mut self, path: &str) {
         self.walking = self.walking.saturating_sub(1);
+        // The walk will not read it or below it: events there are taken as they come.
+        let walk = self.walk;
+        let mut below = vec![path.to_string()];
+        while let Some(path) = below.pop() {
+            if let Some(node) = self.nodes.get_mut(&path) {
+                (node.known_in, node.listed_in) = (walk, walk);
+                below.extend(node.children.iter().map(|name| child_path(&path, name)));
+            }
+        }
         self.finish_walk_step();
     }
 
@@ -824,6 +833,28 @@ pub(crate) mod tests {
             ("/r/c", &[], stat(9, 1, 0)),
         ];
         assert_eq!(walk(&mut cache, later), vec![]);
+    }
+
+    #[test]
+    fn events_below_a_listing_the_walk_could_not_read_are_taken() {
+        let mut cache = SubtreeCache::new("/r".into(), usize::MAX);
+        let tree: &[(&str, &[&str], Stat)] = &[
+            ("/r", &["a", "b"], stat(1, 0, 2)),
+            ("/r/a", &["x"], stat(2, 0, 1)),
+            ("/r/a/x", &[], stat(3, 0, 0)),
+            ("/r/b", &[], stat(4, 0, 0)),
+        ];
+        walk(&mut cache, tree);
+        cache.walk_started(0);
+        let kids = names(&["a", "b"]);
+        cache.on_listing("/r", Some((&kids, &stat(1, 0, 2))));
+        assert_eq!(cache.on_event(NodeDataChanged, "/r/a/x", None), None);
+        cache.listing_skipped("/r/a");
+        assert!(cache.is_walking(), "/r/b is still to be listed");
+        assert_eq!(
+            cache.on_event(NodeDataChanged, "/r/a/x", None),
+            Some(vec![])
+        );
     }
 
     /// Folding events one by one gives what a read after them would have reported.

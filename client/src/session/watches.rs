@@ -467,9 +467,9 @@ impl WatchRegistry {
     }
 
     /// A listing of walk `tag` could not be read: the walk goes on without it.
-    pub fn skip_listing(&mut self, root: &str, tag: u64) {
+    pub fn skip_listing(&mut self, root: &str, tag: u64, path: &str) {
         if let Some(entry) = self.walk_of(root, tag) {
-            entry.cache.listing_skipped();
+            entry.cache.listing_skipped(path);
             if !entry.cache.is_walking() {
                 release(std::mem::take(&mut entry.held));
             }
