@@ -526,12 +526,10 @@ fn one_shot_watches_fire_exactly_once_long() {
     explore("sim_watches", 5000, |seed| run(world(seed, false)));
 }
 
-/// With persistent watches besides. Fails on seed 7 (and 2, 26, 44, 60 of the first 100): after
-/// a reconnect, the client's recursive watch reports a node created while it was cut off as
-/// changed (a live event that came during its re-read) and never as created; or reports a
-/// node it had just reported created as deleted and created again. See docs/simulation.md.
+/// With persistent watches besides. Seeds 2, 7, 26, 44 and 60 once found the client's
+/// persistent watches after a reconnect reporting a node created while cut off as changed and
+/// never as created, or a node it had just reported created as deleted and created again.
 #[test]
-#[ignore = "client defect: persistent watches after a reconnect report changes of nodes never reported created, and report creations twice; ZK_SIM_SEED=7"]
 fn persistent_watches_see_every_change() {
     explore("sim_watches", 100, |seed| run(world(seed, true)));
 }
@@ -598,13 +596,11 @@ fn created_while_cut_off(cut_off: &'static [&'static str], changes: &'static str
     seen
 }
 
-/// A node created while the watcher was cut off is reported created before any change of it.
-/// Fails: a live change that arrives while the client reads the subtree again after the
-/// reconnect is passed on before the read reaches the node, and the read then takes the node
-/// as known: `NodeDataChanged /w/a/y` comes with no `NodeCreated /w/a/y` ever (as in the
-/// workload's seeds 7 and 10).
+/// A node created while the watcher was cut off is reported created before any change of it,
+/// also when a live change arrives while the client reads the subtree again after the
+/// reconnect, before the read reaches the node (the workload's seeds 7 and 10 once reported
+/// `NodeDataChanged /w/a/y` with no `NodeCreated /w/a/y` ever).
 #[test]
-#[ignore = "client defect: a node created while cut off and changed during the re-read after the reconnect is never reported created"]
 fn a_node_created_while_cut_off_is_reported_created_first() {
     let cut_off = &["/w/a", "/w/a/y"];
     let seen = created_while_cut_off(cut_off, "/w/a/y");

@@ -85,8 +85,13 @@ impl Session {
         for request in batches {
             let xid = self.next_xid();
             encode_request_frame(&mut self.out, xid, &request);
-            self.pending
-                .push(Pending::SetWatches { xid }, self.last_recv);
+            self.pending.push(
+                Pending::SetWatches {
+                    xid,
+                    reconnect: false,
+                },
+                self.last_recv,
+            );
         }
         if recursive {
             self.start_walk(path);
@@ -133,9 +138,9 @@ impl Session {
     pub(super) fn on_learn_too_large(&mut self, read: LearnRead, err: Error) {
         warn!(?read, %err, "a read behind a persistent watch is over the incoming limit");
         match read {
-            LearnRead::Listing { root, tag, .. } => {
+            LearnRead::Listing { root, tag, path } => {
                 self.watches.fail_held(&root, true, &err);
-                self.watches.skip_listing(&root, tag);
+                self.watches.skip_listing(&root, tag, &path);
             }
             LearnRead::Node { path, .. } => self.watches.fail_held(&path, false, &err),
             LearnRead::Stat { .. } => {}
@@ -170,7 +175,7 @@ impl Session {
                     Ok(r) => r,
                     Err(e) => {
                         warn!(%e, path, "undecodable getChildren2 reply: nothing learned");
-                        return self.watches.skip_listing(&root, tag);
+                        return self.watches.skip_listing(&root, tag, &path);
                     }
                 };
                 let visit = self.watches.learn_listing(
@@ -191,8 +196,8 @@ impl Session {
             (read, err) => {
                 // Unreadable (an ACL, say): nothing is learned, and nothing reported.
                 debug!(?err, ?read, "cannot read a persistently watched node");
-                if let LearnRead::Listing { root, tag, .. } = read {
-                    self.watches.skip_listing(&root, tag);
+                if let LearnRead::Listing { root, tag, path } = read {
+                    self.watches.skip_listing(&root, tag, &path);
                 }
             }
         }

@@ -310,10 +310,17 @@ impl Session {
                 self.cfg.set_watches_max_bytes,
             );
             debug!(frames = batches.len(), "re-registering watches");
+            self.watches.reregistering(batches.len());
             for request in batches {
                 let xid = self.next_xid();
                 encode_request_frame(&mut self.out, xid, &request);
-                self.pending.push(Pending::SetWatches { xid }, now);
+                self.pending.push(
+                    Pending::SetWatches {
+                        xid,
+                        reconnect: true,
+                    },
+                    now,
+                );
             }
         }
         self.relearn(relearn.0, relearn.1);

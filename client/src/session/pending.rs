@@ -32,8 +32,9 @@ pub(crate) enum Pending {
         /// A write (see `packet::is_write`): failed without its reply, it may have been applied.
         write: bool,
     },
-    /// A `setWatches`/`setWatches2` batch sent after a reconnect.
-    SetWatches { xid: i32 },
+    /// A `setWatches`/`setWatches2` batch: of a reconnect's (`reconnect`), or one setting a
+    /// persistent watch again that a one-shot one displaced.
+    SetWatches { xid: i32, reconnect: bool },
     /// `closeSession`.
     Close { xid: i32 },
     /// One of the session's own reads behind a persistent watch.
@@ -59,7 +60,7 @@ impl Pending {
     pub fn xid(&self) -> i32 {
         match self {
             Pending::User { xid, .. }
-            | Pending::SetWatches { xid }
+            | Pending::SetWatches { xid, .. }
             | Pending::Close { xid }
             | Pending::Learn { xid, .. } => *xid,
         }

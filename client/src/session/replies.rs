@@ -211,9 +211,12 @@ impl Session {
                     }
                 }
             }
-            Pending::SetWatches { .. } => {
+            Pending::SetWatches { reconnect, .. } => {
                 if header.err != ErrorCode::Ok {
                     warn!(err = ?header.err, "setWatches failed");
+                }
+                if reconnect {
+                    self.watches.reregistered();
                 }
             }
             Pending::Close { .. } => self.terminate(SessionState::Closed),

@@ -13,6 +13,13 @@
 //! Missed changes are reported coalesced: one event per node and kind of change, and a node
 //! created while cut off as `NodeCreated` only.
 //!
+//! While a walk after a reconnect is under way, what a recursive watch remembers of a node the
+//! walk has not read again may be out of date, so a live event there could not be placed
+//! after the changes it missed (a change of a node never reported created): such an event is
+//! left to the walk, whose read of the node comes later in the stream and reports it with
+//! them. A persistent watch's node known absent and then changed live was created unseen: its
+//! creation is reported first.
+//!
 //! What a recursive watch remembers of its subtree is bounded (see [`SubtreeCache`]): a server
 //! that reports nodes without end cannot grow it past the bound. Past it the watch folds: it
 //! forgets every node but its root, and later walks report by zxid instead, what changed after
@@ -123,34 +130,36 @@ impl NodeState {
     }
 
     /// Accounts for a live event on the node (`zxid`: the notification's, when the server
-    /// gives it); returns an event that was missed before it (a creation of a node thought
-    /// present means its deletion went unseen).
+    /// gives it); returns an event that was missed before it: a creation of a node thought
+    /// present means its deletion went unseen, any other event on a node thought absent its
+    /// creation (made while cut off, the read that would have found it still to come).
     pub fn on_event(&mut self, event_type: EventType, zxid: Option<i64>) -> Option<EventType> {
+        let was_absent = matches!(self, NodeState::Absent);
         match event_type {
             EventType::NodeCreated => {
                 let missed =
                     matches!(self, NodeState::Present(_)).then_some(EventType::NodeDeleted);
                 *self = NodeState::Present(NodeMemo::created(zxid));
-                missed
+                return missed;
             }
-            EventType::NodeDeleted => {
-                *self = NodeState::Absent;
-                None
+            EventType::NodeDeleted => *self = NodeState::Absent,
+            EventType::NodeDataChanged | EventType::NodeChildrenChanged if was_absent => {
+                // Its counters before this change are not known: a read will tell them.
+                *self = NodeState::Present(NodeMemo::default());
             }
             EventType::NodeDataChanged => {
                 if let NodeState::Present(m) = self {
                     m.bump_version();
                 }
-                None
             }
             EventType::NodeChildrenChanged => {
                 if let NodeState::Present(m) = self {
                     m.bump_cversion();
                 }
-                None
             }
-            _ => None,
+            _ => return None,
         }
+        was_absent.then_some(EventType::NodeCreated)
     }
 
     /// Takes a fresh read (`None`: no such node) and returns the events it shows were missed.
@@ -179,6 +188,12 @@ struct CachedNode {
     memo: NodeMemo,
     /// Child names, sorted so that reported events come in a stable order.
     children: BTreeSet<String>,
+    /// The walk (see `SubtreeCache::walk`) since whose reading of it the memo counts every
+    /// change: the node was listed, found new by its parent's listing, or created live.
+    known_in: u64,
+    /// The walk since whose reading of it the child set is exact: the node was listed, or
+    /// created live.
+    listed_in: u64,
 }
 
 /// The paths of a persistent-recursive watch's subtree with their change counters: deletions
@@ -195,6 +210,8 @@ pub(crate) struct SubtreeCache {
     complete: bool,
     /// Listings of the current walk still unanswered.
     walking: usize,
+    /// Counts the walks begun: the number of the current one.
+    walk: u64,
     /// What the cached nodes are counted for.
     bytes: usize,
     max_bytes: usize,
@@ -219,6 +236,7 @@ impl SubtreeCache {
             nodes: HashMap::new(),
             complete: false,
             walking: 0,
+            walk: 0,
             bytes: 0,
             max_bytes,
             folded: false,
@@ -304,14 +322,24 @@ impl SubtreeCache {
     /// session has seen.
     pub fn walk_started(&mut self, seen_through: i64) {
         self.walking += 1;
+        self.walk += 1;
         if !self.walk_cut {
             self.seen_through = seen_through;
         }
     }
 
     /// A listing of the walk could not be read; what is below it stays as it was known.
-    pub fn listing_skipped(&mut self) {
+    pub fn listing_skipped(&mut self, path: &str) {
         self.walking = self.walking.saturating_sub(1);
+        // The walk will not read it or below it: events there are taken as they come.
+        let walk = self.walk;
+        let mut below = vec![path.to_string()];
+        while let Some(path) = below.pop() {
+            if let Some(node) = self.nodes.get_mut(&path) {
+                (node.known_in, node.listed_in) = (walk, walk);
+                below.extend(node.children.iter().map(|name| child_path(&path, name)));
+            }
+        }
         self.finish_walk_step();
     }
 
@@ -345,7 +373,10 @@ impl SubtreeCache {
         event_type: EventType,
         path: &str,
         zxid: Option<i64>,
-    ) -> Vec<Missed> {
+    ) -> Option<Vec<Missed>> {
+        if self.left_for_walk(event_type, path) {
+            return None;
+        }
         let mut missed = vec![];
         match event_type {
             EventType::NodeCreated => {
@@ -354,13 +385,21 @@ impl SubtreeCache {
                 self.remove_subtree(path, &mut missed);
                 if self.make_room(path) {
                     self.insert(path, NodeMemo::created(zxid));
+                    let walk = self.walk;
+                    if let Some(node) = self.nodes.get_mut(path) {
+                        (node.known_in, node.listed_in) = (walk, walk);
+                    }
                 }
             }
             EventType::NodeDeleted => {
                 // Children are deleted before their parent, so anything still cached below
                 // was deleted unseen.
+                let before = missed.len();
                 self.remove_subtree(path, &mut missed);
-                missed.pop();
+                if missed.len() > before {
+                    // The node's own deletion: the event itself.
+                    missed.pop();
+                }
             }
             EventType::NodeDataChanged => match self.nodes.get_mut(path) {
                 Some(node) => node.memo.bump_version(),
@@ -372,7 +411,33 @@ impl SubtreeCache {
             },
             _ => {}
         }
-        missed
+        Some(missed)
+    }
+
+    /// Whether a live event at `path` is left for the walk under way to report. After a
+    /// reconnect, what the cache holds of a node the walk has not read again may be out of
+    /// date: the node may have been created, deleted or replaced while the client was cut off.
+    /// An event there cannot be placed after those changes (a change of a node never reported
+    /// created, a child created under a parent since replaced); the walk's read of the node,
+    /// which comes later in the stream, shows the change, and reports it with those it
+    /// missed. Once the walk has read a node, events keep it exact again: a change is taken
+    /// when the walk knows its node, a creation when the walk listed its parent. A cache
+    /// still learning its subtree takes every event, and so does a folded one (it reports by
+    /// zxid).
+    fn left_for_walk(&self, event_type: EventType, path: &str) -> bool {
+        if !self.complete || self.folded || self.walking == 0 {
+            return false;
+        }
+        let walk = self.walk;
+        let known = |p: &str| self.nodes.get(p).is_some_and(|n| n.known_in == walk);
+        let listed = |p: &str| self.nodes.get(p).is_some_and(|n| n.listed_in == walk);
+        if path == self.root {
+            return !known(path);
+        }
+        match (event_type, split_parent(path)) {
+            (EventType::NodeCreated, Some((parent, _))) => !listed(parent),
+            _ => !known(path),
+        }
     }
 
     /// Whether `path` is cached with its creation zxid unknown (see [`NodeState::needs_czxid`]).
@@ -519,6 +584,7 @@ impl SubtreeCache {
         for name in gone {
             self.remove_subtree(&child_path(path, &name), missed);
         }
+        let walk = self.walk;
         for name in listed {
             let child = child_path(path, name);
             if !self.nodes.contains_key(&child) {
@@ -526,7 +592,15 @@ impl SubtreeCache {
                     missed.push((EventType::NodeCreated, child.clone()));
                 }
                 self.insert(&child, NodeMemo::default());
+                // Reported created, its counters to be learned silently: changes from now on
+                // are taken.
+                if let Some(node) = self.nodes.get_mut(&child) {
+                    node.known_in = walk;
+                }
             }
+        }
+        if let Some(node) = self.nodes.get_mut(path) {
+            (node.known_in, node.listed_in) = (walk, walk);
         }
     }
 
@@ -599,6 +673,8 @@ fn split_parent(path: &str) -> Option<(&str, &str)> {
 
 #[cfg(test)]
 pub(crate) mod tests {
+    use std::collections::VecDeque;
+
     use super::*;
     use EventType::{NodeChildrenChanged, NodeCreated, NodeDataChanged, NodeDeleted};
 
@@ -663,6 +739,122 @@ pub(crate) mod tests {
         assert_eq!(node.on_event(NodeCreated, None), Some(NodeDeleted));
         assert_eq!(node.on_event(NodeDeleted, None), None);
         assert_eq!(node.on_event(NodeCreated, None), None);
+    }
+
+    #[test]
+    fn a_live_event_on_a_node_thought_absent_reports_its_creation_first() {
+        for event in [NodeDataChanged, NodeChildrenChanged, NodeDeleted] {
+            let mut node = NodeState::Absent;
+            assert_eq!(node.on_event(event, None), Some(NodeCreated), "{event:?}");
+            // What the read after finds was counted by no event: it learns it silently.
+            let read = (event != NodeDeleted).then(|| stat(4, 3, 2));
+            assert_eq!(node.on_read(read.as_ref()), vec![]);
+        }
+    }
+
+    /// Walks `tree` from the root one listing at a time, feeding `live` events in between: each
+    /// at `(listings answered before it, event, path)`. Returns what the watcher is told.
+    fn walk_with_events(
+        cache: &mut SubtreeCache,
+        tree: &[(&str, &[&str], Stat)],
+        live: &[(usize, EventType, &str)],
+    ) -> Vec<Missed> {
+        let mut told = vec![];
+        let mut queue = VecDeque::from([cache.root.clone()]);
+        cache.walk_started(0);
+        let mut answered = 0;
+        loop {
+            for (_, t, p) in live.iter().filter(|(at, _, _)| *at == answered) {
+                if let Some(missed) = cache.on_event(*t, p, None) {
+                    told.extend(missed);
+                    told.push(ev(*t, p));
+                }
+            }
+            let Some(path) = queue.pop_front() else {
+                return told;
+            };
+            let entry = tree.iter().find(|(p, _, _)| *p == path);
+            let children = entry.map(|(_, c, _)| names(c));
+            let listing = entry.map(|(_, _, s)| s);
+            let (missed, visit) = cache.on_listing(&path, children.as_deref().zip(listing));
+            told.extend(missed);
+            queue.extend(visit);
+            answered += 1;
+        }
+    }
+
+    #[test]
+    fn a_walk_reports_what_live_events_on_nodes_it_has_not_read_again_would_misplace() {
+        let mut cache = SubtreeCache::new("/r".into(), usize::MAX);
+        walk(
+            &mut cache,
+            &[("/r", &["a"], stat(1, 0, 1)), ("/r/a", &[], stat(2, 0, 0))],
+        );
+        // While cut off: /r deleted and created again, /r/b and /r/b/y created. Live, before
+        // the walk reads them: /r/b/y changed, /r/b/z created; after /r is listed, /r/c
+        // created and changed; after /r/b is listed, /r/b/z changed.
+        let now: &[(&str, &[&str], Stat)] = &[
+            ("/r", &["b"], stat(5, 0, 1)),
+            ("/r/b", &["y", "z"], stat(6, 0, 2)),
+            ("/r/b/y", &[], stat(7, 1, 0)),
+            ("/r/b/z", &[], stat(8, 1, 0)),
+        ];
+        let live = [
+            (0, NodeDataChanged, "/r/b/y"),
+            (0, NodeCreated, "/r/b/z"),
+            (1, NodeCreated, "/r/c"),
+            (1, NodeDataChanged, "/r/c"),
+            (2, NodeDataChanged, "/r/b/z"),
+        ];
+        assert_eq!(
+            walk_with_events(&mut cache, now, &live),
+            vec![
+                ev(NodeDeleted, "/r/a"),
+                ev(NodeDeleted, "/r"),
+                ev(NodeCreated, "/r"),
+                ev(NodeCreated, "/r/b"),
+                ev(NodeCreated, "/r/c"),
+                ev(NodeDataChanged, "/r/c"),
+                ev(NodeCreated, "/r/b/y"),
+                ev(NodeCreated, "/r/b/z"),
+                ev(NodeDataChanged, "/r/b/z"),
+            ]
+        );
+        // Read again: every event is taken, and the next walk finds nothing missed.
+        assert_eq!(
+            cache.on_event(NodeDataChanged, "/r/b/y", None),
+            Some(vec![])
+        );
+        let later: &[(&str, &[&str], Stat)] = &[
+            ("/r", &["b", "c"], stat(5, 0, 2)),
+            ("/r/b", &["y", "z"], stat(6, 0, 2)),
+            ("/r/b/y", &[], stat(7, 2, 0)),
+            ("/r/b/z", &[], stat(8, 1, 0)),
+            ("/r/c", &[], stat(9, 1, 0)),
+        ];
+        assert_eq!(walk(&mut cache, later), vec![]);
+    }
+
+    #[test]
+    fn events_below_a_listing_the_walk_could_not_read_are_taken() {
+        let mut cache = SubtreeCache::new("/r".into(), usize::MAX);
+        let tree: &[(&str, &[&str], Stat)] = &[
+            ("/r", &["a", "b"], stat(1, 0, 2)),
+            ("/r/a", &["x"], stat(2, 0, 1)),
+            ("/r/a/x", &[], stat(3, 0, 0)),
+            ("/r/b", &[], stat(4, 0, 0)),
+        ];
+        walk(&mut cache, tree);
+        cache.walk_started(0);
+        let kids = names(&["a", "b"]);
+        cache.on_listing("/r", Some((&kids, &stat(1, 0, 2))));
+        assert_eq!(cache.on_event(NodeDataChanged, "/r/a/x", None), None);
+        cache.listing_skipped("/r/a");
+        assert!(cache.is_walking(), "/r/b is still to be listed");
+        assert_eq!(
+            cache.on_event(NodeDataChanged, "/r/a/x", None),
+            Some(vec![])
+        );
     }
 
     /// Folding events one by one gives what a read after them would have reported.
@@ -776,9 +968,9 @@ pub(crate) mod tests {
             &mut cache,
             &[("/", &["a"], stat(0, 0, 1)), ("/a", &[], stat(2, 0, 0))],
         );
-        assert_eq!(cache.on_event(NodeCreated, "/a/n", None), vec![]);
-        assert_eq!(cache.on_event(NodeDataChanged, "/a/n", None), vec![]);
-        assert_eq!(cache.on_event(NodeDataChanged, "/a", None), vec![]);
+        assert_eq!(cache.on_event(NodeCreated, "/a/n", None), Some(vec![]));
+        assert_eq!(cache.on_event(NodeDataChanged, "/a/n", None), Some(vec![]));
+        assert_eq!(cache.on_event(NodeDataChanged, "/a", None), Some(vec![]));
         let now: &[(&str, &[&str], Stat)] = &[
             ("/", &["a"], stat(0, 0, 1)),
             ("/a", &["n"], stat(2, 1, 1)),
@@ -788,14 +980,14 @@ pub(crate) mod tests {
         // A deletion whose children's deletions were not seen reports those first.
         assert_eq!(
             cache.on_event(NodeDeleted, "/a", None),
-            vec![ev(NodeDeleted, "/a/n")]
+            Some(vec![ev(NodeDeleted, "/a/n")])
         );
         assert_eq!(cache.len(), 1);
         // Created again while cached: its unseen deletion comes first.
         cache.on_event(NodeCreated, "/b", None);
         assert_eq!(
             cache.on_event(NodeCreated, "/b", None),
-            vec![ev(NodeDeleted, "/b")]
+            Some(vec![ev(NodeDeleted, "/b")])
         );
     }
 
@@ -845,13 +1037,13 @@ pub(crate) mod tests {
         assert!(!cache.is_folded());
         for i in 0..10_000 {
             let path = format!("/r/n{i:03}");
-            assert_eq!(cache.on_event(NodeCreated, &path, None), vec![]);
+            assert_eq!(cache.on_event(NodeCreated, &path, None), Some(vec![]));
             assert!(cache.bytes <= room_for(10), "{} bytes", cache.bytes);
         }
         assert!(cache.is_folded());
         assert_eq!(cache.len(), 1, "only the root is left");
         for event in [NodeDataChanged, NodeDeleted] {
-            assert_eq!(cache.on_event(event, "/r/other", None), vec![]);
+            assert_eq!(cache.on_event(event, "/r/other", None), Some(vec![]));
         }
         assert_eq!(cache.len(), 1);
         // One path deep enough to hold the bound many times over folds at once, after

@@ -38,6 +38,12 @@ pub(crate) struct WatchRegistry {
     last_tag: u64,
     /// Bytes of its subtree a recursive watch remembers at most (see `SubtreeCache`).
     max_subtree_bytes: usize,
+    /// The `setWatches` batches of a reconnect still unanswered. Until the last is answered,
+    /// the persistent watches are not all set on the server again: the events that come meanwhile
+    /// are those of one-shot watches, and those `setWatches` sends for them report the net
+    /// change since the last zxid the client saw, not the changes in order. Persistent watches
+    /// take none of them: the reads that follow the batches report what they missed.
+    reregistering: usize,
 }
 
 #[cfg(test)]
@@ -126,6 +132,7 @@ impl WatchRegistry {
             recursive: HashMap::new(),
             last_tag: 0,
             max_subtree_bytes,
+            reregistering: 0,
         }
     }
 
@@ -142,6 +149,16 @@ impl WatchRegistry {
     pub fn add_child(&mut self, path: String, tx: OneshotTx) {
         metrics::watch_registered(WatchKind::Child);
         self.child.entry(path).or_default().push(tx);
+    }
+
+    /// A reconnect sent its `setWatches` in `batches` frames.
+    pub fn reregistering(&mut self, batches: usize) {
+        self.reregistering = batches;
+    }
+
+    /// One of a reconnect's `setWatches` batches was answered.
+    pub fn reregistered(&mut self) {
+        self.reregistering = self.reregistering.saturating_sub(1);
     }
 
     /// Adds a persistent watcher; says what must be read to learn the watched node or subtree.
@@ -242,12 +259,23 @@ impl WatchRegistry {
             fired_child = fire_oneshots(&mut self.child, server_path, &event);
         }
         self.restore_beside_oneshots(server_path, fired_data, fired_child, &mut follow);
+        if matches!(event_type, EventType::NodeCreated | EventType::NodeDeleted) {
+            if let Some(parent) = self.fire_child_watches_of_parent(server_path, chroot) {
+                self.restore_beside_oneshots(&parent, false, true, &mut follow);
+            }
+        }
+        if self.reregistering > 0 {
+            return follow;
+        }
         if let Some(entry) = self.persistent.get_mut(server_path) {
-            if let Some(missed) = entry.node.on_event(event_type, zxid) {
+            let missed = entry.node.on_event(event_type, zxid);
+            if let Some(missed) = missed {
                 send_all(&mut entry.txs, &with_type(&event, missed));
             }
             send_all(&mut entry.txs, &event);
-            if event_type == EventType::NodeCreated && entry.node.needs_czxid() {
+            let created =
+                event_type == EventType::NodeCreated || missed == Some(EventType::NodeCreated);
+            if created && entry.node.needs_czxid() {
                 follow.push(FollowUp::Node(server_path.to_string()));
             }
             if entry.txs.is_empty() {
@@ -256,24 +284,22 @@ impl WatchRegistry {
                 }
             }
         }
-        if matches!(event_type, EventType::NodeCreated | EventType::NodeDeleted) {
-            if let Some(parent) = self.fire_child_watches_of_parent(server_path, chroot) {
-                self.restore_beside_oneshots(&parent, false, true, &mut follow);
-            }
-        }
         if event_type != EventType::NodeChildrenChanged && !self.recursive.is_empty() {
             let mut path = server_path;
             loop {
                 if let Some(entry) = self.recursive.get_mut(path) {
-                    let missed = entry.cache.on_event(event_type, server_path, zxid);
-                    send_missed(&mut entry.txs, missed, chroot);
-                    send_all(&mut entry.txs, &event);
-                    if event_type == EventType::NodeCreated && entry.cache.needs_czxid(server_path)
-                    {
-                        follow.push(FollowUp::Stat {
-                            root: path.to_string(),
-                            path: server_path.to_string(),
-                        });
+                    // `None`: left for the walk under way, which reports it.
+                    if let Some(missed) = entry.cache.on_event(event_type, server_path, zxid) {
+                        send_missed(&mut entry.txs, missed, chroot);
+                        send_all(&mut entry.txs, &event);
+                        if event_type == EventType::NodeCreated
+                            && entry.cache.needs_czxid(server_path)
+                        {
+                            follow.push(FollowUp::Stat {
+                                root: path.to_string(),
+                                path: server_path.to_string(),
+                            });
+                        }
                     }
                     if entry.txs.is_empty() {
                         if let Some(entry) = self.recursive.remove(path) {
@@ -441,18 +467,19 @@ impl WatchRegistry {
     }
 
     /// A listing of walk `tag` could not be read: the walk goes on without it.
-    pub fn skip_listing(&mut self, root: &str, tag: u64) {
+    pub fn skip_listing(&mut self, root: &str, tag: u64, path: &str) {
         if let Some(entry) = self.walk_of(root, tag) {
-            entry.cache.listing_skipped();
+            entry.cache.listing_skipped(path);
             if !entry.cache.is_walking() {
                 release(std::mem::take(&mut entry.held));
             }
         }
     }
 
-    /// The connection was lost: reads under way will get no answer. The watches stay set, so
-    /// the calls that set them succeed.
+    /// The connection was lost: reads and `setWatches` batches under way will get no answer. The
+    /// watches stay set, so the calls that set them succeed.
     pub fn abandon_reads(&mut self) {
+        self.reregistering = 0;
         for entry in self.recursive.values_mut() {
             entry.cache.walk_abandoned();
             release(std::mem::take(&mut entry.held));

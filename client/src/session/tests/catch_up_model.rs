@@ -236,7 +236,7 @@ fn a_walk_reports_exactly_the_changes_made_while_cut_off() {
             let zxid = zxid_in_events.then_some(tree.zxid);
             assert_eq!(
                 cache.on_event(t, &p, zxid),
-                vec![],
+                Some(vec![]),
                 "seed {seed}: live {t:?} {p}"
             );
             if t == EventType::NodeCreated && cache.needs_czxid(&p) {

@@ -652,3 +652,171 @@ fn a_persistent_watch_displaced_by_a_fired_one_shot_is_set_again_and_caught_up()
     h.notify(EventType::NodeChildrenChanged, "/p");
     assert!(h.sent().is_empty());
 }
+
+/// Answers every frame the session sent, as a server holding `tree` (path, children, stat)
+/// would, until it sends nothing more.
+fn serve(h: &mut Harness, zxid: i64, tree: &[(&str, &[&str], Stat)]) {
+    loop {
+        let sent = h.sent();
+        if sent.is_empty() {
+            return;
+        }
+        for frame in sent {
+            let Sent::Request { xid, opcode, body } = frame else {
+                panic!("{frame:?}")
+            };
+            let request = Request::decode(opcode, &mut body.clone()).unwrap();
+            let node = |path: &str| tree.iter().find(|(p, _, _)| *p == path);
+            match request {
+                Request::AddWatch(_) | Request::SetWatches(_) | Request::SetWatches2(_) => {
+                    h.reply(xid, zxid, ErrorCode::Ok, &[])
+                }
+                Request::Exists(r) => match node(&r.path) {
+                    Some((_, _, s)) => h.reply(xid, zxid, ErrorCode::Ok, &exists_body(*s)),
+                    None => h.reply(xid, zxid, ErrorCode::NoNode, &[]),
+                },
+                Request::GetChildren2(r) => match node(&r.path) {
+                    Some((_, children, s)) => {
+                        h.reply(xid, zxid, ErrorCode::Ok, &listing_body(children, *s))
+                    }
+                    None => h.reply(xid, zxid, ErrorCode::NoNode, &[]),
+                },
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+    }
+}
+
+/// A reconnect's `setWatches` reports to a one-shot watch the net change since the last zxid
+/// the client saw, before the persistent watches are set again: that event is no change in
+/// order, and the reads after the batch report it to the persistent watches. Passed on to
+/// them, it made the recursive watch report `/w/a` created, then deleted (as `/w` turned out
+/// replaced) and created again; and a persistent watch report a node replaced while cut off
+/// as changed (which it was not), then deleted and created.
+#[test]
+fn a_reconnect_reports_to_persistent_watches_what_the_one_shots_catch_up_on_once() {
+    let mut h = connected();
+    let (_, mut below) = add_watch(&mut h, "/w", true);
+    let (_, mut on_a) = add_watch(&mut h, "/w/a", false);
+    let (_, mut on_q) = add_watch(&mut h, "/q", false);
+    let before: &[(&str, &[&str], Stat)] =
+        &[("/w", &[], stat(9, 0, 0)), ("/q", &[], stat(3, 0, 0))];
+    serve(&mut h, 0x10, before);
+    let (data_reply, mut on_q_once) = h.get_data_watched("/q");
+    let (xid, _) = h.xids()[0];
+    h.reply(xid, 0x10, ErrorCode::Ok, &[]);
+    drop(data_reply);
+    let (tx, mut once) = oneshot::channel();
+    let _exists = h.submit(
+        Request::Exists(ExistsRequest {
+            path: "/w/a".into(),
+            watch: true,
+        }),
+        Some(WatchRegistration::Exists("/w/a".into(), tx)),
+    );
+    let (xid, _) = h.xids()[0];
+    h.reply(xid, 0x10, ErrorCode::NoNode, &[]);
+    assert_eq!(events(&mut below), vec![]);
+    assert_eq!(events(&mut on_a), vec![]);
+
+    // While cut off: /w deleted and created again, /w/a created, /q deleted and created
+    // again (its data is newer than the last zxid the client saw).
+    let sw = bounce(&mut h);
+    h.notify(EventType::NodeCreated, "/w/a");
+    h.notify(EventType::NodeDataChanged, "/q");
+    h.reply(sw, 0x1e, ErrorCode::Ok, &[]);
+    assert_eq!(once.try_recv().unwrap().event_type, EventType::NodeCreated);
+    assert_eq!(
+        on_q_once.try_recv().unwrap().event_type,
+        EventType::NodeDataChanged
+    );
+    let after: &[(&str, &[&str], Stat)] = &[
+        ("/w", &["a"], stat(0x1b, 0, 1)),
+        ("/w/a", &[], stat(0x1e, 0, 0)),
+        ("/q", &[], stat(0x1c, 0, 0)),
+    ];
+    serve(&mut h, 0x1e, after);
+    assert_eq!(
+        events(&mut below),
+        vec![
+            ev(EventType::NodeDeleted, "/w"),
+            ev(EventType::NodeCreated, "/w"),
+            ev(EventType::NodeCreated, "/w/a"),
+        ]
+    );
+    assert_eq!(events(&mut on_a), vec![ev(EventType::NodeCreated, "/w/a")]);
+    assert_eq!(
+        events(&mut on_q),
+        vec![
+            ev(EventType::NodeDeleted, "/q"),
+            ev(EventType::NodeCreated, "/q")
+        ]
+    );
+}
+
+/// A node created while the client was cut off and changed after the reconnect, before the
+/// read that finds it: the change is never reported ahead of the creation. The recursive
+/// watch leaves an event on a node its walk has not read again to that read (which reports it
+/// with the creation); the persistent watch, whose node was known absent, reports the
+/// creation first.
+#[test]
+fn a_node_created_while_cut_off_and_changed_before_its_read_is_reported_created_first() {
+    let mut h = connected();
+    let (_, mut below) = add_watch(&mut h, "/w", true);
+    let (_, mut on_p) = add_watch(&mut h, "/p", false);
+    let before: &[(&str, &[&str], Stat)] = &[("/w", &[], stat(9, 0, 0))];
+    serve(&mut h, 0x10, before);
+
+    // While cut off: /w/a, /w/a/y, /w/b and /p created; after the reconnect /w/a/y and /p
+    // change and /w/b is deleted, before the reads.
+    let sw = bounce(&mut h);
+    h.reply(sw, 0x20, ErrorCode::Ok, &[]);
+    h.notify(EventType::NodeDataChanged, "/w/a/y");
+    h.notify(EventType::NodeDataChanged, "/p");
+    h.notify(EventType::NodeDeleted, "/w/b");
+    assert_eq!(
+        events(&mut on_p),
+        vec![
+            ev(EventType::NodeCreated, "/p"),
+            ev(EventType::NodeDataChanged, "/p")
+        ]
+    );
+    assert_eq!(events(&mut below), vec![]);
+    let after: &[(&str, &[&str], Stat)] = &[
+        ("/w", &["a"], stat(9, 0, 3)),
+        ("/w/a", &["y"], stat(0x11, 0, 1)),
+        ("/w/a/y", &[], stat(0x12, 1, 0)),
+        ("/p", &[], stat(0x13, 1, 0)),
+    ];
+    // The reads of /p and /w: the walk has listed /w, not /w/a yet.
+    for frame in h.sent() {
+        let Sent::Request { xid, opcode, body } = frame else {
+            panic!("{frame:?}")
+        };
+        let path = match Request::decode(opcode, &mut body.clone()).unwrap() {
+            Request::Exists(r) => r.path,
+            Request::GetChildren2(r) => r.path,
+            other => panic!("{other:?}"),
+        };
+        let (_, children, s) = after.iter().find(|(p, _, _)| *p == path).unwrap();
+        let body = match opcode {
+            OpCode::Exists => exists_body(*s),
+            _ => listing_body(children, *s),
+        };
+        h.reply(xid, 0x21, ErrorCode::Ok, &body);
+    }
+    assert_eq!(events(&mut on_p), vec![], "the read finds nothing more");
+    assert_eq!(events(&mut below), vec![ev(EventType::NodeCreated, "/w/a")]);
+    h.notify(EventType::NodeDataChanged, "/w/a/y");
+    serve(&mut h, 0x22, after);
+    assert_eq!(
+        events(&mut below),
+        vec![ev(EventType::NodeCreated, "/w/a/y")]
+    );
+    // Read again: changes from now on are live.
+    h.notify(EventType::NodeDataChanged, "/w/a/y");
+    assert_eq!(
+        events(&mut below),
+        vec![ev(EventType::NodeDataChanged, "/w/a/y")]
+    );
+}
