@@ -364,6 +364,10 @@ struct Followed {
     floor: BTreeMap<String, i64>,
     /// Per node, the kinds of change reported since its latest creation or deletion.
     since: BTreeMap<String, Kinds>,
+    /// Per node, the server's zxid when its latest creation was reported: a creation the
+    /// client found by reading (after a reconnect, or a watch set again) carries the changes
+    /// made before that read folded in, as the client documents.
+    created_seen_at: BTreeMap<String, i64>,
     ended: bool,
 }
 
@@ -382,6 +386,7 @@ impl Follow {
                 exists,
                 floor: BTreeMap::new(),
                 since: BTreeMap::new(),
+                created_seen_at: BTreeMap::new(),
                 ended: false,
             })),
         }
@@ -455,6 +460,7 @@ impl Follow {
             EventType::NodeCreated | EventType::NodeDeleted => {
                 if kind == EventType::NodeCreated {
                     f.exists.insert(path.clone());
+                    f.created_seen_at.insert(path.clone(), check.server.zxid());
                 } else {
                     f.exists.remove(&path);
                 }
@@ -496,6 +502,11 @@ impl Follow {
                 EventType::NodeCreated | EventType::NodeDeleted => {
                     made.remove(&c.path);
                 }
+                // Made before its creation was reported: perhaps folded into it.
+                _ if f
+                    .created_seen_at
+                    .get(&c.path)
+                    .is_some_and(|at| c.zxid <= *at) => {}
                 kind => {
                     made.entry(c.path.clone()).or_default().add(kind);
                 }
