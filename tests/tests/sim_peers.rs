@@ -2,8 +2,8 @@
 //! beside contenders running Curator's `InterProcessMutex` algorithm; in kazoo's, beside
 //! contenders running kazoo's `Lock` (`peer_contenders`, written with the client alone). All
 //! take one lock path over and over while the network partitions, links hold, connections
-//! drop, sessions expire, the server restarts, and replies are lost after the server applied
-//! them or come late.
+//! drop, sessions expire, the server restarts, replies are lost after the server applied
+//! them or come late, and holders pause past the session timeout.
 //!
 //! Every holder, ours or a peer, is judged by the referee, on the model server's view:
 //!
@@ -29,7 +29,7 @@ use std::time::Duration;
 use peer_contenders::{curator, delete_until_gone, guid_hex, kazoo, name_in};
 use sim_harness::{
     explore, lease_until, now, run, running, schedule_faults_with_restarts, server_faults, Host,
-    Reconnecting, World,
+    Reconnecting, World, SERVER,
 };
 use zookeeper_recipes::{Layout, LockState, Mutex};
 use zookeeper_testkit::sim::{SimRng, SimServer};
@@ -40,7 +40,7 @@ const OURS: usize = 2;
 const PEERS: usize = 2;
 const SESSION: Duration = Duration::from_millis(2000);
 /// The seeds each layout explores per run: about a minute for both on two cores.
-const SEEDS: u64 = 150;
+const SEEDS: u64 = 120;
 /// How long a contender waits for the lock before it gives up (and deletes its node).
 const PATIENCE: Duration = Duration::from_secs(3);
 
@@ -188,7 +188,7 @@ impl Referee {
             ));
         } else {
             self.violated(format!(
-                "{who} trusts its lease at {:?}, but the server ended its session {session:#x}",
+                "{who} believes it holds at {:?}, but the server ended its session {session:#x}",
                 now()
             ));
         }
@@ -197,7 +197,9 @@ impl Referee {
 }
 
 /// A holder's work: up to four acts while it believes it holds (`holds`), then it acts no
-/// more.
+/// more. Now and then the holder's process pauses past the session timeout with its link
+/// held (nothing of it reaches the server meanwhile): its session expires, another contender
+/// takes the lock, and on waking the holder must see that it holds no more.
 async fn work(
     referee: &Referee,
     who: &str,
@@ -207,7 +209,17 @@ async fn work(
     holds: impl Fn() -> bool,
 ) {
     for _ in 0..1 + rng.below(4) {
-        tokio::time::sleep(Duration::from_millis(rng.below(400))).await;
+        if rng.below(8) == 0 {
+            let pause = SESSION + Duration::from_millis(500 + rng.below(1000));
+            referee
+                .server
+                .note(format!("{who}: pauses for {pause:?}, its link held"));
+            turmoil::hold(who, SERVER);
+            tokio::time::sleep(pause).await;
+            turmoil::release(who, SERVER);
+        } else {
+            tokio::time::sleep(Duration::from_millis(rng.below(400))).await;
+        }
         if !holds() {
             referee
                 .server
