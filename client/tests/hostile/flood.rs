@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use zookeeper_jute::{ErrorCode, EventType, OpCode};
+use bytes::BytesMut;
+use zookeeper_jute::{Encode, ErrorCode, EventType, OpCode, Stat};
 use zookeeper_tokio::{AddWatchMode, Client, SessionState, DEFAULT_MAX_QUEUED_EVENTS};
 
 use crate::common::within;
@@ -29,6 +30,13 @@ async fn a_million_unread_notifications_stay_within_the_bound() {
         while let Some(request) = peer.next_request().await {
             match request.opcode {
                 OpCode::AddWatch => peer.reply(request.xid, 1, ErrorCode::Ok, &[]).await,
+                // The watched node exists, as the changes reported on it say: a change to a
+                // node the client read as absent is reported as its creation first.
+                OpCode::Exists if request.body.ends_with(b"/w\0") => {
+                    let mut stat = BytesMut::new();
+                    Stat::default().encode(&mut stat);
+                    peer.reply(request.xid, 1, ErrorCode::Ok, &stat).await
+                }
                 // The flood goes out before the answer to this request, so the client has
                 // handled all of it when the answer comes.
                 OpCode::Exists if request.body.ends_with(b"/sync\0") => {
