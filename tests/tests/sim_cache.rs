@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bytes::Bytes;
-use sim_harness::tree_writes::write_something;
+use sim_harness::tree_writes::write_while_running;
 use sim_harness::{
     builder, explore, now, run, running, schedule_faults, server_faults, Host, Reconnecting,
     Record, World, RUN_FOR,
@@ -54,18 +54,7 @@ async fn writer(host: Host) -> turmoil::Result {
         ..
     } = host;
     let mut session = Reconnecting::new(SESSION);
-    let mut n = 0u64;
-    while running() {
-        let Some(c) = session.client(&mut rng).await else {
-            continue;
-        };
-        n += 1;
-        let path = PATHS[rng.below(PATHS.len() as u64) as usize];
-        let data = format!("{who}-{n}");
-        write_something(&c, &server, &who, ROOT, path, &data, &mut rng).await;
-        session.keep(c);
-        tokio::time::sleep(Duration::from_millis(rng.below(150))).await;
-    }
+    write_while_running(&mut session, &server, &who, ROOT, &PATHS, &mut rng).await;
     Ok(())
 }
 

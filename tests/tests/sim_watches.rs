@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use sim_harness::tree_writes::write_something;
+use sim_harness::tree_writes::write_while_running;
 use sim_harness::{
     connect, explore, now, run, running, schedule_faults, server_faults, Host, Reconnecting,
     Record, World,
@@ -77,18 +77,7 @@ async fn writer(host: Host, signals: Arc<Signals>) -> turmoil::Result {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let mut session = Reconnecting::new(SESSION);
-    let mut n = 0u64;
-    while running() {
-        let Some(c) = session.client(&mut rng).await else {
-            continue;
-        };
-        n += 1;
-        let path = PATHS[rng.below(PATHS.len() as u64) as usize];
-        let data = format!("{who}-{n}");
-        write_something(&c, &server, &who, ROOT, path, &data, &mut rng).await;
-        session.keep(c);
-        tokio::time::sleep(Duration::from_millis(rng.below(150))).await;
-    }
+    write_while_running(&mut session, &server, &who, ROOT, &PATHS, &mut rng).await;
     // The sweep: ephemerals are deleted, then every node exists, changes, and gets a child,
     // so that every watch set on it fires.
     tokio::time::sleep(SWEEP_AT.saturating_sub(now())).await;

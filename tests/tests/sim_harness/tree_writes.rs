@@ -1,7 +1,35 @@
 //! Random writes to a small tree, for the workloads that watch one (caches, watches).
 
+use std::time::Duration;
+
 use zookeeper_testkit::sim::{SimRng, SimServer};
 use zookeeper_tokio::{Client, CreateOptions};
+
+use super::{running, Reconnecting};
+
+/// Writes to one of `paths` at random, through `session`, every 150 ms at most, until the run
+/// ends.
+pub async fn write_while_running(
+    session: &mut Reconnecting,
+    server: &SimServer,
+    who: &str,
+    root: &str,
+    paths: &[&str],
+    rng: &mut SimRng,
+) {
+    let mut n = 0u64;
+    while running() {
+        let Some(c) = session.client(rng).await else {
+            continue;
+        };
+        n += 1;
+        let path = paths[rng.below(paths.len() as u64) as usize];
+        let data = format!("{who}-{n}");
+        write_something(&c, server, who, root, path, &data, rng).await;
+        session.keep(c);
+        tokio::time::sleep(Duration::from_millis(rng.below(150))).await;
+    }
+}
 
 /// One write to `path` that the server's present tree makes meaningful: a create under an
 /// existing parent (ephemeral one time in four), else a delete (one time in three) or a change
