@@ -49,13 +49,18 @@ impl RequestQueue {
     }
 
     /// Writes every queued request to the lent connection, numbered from the lend's xid, and
-    /// leaves them to the session as written; whatever the socket did not take goes to the
-    /// session with them. Returns false, writing nothing, when something queued cannot go
+    /// leaves them to the session as written, lending the connection on when the socket took
+    /// them all; whatever the socket did not take goes to the session with them. Returns false, writing nothing, when something queued cannot go
     /// under a lend, or the socket took nothing or failed (the session meets that failure on
     /// its own): the requests then stay queued.
     pub(super) fn write_lent(&self, inner: &mut Inner, lend: Lend) -> bool {
-        let lendable =
-            |item: &Item| matches!(item, Item::Staged(s) if matches!(s.kind, PacketKind::Request));
+        // Requests written under this lend already wait in front for the session to take
+        // them; only the staged ones behind them are written now.
+        let lendable = |item: &Item| match item {
+            Item::Written(_) => true,
+            Item::Staged(s) => matches!(s.kind, PacketKind::Request),
+            _ => false,
+        };
         if !inner.items.iter().all(lendable) {
             return false;
         }
@@ -78,11 +83,15 @@ impl RequestQueue {
         // The session writes it before anything else; the frames it ends stay in order.
         let mut rest = Bytes::copy_from_slice(&inner.staging[written..]);
         inner.staging.clear();
-        let mut tell = !rest.is_empty();
+        let complete = rest.is_empty();
+        let mut tell = !complete;
         let mut xid = lend.xid;
         // In place: the session task swaps this vector with its own, so both keep their
         // capacity.
         for slot in inner.items.iter_mut() {
+            if matches!(slot, Item::Written(_)) {
+                continue;
+            }
             let Item::Staged(request) = std::mem::replace(slot, Item::Close(None)) else {
                 unreachable!("checked lendable above")
             };
@@ -101,6 +110,17 @@ impl RequestQueue {
             });
             xid = xid_after(xid);
         }
+        if complete {
+            // Lent on with the xid after them: a caller that writes batch after batch while
+            // replies arrive never needs the session task's turn to write, which would cost
+            // it a cross-thread wake-up per batch. Something is in flight now, so the lend is
+            // no longer idle.
+            inner.lend = Some(Lend {
+                xid,
+                idle: false,
+                ..lend
+            });
+        }
         if tell {
             self.tell(inner);
         }
@@ -116,8 +136,9 @@ mod tests {
     use crate::error::ErrorKind;
 
     /// Requests queued under a lend write themselves at the first flush, in one write, with
-    /// the lend's xid and the ones after it, and wake nobody; once the lend is used, the next
-    /// request wakes the session, which finds them all in call order.
+    /// the lend's xid and the ones after it, and wake nobody; the lend goes on, but busy now,
+    /// so the next request of a caller on the session's own thread wakes the session, which
+    /// finds them all in call order.
     #[tokio::test]
     async fn a_flush_under_a_lend_writes_every_queued_request_with_the_xids_that_follow() {
         use tokio::io::AsyncReadExt;
@@ -272,10 +293,26 @@ mod tests {
         assert!(matches!(q.submit_request(b), Admission::Deferred));
         q.flush();
         assert!(!woken(&q), "elsewhere: written, nobody woken");
+        // The lend goes on until the session takes it back: the caller's next batch writes
+        // itself too, numbered after the first.
+        let (c, _rc) = framed(16, 3, None);
+        assert!(matches!(q.submit_request(c), Admission::Deferred));
+        let (d, _rd) = framed(16, 4, None);
+        assert!(matches!(q.submit_request(d), Admission::Deferred));
+        q.flush();
+        assert!(!woken(&q), "the next batch: written, nobody woken");
         q.take_all(&mut items);
         assert!(
-            matches!(&items[..], [Item::Written(w)] if w.xid == 6),
+            matches!(&items[..], [Item::Written(w), Item::Written(x), Item::Written(y)]
+                if (w.xid, x.xid, y.xid) == (6, 7, 8)),
             "{items:?}"
         );
+
+        // Taken back, it is gone: the next request waits for the session.
+        items.clear();
+        let (e, _re) = framed(16, 5, None);
+        assert!(matches!(q.submit_request(e), Admission::Deferred));
+        q.flush();
+        assert!(woken(&q), "after the session took the lend back: told");
     }
 }

@@ -48,8 +48,8 @@ impl Session {
         } = written;
         span.sent(xid, self.session_id, self.current_host.as_ref());
         self.in_flight.taken();
-        // Lends are single-use and taken back before the machine acts again, and the requests
-        // of one lent write are numbered in order, so the xid is the next one; anything else
+        // Lends are taken back before the machine acts again, and the requests written under
+        // one are numbered in order, so the xid is the next one; anything else
         // is a broken invariant, not a server's doing.
         debug_assert_eq!(xid, self.next_xid);
         self.next_xid();
