@@ -134,6 +134,8 @@ impl Session {
     }
 
     pub(super) fn protocol_error(&mut self, now: Instant, reason: &str) {
+        // What was answered before the error is the callers' before the failures after it.
+        self.answers.send_all();
         warn!(reason, "protocol error");
         match self.phase {
             Phase::Connected => self.connection_lost(now, Loss::ProtocolError, reason),
@@ -146,6 +148,7 @@ impl Session {
     }
 
     pub(super) fn terminate(&mut self, state: SessionState) {
+        self.answers.send_all();
         if self.phase == Phase::Terminated {
             return;
         }

@@ -12,6 +12,7 @@
 //! receiving, `T / hosts` for one connection attempt, and the session declared expired locally
 //! once `T` has passed since the last frame from any server.
 
+mod answers;
 mod deadlines;
 mod foreign_peer;
 mod handshake;
@@ -49,6 +50,7 @@ use crate::sasl::SaslFactory;
 use crate::secret::Secret;
 use crate::state::{SessionState, StatePublisher};
 
+use answers::Answers;
 use hosts::{HostRing, Rng};
 use lease::Lease;
 use pending::{Pending, PendingAuth, PendingQueue, Unsent};
@@ -194,6 +196,8 @@ pub(crate) struct Session {
 
     /// User requests finished since the driver last asked (returns queue capacity).
     completed: usize,
+    /// Answers decided in the read being handled, sent at its end.
+    answers: Answers,
     /// User requests taken and not completed, in the `zookeeper_requests_in_flight` gauge
     /// (nothing without the `metrics` feature).
     in_flight: InFlight,
@@ -255,6 +259,7 @@ impl Session {
             lease: Lease::default(),
             last_heard: None,
             completed: 0,
+            answers: Answers::default(),
             in_flight: InFlight::new(),
             close_waiters: Vec::new(),
             epoch: 0,
@@ -446,6 +451,11 @@ impl Session {
     /// session is established there is no request such a frame could answer: it ends the
     /// connection.
     pub fn on_bytes(&mut self, buf: &mut BytesMut, now: Instant) {
+        self.read_frames(buf, now);
+        self.answers.send_all();
+    }
+
+    fn read_frames(&mut self, buf: &mut BytesMut, now: Instant) {
         let epoch = self.epoch;
         loop {
             let keep_head = matches!(self.phase, Phase::Connected | Phase::Closing { .. })

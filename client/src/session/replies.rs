@@ -21,6 +21,10 @@ impl Session {
             Ok(h) => h,
             Err(e) => return self.protocol_error(now, &e.to_string()),
         };
+        if header.xid <= 0 || self.is_sasl_reply(header.xid) {
+            // Handed out now: the answers decided before it go first.
+            self.answers.send_all();
+        }
         match header.xid {
             xid::NOTIFICATION => {
                 let event = match WatcherEvent::decode(&mut frame) {
@@ -80,6 +84,7 @@ impl Session {
     /// The header of a reply over the incoming limit, whose `size`-byte body is being skipped:
     /// the request it answers fails with `ReplyTooLarge`, and nothing else does.
     pub(super) fn on_oversized_reply(&mut self, mut header: Bytes, size: usize, now: Instant) {
+        self.answers.send_all();
         let max = self.cfg.max_incoming_frame;
         let header = match ReplyHeader::decode(&mut header) {
             Ok(h) => h,
@@ -174,6 +179,11 @@ impl Session {
         if header.zxid > self.last_zxid {
             self.last_zxid = header.zxid;
         }
+        if !matches!(entry, Pending::User { watch: None, .. }) {
+            // What follows may hand out events or replies held for their watches: the
+            // answers decided before go first.
+            self.answers.send_all();
+        }
         match entry {
             Pending::User {
                 xid, reply, watch, ..
@@ -192,9 +202,7 @@ impl Session {
                         (Some((path, recursive)), Some(reply)) => {
                             self.watches.hold_reply(&path, recursive, (reply, raw))
                         }
-                        (None, Some(reply)) => {
-                            let _ = reply.send(Ok(raw));
-                        }
+                        (None, Some(reply)) => self.answers.push(reply, Ok(raw)),
                         (_, None) => {}
                     }
                 } else {
@@ -204,7 +212,7 @@ impl Session {
                         }
                     }
                     if let Some(reply) = reply {
-                        let _ = reply.send(Err(Error::from_code(header.err)));
+                        self.answers.push(reply, Err(Error::from_code(header.err)));
                     }
                     if header.err == ErrorCode::SessionExpired {
                         self.terminate(SessionState::Expired);
