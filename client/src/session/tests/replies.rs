@@ -359,3 +359,77 @@ fn xids_wrap_to_one() {
         vec![(i32::MAX, OpCode::GetData), (1, OpCode::GetData)]
     );
 }
+
+/// Wakers that record, in order, which of the receivers they were given to was woken.
+fn recording_waker(
+    label: &'static str,
+    log: &Arc<std::sync::Mutex<Vec<&'static str>>>,
+) -> std::task::Waker {
+    struct Record(&'static str, Arc<std::sync::Mutex<Vec<&'static str>>>);
+    impl std::task::Wake for Record {
+        fn wake(self: Arc<Self>) {
+            self.1.lock().unwrap().push(self.0);
+        }
+    }
+    std::task::Waker::from(Arc::new(Record(label, log.clone())))
+}
+
+/// The answers of one read are handed out together at its end, but never after something
+/// the server sent after them: a reply, then an event, in one read reach their receivers in
+/// that order.
+#[test]
+fn a_reply_then_an_event_in_one_read_are_handed_out_in_that_order() {
+    use std::future::Future;
+    use std::task::Context;
+    let mut h = connected();
+    let (mut watched, mut watcher) = h.get_data_watched("/w");
+    h.reply(1, 5, ErrorCode::Ok, &[]);
+    assert_eq!(result(&mut watched), Some(Ok(())));
+    let mut plain = h.get_data("/a");
+    assert_eq!(h.xids().len(), 2);
+
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let reply_waker = recording_waker("reply", &log);
+    let event_waker = recording_waker("event", &log);
+    assert!(std::pin::Pin::new(&mut plain)
+        .poll(&mut Context::from_waker(&reply_waker))
+        .is_pending());
+    assert!(std::pin::Pin::new(&mut watcher)
+        .poll(&mut Context::from_waker(&event_waker))
+        .is_pending());
+
+    let mut read = BytesMut::new();
+    for (header, event) in [
+        (
+            ReplyHeader {
+                xid: 2,
+                zxid: 6,
+                err: ErrorCode::Ok,
+            },
+            None,
+        ),
+        (
+            ReplyHeader {
+                xid: -1,
+                zxid: -1,
+                err: ErrorCode::Ok,
+            },
+            Some(WatcherEvent {
+                event_type: EventType::NodeDataChanged,
+                state: KeeperState::SyncConnected,
+                path: "/w".into(),
+            }),
+        ),
+    ] {
+        let mut payload = BytesMut::new();
+        header.encode(&mut payload);
+        match event {
+            Some(event) => event.encode(&mut payload),
+            None => {}
+        }
+        read.put_i32(payload.len() as i32);
+        read.extend_from_slice(&payload);
+    }
+    h.s.on_bytes(&mut read, h.now);
+    assert_eq!(*log.lock().unwrap(), ["reply", "event"]);
+}
