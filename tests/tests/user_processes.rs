@@ -1,9 +1,10 @@
-//! A `Semaphore` of two leases and a `DistributedAtomicLong` shared by three processes (this
-//! test binary run again as each), one of them stopped with SIGSTOP while it holds a lease,
-//! for longer than its session timeout, then continued. The promises: the others go on (the
-//! stopped holder's lease goes with its session); never more than two holders; once resumed,
-//! the stopped process writes nothing under its old lease (`guarded_multi` is refused), and
-//! it recovers on a new session; every successful increment has a value of its own.
+//! A `Semaphore` of two leases and a `DistributedAtomicLong`, or a `ReadWriteLock`, shared by
+//! three processes (this test binary run again as each), one of them stopped with SIGSTOP
+//! while it holds, for longer than its session timeout, then continued. The promises: the
+//! others go on (the stopped holder's lock goes with its session); never more than two
+//! leases, never a writer beside anyone; once resumed, the stopped process writes nothing
+//! under its old lock (`guarded_multi` is refused), and it recovers on a new session; every
+//! successful increment has a value of its own.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -12,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
-use zookeeper_recipes::{DistributedAtomicLong, RetryPolicy, Semaphore, Sessions};
+use zookeeper_recipes::{DistributedAtomicLong, ReadWriteLock, RetryPolicy, Semaphore, Sessions};
 use zookeeper_testkit::ZkServer;
 use zookeeper_tokio::{Client, CreateOptions, EventType, MultiOp};
 
@@ -21,6 +22,8 @@ const HANG: Duration = Duration::from_secs(120);
 const SESSION: Duration = Duration::from_secs(2);
 const ROLE_ENV: &str = "ZK_USER_PROCESS_ROLE";
 const CONNECT_ENV: &str = "ZK_USER_PROCESS_CONNECT";
+/// `sem` or `rw`: the recipe the children share.
+const RECIPE_ENV: &str = "ZK_USER_PROCESS_RECIPE";
 
 async fn bounded<T>(what: &str, f: impl Future<Output = T>) -> T {
     tokio::time::timeout(HANG, f)
@@ -38,17 +41,23 @@ fn child_process_role() {
         .enable_all()
         .build()
         .unwrap()
-        .block_on(contend(name, connect));
+        .block_on(contend(
+            name,
+            connect,
+            std::env::var(RECIPE_ENV).unwrap_or_default(),
+        ));
 }
 
-/// Takes a lease, writes under it and counts, releases, again and again; says what it did
-/// on stdout, one `EVENT` line each.
-async fn contend(name: String, connect: String) {
+/// Takes a lease (or, with `rw`, the write lock and the read lock by turns), writes under it
+/// and counts, releases, again and again; says what it did on stdout, one `EVENT` line each.
+async fn contend(name: String, connect: String, recipe: String) {
     let say = |what: String| println!("EVENT {name} {what}");
     let sessions = Sessions::connect(Client::builder(&connect).session_timeout(SESSION))
         .await
         .unwrap();
     let sem = Semaphore::new(&sessions, "/sem", 2).unwrap();
+    let rw = ReadWriteLock::new(&sessions, "/rw").unwrap();
+    let mut turn = 0u64;
     let counter = DistributedAtomicLong::new(
         &sessions,
         "/count",
@@ -56,7 +65,14 @@ async fn contend(name: String, connect: String) {
     )
     .unwrap();
     loop {
-        let lease = match sem.acquire().await {
+        turn += 1;
+        // W: exclusive; R: shared (the semaphore's leases count as shared, two at most).
+        let (kind, acquired) = match recipe.as_str() {
+            "rw" if turn % 2 == 0 => ("W", rw.write().await),
+            "rw" => ("R", rw.read().await),
+            _ => ("R", sem.acquire().await),
+        };
+        let lease = match acquired {
             Ok(lease) => lease,
             Err(e) => {
                 say(format!("acquire-error {e}"));
@@ -68,7 +84,7 @@ async fn contend(name: String, connect: String) {
         for _ in 0..20 {
             let record = MultiOp::create(
                 "/work/r-",
-                format!("{name} {token}").as_bytes(),
+                format!("{name} {token} {kind}").as_bytes(),
                 &CreateOptions::persistent_sequential(),
             );
             if let Err(e) = lease.guarded_multi(vec![record]).await {
@@ -130,8 +146,26 @@ async fn next_where(
     .await
 }
 
+/// Which recipe the three processes share.
+#[derive(Clone, Copy, PartialEq)]
+enum Recipe {
+    /// A semaphore of two leases.
+    Semaphore,
+    /// A read-write lock, each process writing and reading by turns.
+    ReadWrite,
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_processes_share_a_semaphore_and_a_counter_through_one_stopped_past_its_session() {
+    run(Recipe::Semaphore).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_processes_share_a_read_write_lock_through_one_stopped_past_its_session() {
+    run(Recipe::ReadWrite).await;
+}
+
+async fn run(recipe: Recipe) {
     let server = ZkServer::start().await.unwrap();
     let connect = server.connect_string();
     let c = bounded("connect", Client::connect(&connect)).await.unwrap();
@@ -152,6 +186,13 @@ async fn three_processes_share_a_semaphore_and_a_counter_through_one_stopped_pas
             ])
             .env(ROLE_ENV, name)
             .env(CONNECT_ENV, &connect)
+            .env(
+                RECIPE_ENV,
+                match recipe {
+                    Recipe::Semaphore => "sem",
+                    Recipe::ReadWrite => "rw",
+                },
+            )
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -185,24 +226,32 @@ async fn three_processes_share_a_semaphore_and_a_counter_through_one_stopped_pas
         .position(|n| *n == held.name)
         .unwrap();
     signal(&children.0[victim], libc::SIGSTOP);
-    let (old_token, lease_path) = held.rest.split_once(' ').unwrap();
-    let old_token: i64 = old_token.parse().unwrap();
-    // Its lease goes when the server expires its session.
-    if let Some(w) = {
-        let (stat, watcher) = c.exists_and_watch(lease_path).await.unwrap();
-        stat.map(|_| watcher)
-    } {
-        let event = bounded("the stopped holder's lease to go", w).await;
-        assert_eq!(event.event_type, EventType::NodeDeleted);
-    }
-    // The other two go on: each holds a lease after that.
+    // Its locks go when the server expires its session: each one it said it held (lines it
+    // wrote before the stop may still be on their way: each is waited for as it comes). The
+    // others go on: each holds after that.
+    let path_of = |e: &Event| e.rest.split_once(' ').unwrap().1.to_string();
+    let mut to_go = vec![path_of(&held)];
     let mut after = BTreeSet::new();
-    while after.len() < 2 {
+    loop {
+        while let Some(path) = to_go.pop() {
+            let (stat, watcher) = c.exists_and_watch(&path).await.unwrap();
+            if stat.is_some() {
+                let event = bounded("the stopped holder's lock to go", watcher).await;
+                assert_eq!(event.event_type, EventType::NodeDeleted);
+            }
+        }
+        if after.len() == 2 {
+            break;
+        }
         let e = next_where(&mut rx, &mut log, "the others to hold", |e| {
-            e.what == "held" && e.name != held.name
+            e.what == "held"
         })
         .await;
-        after.insert(e.name);
+        if e.name == held.name {
+            to_go.push(path_of(&e));
+        } else {
+            after.insert(e.name);
+        }
     }
     // Resumed: after this mark, nothing may be written under the old lease.
     let (_, mark) = c
@@ -210,15 +259,17 @@ async fn three_processes_share_a_semaphore_and_a_counter_through_one_stopped_pas
         .await
         .unwrap();
     signal(&children.0[victim], libc::SIGCONT);
-    let again = next_where(
+    next_where(
         &mut rx,
         &mut log,
         "the resumed process to hold again",
-        |e| e.what == "held" && e.name == held.name,
+        |e| {
+            e.what == "held"
+                && e.name == held.name
+                && e.rest.split(' ').next().unwrap().parse::<i64>().unwrap() > mark.czxid
+        },
     )
     .await;
-    let new_token: i64 = again.rest.split(' ').next().unwrap().parse().unwrap();
-    assert!(new_token > mark.czxid, "a new lease");
     // Killed mid-work: each may have had one increment applied and not yet said so.
     let killed = children.0.len() as i64;
     drop(children);
@@ -229,33 +280,48 @@ async fn three_processes_share_a_semaphore_and_a_counter_through_one_stopped_pas
 
     // What the server holds: the records written under leases, by token.
     let (names, _) = c.get_children("/work").await.unwrap();
-    let mut spans: BTreeMap<i64, (i64, i64)> = BTreeMap::new();
+    let mut spans: BTreeMap<i64, (i64, i64, bool)> = BTreeMap::new();
     for n in names {
         let (data, stat) = c.get_data(&format!("/work/{n}")).await.unwrap();
         let data = String::from_utf8(data.to_vec()).unwrap();
-        let (who, token) = data.split_once(' ').unwrap();
+        let mut fields = data.split(' ');
+        let (who, token, kind) = (
+            fields.next().unwrap(),
+            fields.next().unwrap(),
+            fields.next().unwrap(),
+        );
         let token: i64 = token.parse().unwrap();
         assert!(
-            !(token == old_token && stat.czxid > mark.czxid),
-            "{who} wrote under its old lease {token} after resuming (zxid {})",
+            !(who == held.name && token < mark.czxid && stat.czxid > mark.czxid),
+            "{who} wrote under its old lock {token} after resuming (zxid {})",
             stat.czxid
         );
-        let span = spans.entry(token).or_insert((stat.czxid, stat.czxid));
+        let span = spans
+            .entry(token)
+            .or_insert((stat.czxid, stat.czxid, kind == "W"));
         span.0 = span.0.min(stat.czxid);
         span.1 = span.1.max(stat.czxid);
     }
-    // Never three leases at once: no zxid inside three tokens' spans of writes.
-    let mut edges: Vec<(i64, i32)> = spans
+    // Never three semaphore leases at once, and a writer never beside anyone: no zxid inside
+    // the spans of writes of tokens that could not be held together.
+    let mut edges: Vec<(i64, i32, bool)> = spans
         .values()
-        .flat_map(|(from, to)| [(*from, 1), (*to + 1, -1)])
+        .flat_map(|(from, to, w)| [(*from, 1, *w), (*to + 1, -1, *w)])
         .collect();
     edges.sort();
-    let mut live = 0;
-    for (zxid, d) in edges {
+    let (mut live, mut writers) = (0, 0);
+    for (zxid, d, w) in edges {
         live += d;
+        if w {
+            writers += d;
+        }
         assert!(
-            live <= 2,
+            recipe == Recipe::ReadWrite || live <= 2,
             "three leases wrote around zxid {zxid}: {spans:?}"
+        );
+        assert!(
+            writers == 0 || live == 1,
+            "a writer beside another holder around zxid {zxid}: {spans:?}"
         );
     }
     // Every successful increment has a value of its own, and none is lost.
