@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
 
-use zookeeper_recipes::{CacheEvent, CacheEvents, CachedNode, Sessions, TreeCache};
+use zookeeper_recipes::{CacheEvent, CacheEvents, CachedNode, NodeCache, Sessions, TreeCache};
 use zookeeper_testkit::{Proxy, ZkServer};
 use zookeeper_tokio::{Client, ClientBuilder, CreateOptions, MultiOp, SessionState};
 
@@ -347,4 +347,103 @@ async fn a_tree_cache_on_a_client_that_folds_its_event_stream_sees_every_change_
 #[ignore = "defect: a TreeCache whose client folds its recursive watch (subtree past max_recursive_watch_memory) stalls for good after a reconnect"]
 async fn a_tree_cache_past_the_clients_recursive_watch_memory_goes_on_after_a_reconnect() {
     trial(|b| b.max_recursive_watch_memory(64 << 10)).await;
+}
+
+/// A `NodeCache` with a queue of one event, read only between phases: the node changed
+/// hundreds of times, deleted and created again, across a dropped connection and an expired
+/// session. The copy kept from its events equals the server's node each time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_consumer_of_a_node_cache_sees_each_state_once_through_cuts_and_expiry() {
+    let server = ZkServer::start().await.unwrap();
+    let proxy = Proxy::start(server.addr()).await.unwrap();
+    let direct = server.connect_string();
+    let writer = bounded("writer", Client::connect(&direct)).await.unwrap();
+    let sessions = bounded(
+        "sessions",
+        Sessions::connect(
+            Client::builder(&proxy.connect_string()).session_timeout(Duration::from_secs(4)),
+        ),
+    )
+    .await
+    .unwrap();
+    let cache = NodeCache::builder(&sessions, "/cfg")
+        .max_queued_events(1)
+        .spawn()
+        .unwrap();
+    let mut events = cache.events();
+    let mut copy = Copy::default();
+    let node = |c: &Client| {
+        let c = c.clone();
+        async move {
+            let mut tree = BTreeMap::new();
+            if let Ok((data, stat)) = c.get_data("/cfg").await {
+                tree.insert(
+                    "/cfg".to_string(),
+                    (data.to_vec(), stat.czxid, stat.mzxid, stat.version),
+                );
+            }
+            tree
+        }
+    };
+    let changes = |round: u32| {
+        let w = writer.clone();
+        async move {
+            for i in 0..200 {
+                w.set_data("/cfg", format!("{round}.{i}").as_bytes(), None)
+                    .await
+                    .unwrap();
+            }
+        }
+    };
+    writer
+        .create("/cfg", b"first", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    changes(0).await;
+    let want = node(&writer).await;
+    read_node_until(&mut copy, &mut events, &want).await;
+
+    changes(1).await;
+    proxy.drop_all();
+    changes(2).await;
+    writer.delete("/cfg", None).await.unwrap();
+    writer
+        .create("/cfg", b"again", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    let want = node(&writer).await;
+    read_node_until(&mut copy, &mut events, &want).await;
+
+    changes(3).await;
+    expire(&proxy, &direct, &sessions).await;
+    writer.delete("/cfg", None).await.unwrap();
+    changes_after_delete(&writer).await;
+    let want = node(&writer).await;
+    read_node_until(&mut copy, &mut events, &want).await;
+    assert!(events.try_next().is_none(), "nothing after quiet");
+    assert!(cache.ended().is_none());
+}
+
+/// Created once more after a deletion, then changed.
+async fn changes_after_delete(w: &Client) {
+    w.create("/cfg", b"third", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    for i in 0..50 {
+        w.set_data("/cfg", format!("t{i}").as_bytes(), None)
+            .await
+            .unwrap();
+    }
+}
+
+async fn read_node_until(copy: &mut Copy, events: &mut CacheEvents, want: &Tree) {
+    while copy.initialized == 0 || copy.nodes != *want {
+        let Ok(event) = tokio::time::timeout(HANG, events.next()).await else {
+            panic!(
+                "the node cache's copy did not come to equal the server within {HANG:?}: {}",
+                diff(&copy.nodes, want)
+            )
+        };
+        copy.apply("/cfg", event.unwrap());
+    }
 }
