@@ -25,6 +25,17 @@ impl Session {
             // Handed out now: the answers decided before it go first.
             self.answers.send_all();
         }
+        if header.err == ErrorCode::SessionClosedRequireSaslAuth {
+            // The server requires a login (`zookeeper.enforce.auth.enabled`) that this session
+            // did not make, answers any request (pings too) with this and drops the
+            // connection. Every reconnect would go the same way while the state read
+            // `Connected`: the session is over, as when a login is refused.
+            warn!(
+                xid = header.xid,
+                "the server requires SASL authentication; ending the session"
+            );
+            return self.terminate(SessionState::AuthFailed);
+        }
         match header.xid {
             xid::NOTIFICATION => {
                 let event = match WatcherEvent::decode(&mut frame) {

@@ -433,3 +433,29 @@ fn a_reply_then_an_event_in_one_read_are_handed_out_in_that_order() {
     h.s.on_bytes(&mut read, h.now);
     assert_eq!(*log.lock().unwrap(), ["reply", "event"]);
 }
+
+/// A server that enforces authentication answers a session without a login, whatever it
+/// sends (a request or a ping), with `SessionClosedRequireSaslAuth`, then drops the
+/// connection; every reconnect would be refused the same way.
+#[test]
+fn a_server_requiring_a_login_ends_the_session_on_a_request_or_a_ping() {
+    let mut h = connected();
+    let mut refused = h.get_data("/a");
+    let mut queued = h.get_data("/b");
+    h.reply(1, 0, ErrorCode::SessionClosedRequireSaslAuth, &[]);
+    assert_eq!(h.state(), SessionState::AuthFailed);
+    assert_eq!(result(&mut refused), Some(Err(ErrorKind::AuthFailed)));
+    assert_eq!(result(&mut queued), Some(Err(ErrorKind::AuthFailed)));
+    assert!(h.s.is_terminated());
+    assert!(
+        !h.actions().iter().any(|a| matches!(a, Action::Connect(_))),
+        "no reconnect"
+    );
+
+    let mut h = connected();
+    h.advance(Duration::from_millis(1000));
+    assert_eq!(h.xids(), vec![(-2, OpCode::Ping)]);
+    h.reply(-2, 0, ErrorCode::SessionClosedRequireSaslAuth, &[]);
+    assert_eq!(h.state(), SessionState::AuthFailed);
+    assert!(h.s.is_terminated());
+}
