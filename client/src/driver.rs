@@ -116,6 +116,7 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connecto
             }
         }
         let completed = session.take_completed();
+        let answered_here = session.take_completed_here();
         queue.release(completed);
         if session.is_terminated() {
             break;
@@ -145,11 +146,14 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connecto
                 idle,
             });
         }
-        if completed > 1 && writer.is_some() {
+        if answered_here > 1 && writer.is_some() {
             // The callers this turn answered run before the next one, so that what they ask
             // next is written in one go. Without this, on a multi-thread runtime the first of
             // them to ask wakes this task into the worker's next slot, ahead of the others,
-            // and every request costs a write of its own.
+            // and every request costs a write of its own. Only for callers on this task's
+            // threads: others (the body of `main`, a blocking call) write their own under the
+            // lend, and on a multi-thread runtime the yield would wake a parked worker to
+            // steal this task, and park it again, for nothing.
             BehindTheWoken::default().await;
         }
         let has_output = writer

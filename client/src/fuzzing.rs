@@ -519,6 +519,7 @@ impl Run {
                 reply: tx,
                 deadline: None,
                 span: Default::default(),
+                caller_here: false,
             },
             self.now,
         );

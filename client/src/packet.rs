@@ -120,6 +120,9 @@ pub(crate) struct Packet {
     pub deadline: Option<Instant>,
     /// Where the request's span (if any) learns how it was sent.
     pub span: SentSpan,
+    /// The caller runs on the session task's threads: the answer wakes a task there, which
+    /// the task's next turn may let run first (see `driver`).
+    pub caller_here: bool,
 }
 
 impl std::fmt::Debug for Packet {
@@ -192,6 +195,8 @@ pub(crate) struct Written {
     pub rest: Bytes,
     /// See [`Packet::span`].
     pub span: SentSpan,
+    /// See [`Packet::caller_here`].
+    pub caller_here: bool,
 }
 
 impl std::fmt::Debug for Written {

@@ -116,6 +116,7 @@ mod tests {
             reply,
             deadline: None,
             span: Default::default(),
+            caller_here: false,
         };
         assert_hidden("Packet", &format!("{packet:?}"));
         let (reply, _rx) = oneshot::channel();
@@ -142,6 +143,7 @@ mod tests {
             reply,
             deadline: None,
             span: Default::default(),
+            caller_here: false,
         });
         let _waiting = queue.submit(packet);
         assert_hidden("RequestQueue", &format!("{queue:?}"));

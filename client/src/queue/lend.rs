@@ -107,6 +107,7 @@ impl RequestQueue {
                 sent,
                 rest: std::mem::take(&mut rest),
                 span: request.span,
+                caller_here: request.caller_here,
             });
             xid = xid_after(xid);
         }

@@ -229,6 +229,7 @@ pub(super) mod tests {
             reply: tx,
             deadline: None,
             span: Default::default(),
+            caller_here: false,
         };
         (p, rx)
     }
@@ -297,6 +298,7 @@ pub(super) mod tests {
             reply: tx,
             deadline,
             span: Default::default(),
+            caller_here: false,
         };
         (request, rx)
     }
@@ -354,6 +356,7 @@ pub(super) mod tests {
             reply: tx,
             deadline: None,
             span: Default::default(),
+            caller_here: false,
         };
         assert!(matches!(q.submit_request(auth), Admission::Admitted));
         assert!(woken(&q));

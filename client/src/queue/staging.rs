@@ -23,6 +23,7 @@ pub(crate) struct Staged {
     pub reply: ReplyTx,
     pub deadline: Option<Instant>,
     pub span: SentSpan,
+    pub caller_here: bool,
 }
 
 impl Staged {
@@ -35,6 +36,7 @@ impl Staged {
             reply: self.reply,
             deadline: self.deadline,
             span: self.span,
+            caller_here: self.caller_here,
         }
     }
 }
@@ -52,6 +54,8 @@ pub(crate) struct Request<E> {
     pub deadline: Option<Instant>,
     /// See [`Packet::span`].
     pub span: SentSpan,
+    /// See [`Packet::caller_here`].
+    pub caller_here: bool,
 }
 
 impl RequestQueue {
@@ -77,6 +81,7 @@ impl RequestQueue {
                 reply: request.reply,
                 deadline: request.deadline,
                 span: request.span,
+                caller_here: request.caller_here,
             }));
             if !deferred {
                 // An `auth` has no caller waiting on a reply future to flush it.
@@ -100,6 +105,7 @@ impl RequestQueue {
             reply: request.reply,
             deadline: request.deadline,
             span: request.span,
+            caller_here: request.caller_here,
         })
     }
 
@@ -144,6 +150,7 @@ mod tests {
                 reply: tx,
                 deadline: None,
                 span: Default::default(),
+                caller_here: false,
             };
             (request, rx)
         };

@@ -45,6 +45,7 @@ impl Session {
             sent,
             rest,
             span,
+            caller_here,
         } = written;
         span.sent(xid, self.session_id, self.current_host.as_ref());
         self.in_flight.taken();
@@ -59,7 +60,7 @@ impl Session {
         debug!(xid, ?opcode, "request sent by its caller");
         let write = crate::packet::is_write(opcode);
         self.pending
-            .push_user(xid, reply, watch, deadline, write, sent);
+            .push_user(xid, reply, watch, deadline, write, caller_here, sent);
         self.last_send = self.last_send.max(sent);
     }
 }

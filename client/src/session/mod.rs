@@ -196,6 +196,8 @@ pub(crate) struct Session {
 
     /// User requests finished since the driver last asked (returns queue capacity).
     completed: usize,
+    /// Of those, the ones whose callers run on the session task's threads.
+    completed_here: usize,
     /// Answers decided in the read being handled, sent at its end.
     answers: Answers,
     /// User requests taken and not completed, in the `zookeeper_requests_in_flight` gauge
@@ -259,6 +261,7 @@ impl Session {
             lease: Lease::default(),
             last_heard: None,
             completed: 0,
+            completed_here: 0,
             answers: Answers::default(),
             in_flight: InFlight::new(),
             close_waiters: Vec::new(),
@@ -316,6 +319,12 @@ impl Session {
     pub fn take_completed(&mut self) -> usize {
         self.in_flight.completed(self.completed);
         std::mem::take(&mut self.completed)
+    }
+
+    /// Ordered replies answered since the last call to callers on the session task's
+    /// threads.
+    pub fn take_completed_here(&mut self) -> usize {
+        std::mem::take(&mut self.completed_here)
     }
 
     /// When [`Session::on_timeout`] must be called next.
@@ -669,6 +678,7 @@ impl Session {
             reply,
             deadline,
             span,
+            caller_here,
         } = packet;
         match kind {
             PacketKind::Request => {
@@ -680,7 +690,7 @@ impl Session {
                 debug!(xid, ?opcode, "request sent");
                 let write = crate::packet::is_write(opcode);
                 self.pending
-                    .push_user(xid, reply, watch, deadline, write, now);
+                    .push_user(xid, reply, watch, deadline, write, caller_here, now);
             }
             PacketKind::Auth { scheme, auth } => {
                 span.sent(xid::AUTH, self.session_id, self.current_host.as_ref());

@@ -31,6 +31,8 @@ pub(crate) enum Pending {
         deadline: Option<Instant>,
         /// A write (see `packet::is_write`): failed without its reply, it may have been applied.
         write: bool,
+        /// See `Packet::caller_here`.
+        caller_here: bool,
     },
     /// A `setWatches`/`setWatches2` batch: of a reconnect's (`reconnect`), or one setting a
     /// persistent watch again that a one-shot one displaced.
@@ -112,6 +114,7 @@ impl PendingQueue {
         watch: Option<WatchRegistration>,
         deadline: Option<Instant>,
         write: bool,
+        caller_here: bool,
         sent: Instant,
     ) {
         let entry = Pending::User {
@@ -120,6 +123,7 @@ impl PendingQueue {
             watch,
             deadline,
             write,
+            caller_here,
         };
         self.push(entry, sent);
     }

@@ -197,9 +197,14 @@ impl Session {
         }
         match entry {
             Pending::User {
-                xid, reply, watch, ..
+                xid,
+                reply,
+                watch,
+                caller_here,
+                ..
             } => {
                 self.completed += 1;
+                self.completed_here += usize::from(caller_here);
                 debug!(xid, err = ?header.err, "request completed");
                 if header.err == ErrorCode::Ok {
                     let raw = RawReply {

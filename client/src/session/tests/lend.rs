@@ -18,6 +18,7 @@ fn written(xid: i32, sent: Instant, rest: &'static [u8]) -> (Written, ReplyRx) {
         sent,
         rest: Bytes::from_static(rest),
         span: Default::default(),
+        caller_here: false,
     };
     (written, rx)
 }

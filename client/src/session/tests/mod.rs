@@ -247,6 +247,7 @@ impl Harness {
                 reply: tx,
                 deadline,
                 span: Default::default(),
+                caller_here: false,
             },
             self.now,
         );

@@ -315,6 +315,7 @@ fn auth_reply_may_overtake_earlier_replies() {
             reply: tx,
             deadline: None,
             span: Default::default(),
+            caller_here: false,
         },
         h.now,
     );
