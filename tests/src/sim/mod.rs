@@ -166,6 +166,20 @@ impl SimServer {
         }
     }
 
+    /// The server goes down: every connection closes, and none is accepted until
+    /// [`start`](SimServer::start). Its clock stops with it: no session expires while it is
+    /// down. Clients see a server restart as `stop`, a while, then `start`.
+    pub fn stop(&self) {
+        self.lock().stop();
+    }
+
+    /// The server comes back up with the state it held (the tree, the sessions), as a real
+    /// server does from its snapshot and log: every session gets a fresh full timeout from
+    /// now, as the real server gives the sessions it restores.
+    pub fn start(&self) {
+        self.lock().start();
+    }
+
     /// The live sessions.
     pub fn sessions(&self) -> Vec<i64> {
         self.lock().sessions.keys().copied().collect()

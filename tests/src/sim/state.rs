@@ -99,6 +99,9 @@ pub(crate) struct State {
     pub trace: VecDeque<String>,
     /// Every change made to the tree, in zxid order: what `SimServer::tree_at` folds.
     pub journal: Vec<Change>,
+    /// The server is down (`SimServer::stop`): it accepts no connection, and its clock, which
+    /// expires sessions and cleans containers, stands still.
+    pub down: bool,
 }
 
 /// A change the model made to its tree: the event it fires, with the node as the transaction
@@ -133,6 +136,7 @@ impl State {
             start: Instant::now(),
             trace: VecDeque::new(),
             journal: Vec::new(),
+            down: false,
         }
     }
 
@@ -165,6 +169,10 @@ impl State {
         req: &ConnectRequest,
         tx: UnboundedSender<Out>,
     ) -> Option<ConnId> {
+        if self.down {
+            let _ = tx.send(Out::Close);
+            return None;
+        }
         if req.last_zxid_seen > self.zxid {
             // The client has seen a newer server than this one: refused without a reply.
             self.note(format!(
@@ -274,6 +282,29 @@ impl State {
         }
     }
 
+    /// The server goes down: every connection closes, and nothing is accepted or expires
+    /// until `start`.
+    pub(crate) fn stop(&mut self) {
+        self.note("server stops");
+        let conns: Vec<_> = self.conns.keys().copied().collect();
+        for c in conns {
+            self.close_conn(c);
+        }
+        self.down = true;
+    }
+
+    /// The server comes back with the sessions it held, each with a fresh full timeout from
+    /// now: a real server restores its sessions from its snapshot and log, and starts their
+    /// timers again as it starts.
+    pub(crate) fn start(&mut self) {
+        let now = Instant::now();
+        for s in self.sessions.values_mut() {
+            s.last_heard = now;
+        }
+        self.down = false;
+        self.note("server starts: every session's timer starts again");
+    }
+
     /// Closes a connection (its session lives on until it expires).
     pub(crate) fn close_conn(&mut self, conn: ConnId) {
         if let Some(c) = self.conns.remove(&conn) {
@@ -316,6 +347,9 @@ impl State {
 
     /// Expires every session past its timeout, and cleans up containers and TTL nodes.
     pub(crate) fn tick(&mut self, clean_containers: bool) {
+        if self.down {
+            return;
+        }
         let now = Instant::now();
         let expired: Vec<i64> = self
             .sessions

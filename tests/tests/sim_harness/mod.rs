@@ -312,8 +312,9 @@ pub fn schedule_faults(world: &mut World<'_>, hosts: Vec<String>) {
     schedule(world, hosts, false);
 }
 
-/// `schedule_faults`, with server restarts besides: every connection dropped, and the server
-/// unreachable from every host for a while (its sessions live on, on its clock).
+/// `schedule_faults`, with server restarts besides: the server down for a while (every
+/// connection dropped, none accepted, no session expiring), then back with a fresh timeout
+/// for every session, as a real server restores them.
 pub fn schedule_faults_with_restarts(world: &mut World<'_>, hosts: Vec<String>) {
     schedule(world, hosts, true);
 }
@@ -355,12 +356,14 @@ fn schedule(world: &mut World<'_>, hosts: Vec<String>, restarts: bool) {
                     }
                 }
                 7 if restarts => {
+                    // Down: no connection, no expiry; back: every session's timer anew.
                     server.note(format!("fault: server restarts, down for {lasts:?}"));
-                    server.drop_connections();
+                    server.stop();
                     for h in &hosts {
                         turmoil::partition(h.as_str(), SERVER);
                     }
                     tokio::time::sleep(lasts).await;
+                    server.start();
                     for h in &hosts {
                         turmoil::repair(h.as_str(), SERVER);
                     }
