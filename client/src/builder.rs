@@ -573,6 +573,8 @@ async fn first_session(
     failures: &mut tokio::sync::watch::Receiver<crate::state::AttemptFailures>,
 ) -> std::result::Result<(), ErrorKind> {
     let state = tokio::select! {
+        // A session accepted is the outcome, whatever else failed meanwhile.
+        biased;
         state = changes.wait_for(|s| s.is_connected() || s.is_terminal()) => {
             state.ok_or(ErrorKind::Closed)?
         }

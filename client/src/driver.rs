@@ -164,13 +164,21 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connecto
         }
         let wake = {
             let out = session.output();
+            // Biased, so that a run under simulation is a function of its seed (an unbiased
+            // `select!` draws its first branch from an unseeded source). The order keeps
+            // every branch served: a connect and a probe end once; the timer fires once per
+            // deadline, which moves on; the output to write is bounded by
+            // `max_outstanding` and pings, and so are the queue's wakes (callers wait for
+            // replies once it is full). Only reading can stay ready for as long as a server
+            // sends, so it comes last: a flood cannot hold back pings, requests or timeouts.
             tokio::select! {
-                r = read_some(reader.as_mut(), &mut read_buf) => Wake::Read(r),
-                r = write_some(writer.as_mut(), out), if has_output => Wake::Wrote(r),
+                biased;
                 r = finish_connect(connecting.as_mut()) => Wake::Connected(r),
                 r = finish_probe(probing.as_mut()) => Wake::Probed(r),
-                _ = queue.notify.notified() => Wake::Queue,
                 _ = &mut timer, if armed.is_some() => Wake::Timer,
+                r = write_some(writer.as_mut(), out), if has_output => Wake::Wrote(r),
+                _ = queue.notify.notified() => Wake::Queue,
+                r = read_some(reader.as_mut(), &mut read_buf) => Wake::Read(r),
             }
         };
         let now = tokio::time::Instant::now().into_std();

@@ -19,8 +19,8 @@ use std::time::Duration;
 use zookeeper_testkit::proxy::Proxy;
 use zookeeper_testkit::sim::{SimOptions, SimServer};
 use zookeeper_tokio::{
-    AddWatchMode, Client, CreateOptions, MultiOp, MultiResult, OneshotWatcher, PersistentWatcher,
-    ReadOp, ReadResult, SessionState, Stat, WatcherType,
+    perms, Acl, AddWatchMode, Client, CreateOptions, Id, MultiOp, MultiResult, OneshotWatcher,
+    PersistentWatcher, ReadOp, ReadResult, SessionState, Stat, WatcherType,
 };
 
 /// Two clients on one server, under the case's own chroot, and the transcript they write;
@@ -405,6 +405,239 @@ case!(acls_and_identity, |c| {
     c.outcome("who am i", &r, |ids| format!("{ids:?}"));
 });
 
+fn acl(perms: i32, scheme: &str, id: &str) -> Acl {
+    Acl {
+        perms,
+        id: Id {
+            scheme: scheme.into(),
+            id: id.into(),
+        },
+    }
+}
+
+fn with_acl(acl: Vec<Acl>) -> CreateOptions {
+    CreateOptions::persistent().acl(acl)
+}
+
+// A node only its creator's identity may change, read by anyone: what each permission lets
+// a session without that identity do, and what the identity added lets it do.
+case!(acls_are_enforced_per_identity, |c| {
+    let r = c.a.add_auth("digest", b"alice:secret").await;
+    c.outcome("a authenticates as alice", &r, |_| "ok".into());
+    let mine = vec![
+        acl(perms::ALL, "auth", ""),
+        acl(perms::READ, "world", "anyone"),
+    ];
+    let r = c.a.create("/mine", b"v", &with_acl(mine)).await;
+    c.outcome("a creates /mine", &r, |(p, _)| p.clone());
+    let r = c.a.get_acl("/mine").await;
+    c.outcome("a's acl of /mine", &r, |(acl, s)| {
+        format!("{acl:?} {}", c.stat(s))
+    });
+    let r = c.b.get_acl("/mine").await;
+    c.outcome("b's acl of /mine (no ADMIN)", &r, |(acl, _)| {
+        format!("{acl:?}")
+    });
+    let r = c.b.get_data("/mine").await;
+    c.outcome("b reads /mine", &r, |(d, _)| format!("{d:?}"));
+    let r = c.b.set_data("/mine", b"b", None).await;
+    c.outcome("b writes /mine", &r, |s| c.stat(s));
+    let r = c.b.create("/mine/b", b"", &persistent()).await;
+    c.outcome("b creates under /mine", &r, |(p, _)| p.clone());
+    let r = c.a.create("/mine/a", b"", &persistent()).await;
+    c.outcome("a creates under /mine", &r, |(p, _)| p.clone());
+    let r = c.b.delete("/mine/a", None).await;
+    c.outcome("b deletes under /mine", &r, |_| "ok".into());
+    let r = c.b.set_acl("/mine", Acl::open_unsafe(), Some(7)).await;
+    c.outcome("b sets /mine's acl, stale version", &r, |s| c.stat(s));
+    let r = c.b.multi(vec![MultiOp::check("/mine", 0)]).await;
+    c.outcome("b checks /mine in a multi", &r, |_| "applied".into());
+    let r =
+        c.b.multi(vec![MultiOp::set_data("/mine", b"m", None)])
+            .await;
+    c.outcome("b writes /mine in a multi", &r, |_| "applied".into());
+    if let Err(e) = &r {
+        c.say(format!(
+            "cause: {:?}",
+            e.multi_cause().map(|(i, c)| (i, c.code()))
+        ));
+    }
+    let r = c.b.add_auth("digest", b"alice:wrong").await;
+    c.outcome("b adds alice with a wrong password", &r, |_| "ok".into());
+    let r = c.b.set_data("/mine", b"b", None).await;
+    c.outcome("b writes /mine", &r, |s| c.stat(s));
+    let r = c.b.add_auth("digest", b"alice:secret").await;
+    c.outcome("b adds alice", &r, |_| "ok".into());
+    let r = c.b.who_am_i().await;
+    // Deliberate: sorted, as the real server keeps a connection's identities in a hash set.
+    c.outcome("b is", &r, |ids| {
+        let mut ids: Vec<String> = ids
+            .iter()
+            .map(|i| format!("{}:{}", i.auth_scheme, i.user))
+            .collect();
+        ids.sort();
+        format!("{ids:?}")
+    });
+    let r = c.b.set_data("/mine", b"b", None).await;
+    c.outcome("b writes /mine", &r, |s| c.stat(s));
+    let r = c.b.get_acl("/mine").await;
+    c.outcome("b's acl of /mine", &r, |(acl, _)| format!("{acl:?}"));
+    let r = c.b.delete("/mine/a", None).await;
+    c.outcome("b deletes under /mine", &r, |_| "ok".into());
+    let r = c.b.set_acl("/mine", Acl::open_unsafe(), Some(0)).await;
+    c.outcome("b sets /mine's acl", &r, |s| c.stat(s));
+});
+
+// Each permission alone, granted to anyone: what it allows and what it does not. Listing
+// needs READ on the node listed, creating and deleting a child CREATE and DELETE on its
+// parent, `setACL` ADMIN, `getACL` READ or ADMIN.
+case!(each_permission_alone, |c| {
+    let only = [
+        ("/r", perms::READ),
+        ("/w", perms::WRITE),
+        ("/c", perms::CREATE),
+        ("/d", perms::DELETE),
+        ("/a", perms::ADMIN),
+    ];
+    for (path, _) in only {
+        c.a.create(path, b"", &persistent()).await.unwrap();
+        c.a.create(&format!("{path}/x"), b"", &persistent())
+            .await
+            .unwrap();
+    }
+    for (path, perm) in only {
+        let r =
+            c.a.set_acl(path, vec![acl(perm, "world", "anyone")], Some(0))
+                .await;
+        c.outcome(&format!("set {path}'s acl"), &r, |s| c.stat(s));
+    }
+    for (path, _) in only {
+        let r = c.b.get_data(path).await;
+        c.outcome(&format!("get {path}"), &r, |_| "ok".into());
+        let r = c.b.exists(path).await;
+        c.outcome(&format!("exists {path}"), &r, |s| {
+            format!("{:?}", s.is_some())
+        });
+        let r = c.b.get_children(path).await;
+        c.outcome(&format!("list {path}"), &r, |(ch, _)| format!("{ch:?}"));
+        let r = c.b.get_all_children_number(path).await;
+        c.outcome(&format!("count under {path}"), &r, |n| n.to_string());
+        let r = c.b.get_acl(path).await;
+        c.outcome(&format!("get {path}'s acl"), &r, |(acl, s)| {
+            format!("{acl:?} aversion={}", s.aversion)
+        });
+        let r =
+            c.b.multi_read(vec![ReadOp::get_data(path), ReadOp::get_children(path)])
+                .await;
+        c.outcome(&format!("multi_read {path}"), &r, |results| {
+            results
+                .iter()
+                .map(|x| match x {
+                    ReadResult::Data { .. } => "data".to_owned(),
+                    ReadResult::Children { children } => format!("children {children:?}"),
+                    ReadResult::Error(e) => format!("error {:?}", e.code()),
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        });
+        let r = c.b.set_data(path, b"1", None).await;
+        c.outcome(&format!("set {path}"), &r, |s| {
+            format!("version={}", s.version)
+        });
+        let r = c.b.create(&format!("{path}/y"), b"", &persistent()).await;
+        c.outcome(&format!("create {path}/y"), &r, |(p, _)| p.clone());
+        let r = c.b.delete(&format!("{path}/x"), None).await;
+        c.outcome(&format!("delete {path}/x"), &r, |_| "ok".into());
+        let r = c.b.delete(&format!("{path}/missing"), None).await;
+        c.outcome(&format!("delete {path}/missing"), &r, |_| "ok".into());
+        let r = c.b.set_acl(path, Acl::open_unsafe(), Some(5)).await;
+        c.outcome(&format!("set {path}'s acl, stale version"), &r, |s| {
+            c.stat(s)
+        });
+    }
+    let r = c.b.set_acl("/a", Acl::open_unsafe(), Some(1)).await;
+    c.outcome("set /a's acl", &r, |s| c.stat(s));
+});
+
+// What an ACL must be: not empty, schemes the server knows with ids they accept, `auth`
+// only once the session has an identity; duplicates are dropped. Checked before the parent
+// or the node is looked up.
+case!(invalid_acls_are_refused, |c| {
+    let cases: Vec<(&str, Vec<Acl>)> = vec![
+        ("world:someone", vec![acl(perms::ALL, "world", "someone")]),
+        (
+            "digest without a hash",
+            vec![acl(perms::ALL, "digest", "bob")],
+        ),
+        (
+            "digest with an empty hash",
+            vec![acl(perms::ALL, "digest", "bob:")],
+        ),
+        (
+            "ip that is no address",
+            vec![acl(perms::ALL, "ip", "somewhere")],
+        ),
+        (
+            "ip with a bad prefix",
+            vec![acl(perms::ALL, "ip", "10.0.0.0/40")],
+        ),
+        ("an unknown scheme", vec![acl(perms::ALL, "nosuch", "x")]),
+        (
+            "auth without an identity",
+            vec![acl(perms::ALL, "auth", "")],
+        ),
+        (
+            "one good, one bad",
+            vec![
+                acl(perms::ALL, "world", "anyone"),
+                acl(perms::READ, "nosuch", "x"),
+            ],
+        ),
+    ];
+    c.a.create("/i", b"", &persistent()).await.unwrap();
+    for (what, list) in cases {
+        let r = c.b.create("/i/n", b"", &with_acl(list.clone())).await;
+        c.outcome(&format!("create with {what}"), &r, |(p, _)| p.clone());
+        let r = c.b.create("/missing/n", b"", &with_acl(list.clone())).await;
+        c.outcome(
+            &format!("create under a missing parent with {what}"),
+            &r,
+            |(p, _)| p.clone(),
+        );
+        let r = c.b.set_acl("/i", list.clone(), None).await;
+        c.outcome(&format!("set acl to {what}"), &r, |s| c.stat(s));
+        let r = c.b.set_acl("/missing", list, None).await;
+        c.outcome(&format!("set a missing node's acl to {what}"), &r, |s| {
+            c.stat(s)
+        });
+    }
+    let r = c.b.set_acl("/missing", Acl::open_unsafe(), None).await;
+    c.outcome("set a missing node's acl", &r, |s| c.stat(s));
+    let twice = vec![
+        acl(perms::ALL, "world", "anyone"),
+        acl(perms::ALL, "world", "anyone"),
+        acl(perms::READ, "ip", "127.0.0.1"),
+    ];
+    let r = c.b.create("/i/twice", b"", &with_acl(twice)).await;
+    c.outcome("create with a duplicate", &r, |(p, _)| p.clone());
+    let r = c.b.get_acl("/i/twice").await;
+    c.outcome("its acl", &r, |(acl, _)| format!("{acl:?}"));
+    // Addresses: this client's own, and a range without it.
+    for (what, list) in [
+        ("127.0.0.1", vec![acl(perms::READ, "ip", "127.0.0.1")]),
+        ("127.0.0.0/8", vec![acl(perms::READ, "ip", "127.0.0.0/8")]),
+        ("10.0.0.0/8", vec![acl(perms::READ, "ip", "10.0.0.0/8")]),
+    ] {
+        let path = format!("/i/{}", what.replace('/', "_"));
+        let r = c.b.create(&path, b"", &with_acl(list)).await;
+        c.outcome(&format!("create readable by {what}"), &r, |(p, _)| {
+            p.clone()
+        });
+        let r = c.b.get_data(&path).await;
+        c.outcome(&format!("read it from {what}"), &r, |_| "ok".into());
+    }
+});
+
 case!(watches_are_restored_after_a_reconnect, |c| {
     for p in ["/sw", "/sw/d", "/sw/gone", "/sw/same", "/sw/p", "/sw/r"] {
         c.a.create(p, b"", &persistent()).await.unwrap();
@@ -463,6 +696,12 @@ const CASES: &[(&str, Case)] = &[
         watches_are_restored_after_a_reconnect,
     ),
     ("acls_and_identity", acls_and_identity),
+    (
+        "acls_are_enforced_per_identity",
+        acls_are_enforced_per_identity,
+    ),
+    ("each_permission_alone", each_permission_alone),
+    ("invalid_acls_are_refused", invalid_acls_are_refused),
     ("create_read_write_delete", create_read_write_delete),
     (
         "errors_come_in_the_servers_order",

@@ -21,8 +21,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use sim_harness::tree_writes::write_while_running;
 use sim_harness::{
-    builder, explore, now, run, running, schedule_faults, server_faults, Host, Reconnecting,
-    Record, World, RUN_FOR,
+    assert_replays_exactly, builder, explore, now, run, running, schedule_faults, server_faults,
+    Host, Reconnecting, Record, World, RUN_FOR,
 };
 use zookeeper_recipes::{CacheEvent, CachedNode, Sessions, TreeCache};
 use zookeeper_testkit::sim::SimServer;
@@ -220,4 +220,11 @@ fn the_cache_follows_the_server() {
 #[ignore = "long mode: ZK_SIM_SEEDS seeds (default 5000)"]
 fn the_cache_follows_the_server_long() {
     explore("sim_cache", 5000, |seed| run(world(seed)));
+}
+
+/// A run is a function of its seed: seeds replayed after others in one process leave the
+/// same traces as when they ran first.
+#[test]
+fn a_seed_replays_exactly() {
+    assert_replays_exactly(&[3, 4, 5], world);
 }

@@ -480,11 +480,13 @@ impl WatchRegistry {
     /// watches stay set, so the calls that set them succeed.
     pub fn abandon_reads(&mut self) {
         self.reregistering = 0;
-        for entry in self.recursive.values_mut() {
+        for path in sorted_keys(&self.recursive) {
+            let entry = self.recursive.get_mut(&path).expect("a key just listed");
             entry.cache.walk_abandoned();
             release(std::mem::take(&mut entry.held));
         }
-        for entry in self.persistent.values_mut() {
+        for path in sorted_keys(&self.persistent) {
+            let entry = self.persistent.get_mut(&path).expect("a key just listed");
             release(std::mem::take(&mut entry.held));
         }
     }
@@ -542,7 +544,7 @@ impl WatchRegistry {
     /// Ends every watch with a session event carrying the terminal `state`.
     pub fn terminate(&mut self, state: SessionState, chroot: &Chroot) {
         for map in [&mut self.data, &mut self.exist, &mut self.child] {
-            for (path, txs) in map.drain() {
+            for (path, txs) in drain_sorted(map) {
                 let event = WatchedEvent::session(state, &chroot.strip(&path));
                 for tx in txs {
                     let _ = tx.send(event.clone());
@@ -551,14 +553,14 @@ impl WatchRegistry {
         }
         // The watches were set: calls still held for their first read succeed, and the
         // stream they return then ends with the terminal event.
-        for (path, mut entry) in self.persistent.drain() {
+        for (path, mut entry) in drain_sorted(&mut self.persistent) {
             release(entry.held);
             send_all(
                 &mut entry.txs,
                 &WatchedEvent::session(state, &chroot.strip(&path)),
             );
         }
-        for (path, mut entry) in self.recursive.drain() {
+        for (path, mut entry) in drain_sorted(&mut self.recursive) {
             release(entry.held);
             send_all(
                 &mut entry.txs,
@@ -663,6 +665,22 @@ fn prune_streams(txs: &mut Vec<StreamTx>, held: &mut Vec<HeldReply>) -> bool {
         release(std::mem::take(held));
     }
     alive
+}
+
+/// The paths of `map` in order. Where the watches are told or released together, they are
+/// told in path order, not the map's: the order callers wake in is then the same from run to
+/// run (a simulated run is a function of its seed), whatever the map's random state.
+fn sorted_keys<V>(map: &HashMap<String, V>) -> Vec<String> {
+    let mut paths: Vec<String> = map.keys().cloned().collect();
+    paths.sort_unstable();
+    paths
+}
+
+/// Empties `map`, in path order (see `sorted_keys`).
+fn drain_sorted<V>(map: &mut HashMap<String, V>) -> Vec<(String, V)> {
+    let mut all: Vec<(String, V)> = map.drain().collect();
+    all.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    all
 }
 
 fn live_paths<V>(

@@ -356,8 +356,9 @@ impl<F: FnMut(LeaderContext) + Send + 'static> Selection<F> {
                 Err(e) => {
                     warn!(path = %self.path, id = %self.id, error = %e, "could not queue for leadership; trying again");
                     tokio::select! {
-                        _ = tokio::time::sleep(RETRY_AFTER) => continue,
+                        biased;
                         _ = self.shared.close.cancelled() => break SelectorState::Closed,
+                        _ = tokio::time::sleep(RETRY_AFTER) => continue,
                     }
                 }
             };
@@ -459,8 +460,9 @@ impl<F: FnMut(LeaderContext) + Send + 'static> Selection<F> {
             let _ = guard.release_until_gone().await;
         } else {
             tokio::select! {
-                _ = guard.release_until_gone() => {}
+                biased;
                 _ = self.shared.close.cancelled() => {}
+                _ = guard.release_until_gone() => {}
             }
         }
         end
@@ -474,8 +476,9 @@ async fn until_requeued(shared: &Shared) -> bool {
             return true;
         }
         tokio::select! {
-            _ = shared.requeue.notified() => {}
+            biased;
             _ = shared.close.cancelled() => return false,
+            _ = shared.requeue.notified() => {}
         }
     }
 }

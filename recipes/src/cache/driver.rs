@@ -39,6 +39,7 @@ pub(crate) fn spawn(sessions: Sessions, options: Options) -> (Arc<Shared>, Cance
     tokio::spawn(
         async move {
             tokio::select! {
+                biased;
                 _ = task_stop.cancelled() => task_shared.end(Error::Closed),
                 e = run(sessions, options, task_shared.clone()) => task_shared.end(e),
             }
@@ -153,19 +154,10 @@ async fn session(client: &Client, engine: &mut Engine, options: &Options) -> End
             let e = epoch;
             tasks.spawn(async move { Done::Barrier(e, call.await.map(drop)) });
         }
+        // Biased (a simulated run is a function of its seed), with the events last: they
+        // alone can keep coming, and every branch takes the events already there first.
         tokio::select! {
-            event = watch.next() => {
-                let Some(event) = event else {
-                    return End::Session(terminal_error(client.state()));
-                };
-                let from = engine.position();
-                if let Err(end) = take(Some(event), &mut watch, engine) {
-                    return end;
-                }
-                if let Err(end) = saw_state(&mut states, engine, from, &mut epoch, &mut barrier) {
-                    return end;
-                }
-            }
+            biased;
             done = tasks.join_next(), if !tasks.is_empty() => {
                 let mut next = done;
                 // Every reply ready now, then one step of the view.
@@ -197,6 +189,18 @@ async fn session(client: &Client, engine: &mut Engine, options: &Options) -> End
                 }
                 // `changed` marked the state seen: look at it here.
                 if let Err(end) = new_state(*states.borrow_and_update(), engine, from, &mut epoch, &mut barrier) {
+                    return end;
+                }
+            }
+            event = watch.next() => {
+                let Some(event) = event else {
+                    return End::Session(terminal_error(client.state()));
+                };
+                let from = engine.position();
+                if let Err(end) = take(Some(event), &mut watch, engine) {
+                    return end;
+                }
+                if let Err(end) = saw_state(&mut states, engine, from, &mut epoch, &mut barrier) {
                     return end;
                 }
             }

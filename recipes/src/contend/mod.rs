@@ -105,8 +105,9 @@ pub(crate) async fn enter(
         // A stop while the create is under way (perhaps retried across a reconnect) is
         // heard at once; abandoning deletes whatever the create made.
         Patience::UntilStopped(stop) => tokio::select! {
-            created = pending.created() => Some(created),
+            biased;
             _ = stop.cancelled() => None,
+            created = pending.created() => Some(created),
         },
         _ => Some(pending.created().await),
     };
@@ -462,8 +463,9 @@ pub(crate) async fn serialize<'a>(
         Patience::Forever => Some(serial.lock().await),
         Patience::Until(deadline) => tokio::time::timeout_at(*deadline, serial.lock()).await.ok(),
         Patience::UntilStopped(stop) => tokio::select! {
-            serial = serial.lock() => Some(serial),
+            biased;
             _ = stop.cancelled() => None,
+            serial = serial.lock() => Some(serial),
         },
     }
 }

@@ -312,7 +312,9 @@ async fn keep_once(inner: &Inner, client: &Client) -> Result<()> {
         if !owned(inner, client, &stat) {
             return Ok(());
         }
+        // The node's fate (or the session's end) before a write to it.
         tokio::select! {
+            biased;
             event = watcher => {
                 if event.event_type == EventType::None {
                     return Err(terminal_error(event.state));

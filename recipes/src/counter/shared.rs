@@ -274,6 +274,7 @@ async fn follow(
         }
     };
     tokio::select! {
+        biased;
         _ = stop.cancelled() => {}
         _ = run => {}
     }

@@ -161,6 +161,7 @@ impl LeaderObserver {
         let stopped = stop.clone();
         tokio::spawn(async move {
             tokio::select! {
+                biased;
                 _ = stopped.cancelled() => {}
                 _ = task => {}
             }
@@ -282,6 +283,7 @@ impl Watches {
     async fn fired(self) -> WatchedEvent {
         match self.leader {
             Some(leader) => tokio::select! {
+                biased;
                 event = self.election => event,
                 event = leader => event,
             },
@@ -443,6 +445,7 @@ impl Follow {
                 }
             };
             tokio::select! {
+                biased;
                 event = watches.fired() => {
                     if event.state.is_terminal() {
                         return End::Session(terminal_error(event.state));

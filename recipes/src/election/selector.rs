@@ -562,8 +562,9 @@ where
             let _ = guard.release_until_gone().await;
         } else {
             tokio::select! {
-                _ = guard.release_until_gone() => {}
+                biased;
                 _ = self.shared.close.cancelled() => {}
+                _ = guard.release_until_gone() => {}
             }
         }
         end
@@ -577,8 +578,9 @@ async fn until_requeued(shared: &Shared) -> bool {
             return true;
         }
         tokio::select! {
-            _ = shared.requeue.notified() => {}
+            biased;
             _ = shared.close.cancelled() => return false,
+            _ = shared.requeue.notified() => {}
         }
     }
 }
@@ -587,8 +589,9 @@ async fn until_requeued(shared: &Shared) -> bool {
 /// when closed first.
 async fn pause(shared: &Shared) -> bool {
     tokio::select! {
-        _ = tokio::time::sleep(RETRY_AFTER) => true,
+        biased;
         _ = shared.close.cancelled() => false,
+        _ = tokio::time::sleep(RETRY_AFTER) => true,
     }
 }
 

@@ -11,15 +11,16 @@
 //! one-shot, persistent and persistent recursive watches with the server's rules,
 //! `setWatches`/`setWatches2`, `multi` with `check`, `multiRead`, `sync`, `getChildren2`,
 //! `getAllChildrenNumber`, `getEphemerals`, `removeWatches`, `checkWatches`, containers and
-//! TTL nodes with their cleanup, `whoAmI`, ACLs stored and versioned. Beside the protocol, a
+//! TTL nodes with their cleanup, `whoAmI`, ACLs enforced as the server enforces them (`world`,
+//! `digest` with `addAuth`, `ip`, `auth`; `NoAuth`, `InvalidACL`). Beside the protocol, a
 //! journal of every change ([`SimServer::journal`], [`SimServer::tree_at`]) for workloads to
 //! check what clients saw against what the server did.
 //!
-//! What it does not have: ACLs are not enforced (every session may do everything, as with
-//! `world:anyone`), digest identities are kept unhashed, SASL and reconfiguration are
-//! refused, there is one server (no ensemble, no read-only mode, no `SessionMoved`), and
+//! What it does not have: a superuser, SASL and reconfiguration are refused (so are
+//! `addAuth` schemes other than `digest`), every connection comes from 127.0.0.1, there is one server (no ensemble, no read-only mode, no `SessionMoved`), and
 //! children come back sorted where the real server gives no order.
 
+mod acl;
 mod faults;
 mod rng;
 mod state;
@@ -163,6 +164,20 @@ impl SimServer {
         for c in conns {
             s.close_conn(c);
         }
+    }
+
+    /// The server goes down: every connection closes, and none is accepted until
+    /// [`start`](SimServer::start). Its clock stops with it: no session expires while it is
+    /// down. Clients see a server restart as `stop`, a while, then `start`.
+    pub fn stop(&self) {
+        self.lock().stop();
+    }
+
+    /// The server comes back up with the state it held (the tree, the sessions), as a real
+    /// server does from its snapshot and log: every session gets a fresh full timeout from
+    /// now, as the real server gives the sessions it restores.
+    pub fn start(&self) {
+        self.lock().start();
     }
 
     /// The live sessions.

@@ -11,10 +11,11 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::time::Instant;
 use zookeeper_jute::codec::{encode_notification_frame, encode_record_frame};
 use zookeeper_jute::{
-    encode_reply_frame, ClientInfo, ConnectRequest, ConnectResponse, CreateMode, ErrorCode,
+    encode_reply_frame, perms, ClientInfo, ConnectRequest, ConnectResponse, CreateMode, ErrorCode,
     EventType, KeeperState, MultiOp, MultiOpResult, ReplyHeader, Request, Response, WatcherEvent,
 };
 
+use super::acl;
 use super::faults::Faults;
 use super::rng::SimRng;
 use super::tree::{valid_path, Applied, Tree, Write};
@@ -35,13 +36,18 @@ pub(crate) struct Session {
     pub password: [u8; 16],
     pub last_heard: Instant,
     pub conn: Option<ConnId>,
-    pub auth: Vec<ClientInfo>,
 }
 
+/// A connection, and the identities it holds: as on the real server, `addAuth` identities
+/// belong to the connection (the client adds them again after a reconnect).
 #[derive(Debug)]
 pub(crate) struct Conn {
     pub tx: UnboundedSender<Out>,
     pub session: i64,
+    /// What ACLs are checked against: its address, then each `addAuth` identity once.
+    pub ids: Vec<zookeeper_jute::Id>,
+    /// What `whoAmI` answers, in the same order.
+    pub infos: Vec<ClientInfo>,
 }
 
 /// Settings of the model server.
@@ -93,6 +99,9 @@ pub(crate) struct State {
     pub trace: VecDeque<String>,
     /// Every change made to the tree, in zxid order: what `SimServer::tree_at` folds.
     pub journal: Vec<Change>,
+    /// The server is down (`SimServer::stop`): it accepts no connection, and its clock, which
+    /// expires sessions and cleans containers, stands still.
+    pub down: bool,
 }
 
 /// A change the model made to its tree: the event it fires, with the node as the transaction
@@ -127,6 +136,7 @@ impl State {
             start: Instant::now(),
             trace: VecDeque::new(),
             journal: Vec::new(),
+            down: false,
         }
     }
 
@@ -159,6 +169,10 @@ impl State {
         req: &ConnectRequest,
         tx: UnboundedSender<Out>,
     ) -> Option<ConnId> {
+        if self.down {
+            let _ = tx.send(Out::Close);
+            return None;
+        }
         if req.last_zxid_seen > self.zxid {
             // The client has seen a newer server than this one: refused without a reply.
             self.note(format!(
@@ -186,7 +200,6 @@ impl State {
                     password,
                     last_heard: Instant::now(),
                     conn: None,
-                    auth: Vec::new(),
                 },
             );
             self.note(format!("session {id:#x} created, timeout {timeout:?}"));
@@ -243,6 +256,14 @@ impl State {
             Conn {
                 tx,
                 session: session_id,
+                ids: vec![zookeeper_jute::Id {
+                    scheme: "ip".into(),
+                    id: acl::CLIENT_IP.into(),
+                }],
+                infos: vec![ClientInfo {
+                    auth_scheme: "ip".into(),
+                    user: acl::CLIENT_IP.into(),
+                }],
             },
         );
         self.note(format!(
@@ -259,6 +280,29 @@ impl State {
                 return id;
             }
         }
+    }
+
+    /// The server goes down: every connection closes, and nothing is accepted or expires
+    /// until `start`.
+    pub(crate) fn stop(&mut self) {
+        self.note("server stops");
+        let conns: Vec<_> = self.conns.keys().copied().collect();
+        for c in conns {
+            self.close_conn(c);
+        }
+        self.down = true;
+    }
+
+    /// The server comes back with the sessions it held, each with a fresh full timeout from
+    /// now: a real server restores its sessions from its snapshot and log, and starts their
+    /// timers again as it starts.
+    pub(crate) fn start(&mut self) {
+        let now = Instant::now();
+        for s in self.sessions.values_mut() {
+            s.last_heard = now;
+        }
+        self.down = false;
+        self.note("server starts: every session's timer starts again");
     }
 
     /// Closes a connection (its session lives on until it expires).
@@ -303,6 +347,9 @@ impl State {
 
     /// Expires every session past its timeout, and cleans up containers and TTL nodes.
     pub(crate) fn tick(&mut self, clean_containers: bool) {
+        if self.down {
+            return;
+        }
         let now = Instant::now();
         let expired: Vec<i64> = self
             .sessions
@@ -425,12 +472,17 @@ impl State {
 
     /// One write transaction: a new zxid whatever the outcome, as the server logs failed
     /// writes too.
-    fn write(&mut self, session: i64, write: &Write) -> Result<Applied, ErrorCode> {
+    fn write(
+        &mut self,
+        session: i64,
+        ids: &[zookeeper_jute::Id],
+        write: &Write,
+    ) -> Result<Applied, ErrorCode> {
         self.zxid += 1;
         let mut triggers = Vec::new();
         let now = self.now_ms();
         let mut tree = self.tree.clone();
-        let result = tree.apply(write, session, self.zxid, now, &mut triggers);
+        let result = tree.apply(write, session, ids, self.zxid, now, &mut triggers);
         if result.is_ok() {
             self.tree = tree;
             self.fire(&triggers);
@@ -447,17 +499,30 @@ impl State {
         use Response as R;
         let ok = |r| (ErrorCode::Ok, r, false);
         let fail = |e| (e, R::Empty, false);
+        let ids = self
+            .conns
+            .get(&conn)
+            .map(|c| c.ids.clone())
+            .unwrap_or_default();
+        let ids = &ids[..];
         match request {
             Request::Ping => ok(R::Empty),
             Request::Auth(a) => {
                 if a.scheme == "digest" {
-                    let user = String::from_utf8_lossy(&a.auth);
-                    let user = user.split(':').next().unwrap_or("").to_owned();
-                    if let Some(s) = self.sessions.get_mut(&session) {
-                        s.auth.push(ClientInfo {
-                            auth_scheme: "digest".into(),
-                            user,
-                        });
+                    let id = acl::digest_id(&a.auth);
+                    let user = id.split(':').next().unwrap_or_default().to_owned();
+                    let id = zookeeper_jute::Id {
+                        scheme: "digest".into(),
+                        id,
+                    };
+                    if let Some(c) = self.conns.get_mut(&conn) {
+                        if !c.ids.contains(&id) {
+                            c.ids.push(id);
+                            c.infos.push(ClientInfo {
+                                auth_scheme: "digest".into(),
+                                user,
+                            });
+                        }
                     }
                     ok(R::Empty)
                 } else {
@@ -467,12 +532,16 @@ impl State {
             // Handled by `handle`: the reply goes before the connection closes.
             Request::CloseSession => ok(R::Empty),
             Request::Create(c) => match CreateMode::from_flags(c.flags).filter(|m| !m.is_ttl()) {
-                Some(mode) => self.create_reply(session, c.path, c.data, c.acl, mode, 0, false),
+                Some(mode) => {
+                    self.create_reply(session, ids, c.path, c.data, c.acl, mode, 0, false)
+                }
                 None => fail(ErrorCode::BadArguments),
             },
             Request::Create2(c) | Request::CreateContainer(c) => {
                 match CreateMode::from_flags(c.flags).filter(|m| !m.is_ttl()) {
-                    Some(mode) => self.create_reply(session, c.path, c.data, c.acl, mode, 0, true),
+                    Some(mode) => {
+                        self.create_reply(session, ids, c.path, c.data, c.acl, mode, 0, true)
+                    }
                     None => fail(ErrorCode::BadArguments),
                 }
             }
@@ -480,10 +549,11 @@ impl State {
                 let Some(mode) = CreateMode::from_flags(c.flags).filter(|m| m.is_ttl()) else {
                     return fail(ErrorCode::BadArguments);
                 };
-                self.create_reply(session, c.path, c.data, c.acl, mode, c.ttl, true)
+                self.create_reply(session, ids, c.path, c.data, c.acl, mode, c.ttl, true)
             }
             Request::Delete(d) => match self.write(
                 session,
+                ids,
                 &Write::Delete {
                     path: d.path,
                     version: d.version,
@@ -494,6 +564,7 @@ impl State {
             },
             Request::SetData(s) => match self.write(
                 session,
+                ids,
                 &Write::SetData {
                     path: s.path,
                     data: s.data.unwrap_or_default(),
@@ -510,6 +581,8 @@ impl State {
                 if !valid_path(&e.path) {
                     return fail(ErrorCode::BadArguments);
                 }
+                // No ACL check: a 3.8 server tells anyone whether a node exists, and its
+                // stat (the conformance suite found it).
                 if e.watch {
                     self.watches.add(Table::Data, &e.path, conn, Mode::Standard);
                 }
@@ -525,6 +598,9 @@ impl State {
                 let Some(n) = self.tree.get(&g.path) else {
                     return fail(ErrorCode::NoNode);
                 };
+                if let Err(e) = acl::check(&n.acl, perms::READ, ids) {
+                    return fail(e);
+                }
                 let r = R::GetData(zookeeper_jute::GetDataResponse {
                     data: Some(n.data.clone()),
                     stat: n.stat,
@@ -534,13 +610,13 @@ impl State {
                 }
                 ok(r)
             }
-            Request::GetChildren(g) => match self.children(conn, &g.path, g.watch) {
+            Request::GetChildren(g) => match self.children(conn, ids, &g.path, g.watch) {
                 Ok((children, _)) => ok(R::GetChildren(zookeeper_jute::GetChildrenResponse {
                     children,
                 })),
                 Err(e) => fail(e),
             },
-            Request::GetChildren2(g) => match self.children(conn, &g.path, g.watch) {
+            Request::GetChildren2(g) => match self.children(conn, ids, &g.path, g.watch) {
                 Ok((children, stat)) => ok(R::GetChildren2(zookeeper_jute::GetChildren2Response {
                     children,
                     stat,
@@ -548,8 +624,11 @@ impl State {
                 Err(e) => fail(e),
             },
             Request::GetAllChildrenNumber(g) => {
-                if self.tree.get(&g.path).is_none() {
+                let Some(n) = self.tree.get(&g.path) else {
                     return fail(ErrorCode::NoNode);
+                };
+                if let Err(e) = acl::check(&n.acl, perms::READ, ids) {
+                    return fail(e);
                 }
                 ok(R::GetAllChildrenNumber(
                     zookeeper_jute::GetAllChildrenNumberResponse {
@@ -568,31 +647,47 @@ impl State {
                     ephemerals,
                 }))
             }
-            Request::GetAcl(g) => match self.tree.get(&g.path) {
-                Some(n) => ok(R::GetAcl(zookeeper_jute::GetAclResponse {
-                    acl: n.acl.clone(),
+            Request::GetAcl(g) => {
+                let Some(n) = self.tree.get(&g.path) else {
+                    return fail(ErrorCode::NoNode);
+                };
+                if let Err(e) = acl::check(&n.acl, perms::READ | perms::ADMIN, ids) {
+                    return fail(e);
+                }
+                let acl = match acl::check(&n.acl, perms::ADMIN, ids) {
+                    Ok(()) => n.acl.clone(),
+                    Err(_) => acl::redacted(&n.acl),
+                };
+                ok(R::GetAcl(zookeeper_jute::GetAclResponse {
+                    acl,
                     stat: n.stat,
-                })),
-                None => fail(ErrorCode::NoNode),
-            },
+                }))
+            }
             Request::SetAcl(s) => {
                 self.zxid += 1;
+                if !valid_path(&s.path) {
+                    return fail(ErrorCode::BadArguments);
+                }
+                let new_acl = match acl::fixup(&s.acl, ids) {
+                    Ok(a) => a,
+                    Err(e) => return fail(e),
+                };
                 let Some(n) = self.tree.nodes.get_mut(&s.path) else {
                     return fail(ErrorCode::NoNode);
                 };
+                if let Err(e) = acl::check(&n.acl, perms::ADMIN, ids) {
+                    return fail(e);
+                }
                 if s.version != -1 && s.version != n.stat.aversion {
                     return fail(ErrorCode::BadVersion);
                 }
-                if s.acl.is_empty() {
-                    return fail(ErrorCode::InvalidAcl);
-                }
-                n.acl = s.acl;
+                n.acl = new_acl;
                 n.stat.aversion = n.stat.aversion.wrapping_add(1);
                 ok(R::SetAcl(zookeeper_jute::SetAclResponse { stat: n.stat }))
             }
             Request::Sync(s) => ok(R::Sync(zookeeper_jute::SyncResponse { path: s.path })),
-            Request::Multi(m) => ok(R::Multi(self.multi(session, m.ops))),
-            Request::MultiRead(m) => ok(R::Multi(self.multi_read(m.ops))),
+            Request::Multi(m) => ok(R::Multi(self.multi(session, ids, m.ops))),
+            Request::MultiRead(m) => ok(R::Multi(self.multi_read(ids, m.ops))),
             Request::AddWatch(a) => {
                 if !valid_path(&a.path) {
                     return fail(ErrorCode::BadArguments);
@@ -647,13 +742,11 @@ impl State {
                 }
             }
             Request::WhoAmI => {
-                let mut client_info = vec![ClientInfo {
-                    auth_scheme: "ip".into(),
-                    user: "127.0.0.1".into(),
-                }];
-                if let Some(s) = self.sessions.get(&session) {
-                    client_info.extend(s.auth.iter().cloned());
-                }
+                let client_info = self
+                    .conns
+                    .get(&conn)
+                    .map(|c| c.infos.clone())
+                    .unwrap_or_default();
                 ok(R::WhoAmI(zookeeper_jute::WhoAmIResponse { client_info }))
             }
             Request::Reconfig(_) => fail(ErrorCode::ReconfigDisabled),
@@ -665,6 +758,7 @@ impl State {
     fn create_reply(
         &mut self,
         session: i64,
+        ids: &[zookeeper_jute::Id],
         path: String,
         data: Option<Bytes>,
         acl: Vec<zookeeper_jute::Acl>,
@@ -679,7 +773,7 @@ impl State {
             mode,
             ttl,
         };
-        match self.write(session, &write) {
+        match self.write(session, ids, &write) {
             Ok(Applied::Created { path, stat }) if with_stat => (
                 ErrorCode::Ok,
                 Response::Create2(zookeeper_jute::Create2Response { path, stat }),
@@ -698,6 +792,7 @@ impl State {
     fn children(
         &mut self,
         conn: ConnId,
+        ids: &[zookeeper_jute::Id],
         path: &str,
         watch: bool,
     ) -> Result<(Vec<String>, zookeeper_jute::Stat), ErrorCode> {
@@ -705,6 +800,7 @@ impl State {
             return Err(ErrorCode::BadArguments);
         }
         let n = self.tree.get(path).ok_or(ErrorCode::NoNode)?;
+        acl::check(&n.acl, perms::READ, ids)?;
         let out = (n.children.iter().cloned().collect(), n.stat);
         if watch {
             self.watches.add(Table::Child, path, conn, Mode::Standard);
@@ -714,7 +810,12 @@ impl State {
 
     /// `multi`: every op applies or none does, under one zxid. A failure reports OK for the
     /// ops before it, its own error, and RUNTIMEINCONSISTENCY for the ops after it.
-    fn multi(&mut self, session: i64, ops: Vec<MultiOp>) -> zookeeper_jute::MultiResponse {
+    fn multi(
+        &mut self,
+        session: i64,
+        ids: &[zookeeper_jute::Id],
+        ops: Vec<MultiOp>,
+    ) -> zookeeper_jute::MultiResponse {
         self.zxid += 1;
         let zxid = self.zxid;
         let now = self.now_ms();
@@ -760,7 +861,7 @@ impl State {
                 MultiOp::GetData(_) | MultiOp::GetChildren(_) => None,
             };
             let outcome = match write {
-                Some(w) => tree.apply(&w, session, zxid, now, &mut triggers),
+                Some(w) => tree.apply(&w, session, ids, zxid, now, &mut triggers),
                 None => Err(ErrorCode::BadArguments),
             };
             match outcome {
@@ -798,11 +899,19 @@ impl State {
         zookeeper_jute::MultiResponse { results }
     }
 
-    fn multi_read(&mut self, ops: Vec<MultiOp>) -> zookeeper_jute::MultiResponse {
+    fn multi_read(
+        &mut self,
+        ids: &[zookeeper_jute::Id],
+        ops: Vec<MultiOp>,
+    ) -> zookeeper_jute::MultiResponse {
+        let denied = |acl: &[zookeeper_jute::Acl]| acl::check(acl, perms::READ, ids).err();
         let results = ops
             .iter()
             .map(|op| match op {
                 MultiOp::GetData(g) => match self.tree.get(&g.path) {
+                    Some(n) if denied(&n.acl).is_some() => MultiOpResult::Error {
+                        err: ErrorCode::NoAuth,
+                    },
                     Some(n) => MultiOpResult::GetData {
                         data: Some(n.data.clone()),
                         stat: n.stat,
@@ -812,6 +921,9 @@ impl State {
                     },
                 },
                 MultiOp::GetChildren(g) => match self.tree.get(&g.path) {
+                    Some(n) if denied(&n.acl).is_some() => MultiOpResult::Error {
+                        err: ErrorCode::NoAuth,
+                    },
                     Some(n) => MultiOpResult::GetChildren {
                         children: n.children.iter().cloned().collect(),
                     },
@@ -902,9 +1014,11 @@ mod tests {
     fn the_journal_replays_the_tree_at_every_zxid() {
         let mut s = State::new(SimOptions::default());
         let owner = 7;
-        s.write(0, &create("/a", CreateMode::Persistent)).unwrap();
-        s.write(0, &create("/a/b", CreateMode::Persistent)).unwrap();
-        s.write(owner, &create("/a/e", CreateMode::Ephemeral))
+        s.write(0, &[], &create("/a", CreateMode::Persistent))
+            .unwrap();
+        s.write(0, &[], &create("/a/b", CreateMode::Persistent))
+            .unwrap();
+        s.write(owner, &[], &create("/a/e", CreateMode::Ephemeral))
             .unwrap();
         let before = s.zxid;
         let set = Write::SetData {
@@ -912,9 +1026,10 @@ mod tests {
             data: Bytes::from_static(b"new"),
             version: -1,
         };
-        s.write(0, &set).unwrap();
+        s.write(0, &[], &set).unwrap();
         s.write(
             0,
+            &[],
             &Write::Delete {
                 path: "/a/b".into(),
                 version: -1,
@@ -922,7 +1037,9 @@ mod tests {
         )
         .unwrap();
         // A failed write changes nothing.
-        assert!(s.write(0, &create("/x/y", CreateMode::Persistent)).is_err());
+        assert!(s
+            .write(0, &[], &create("/x/y", CreateMode::Persistent))
+            .is_err());
         s.sessions.insert(
             owner,
             Session {
@@ -930,7 +1047,6 @@ mod tests {
                 password: [0; 16],
                 last_heard: Instant::now(),
                 conn: None,
-                auth: Vec::new(),
             },
         );
         s.end_session(owner, "test");

@@ -6,7 +6,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::Bytes;
-use zookeeper_jute::{Acl, CreateMode, ErrorCode, EventType, Stat};
+use zookeeper_jute::{perms, Acl, CreateMode, ErrorCode, EventType, Id, Stat};
+
+use super::acl;
 
 /// What a node is, beyond its data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,11 +138,15 @@ impl Tree {
         self.nodes.get(path)
     }
 
-    /// Applies one write at `zxid` and time `now_ms`, appending the watch triggers it fires.
+    /// Applies one write of a connection holding `ids` at `zxid` and time `now_ms`, appending
+    /// the watch triggers it fires. The checks come in the server's order, its ACL checks
+    /// among them.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn apply(
         &mut self,
         write: &Write,
         session: i64,
+        ids: &[Id],
         zxid: i64,
         now_ms: i64,
         triggers: &mut Vec<Trigger>,
@@ -160,10 +166,9 @@ impl Tree {
                     return Err(ErrorCode::BadArguments);
                 }
                 let parent_path = parent_of(path).to_owned();
+                let acl = acl::fixup(acl, ids)?;
                 let parent = self.nodes.get(&parent_path).ok_or(ErrorCode::NoNode)?;
-                if acl.is_empty() {
-                    return Err(ErrorCode::InvalidAcl);
-                }
+                acl::check(&parent.acl, perms::CREATE, ids)?;
                 let path = if mode.is_sequential() {
                     format!("{path}{:010}", parent.next_sequence)
                 } else {
@@ -207,7 +212,7 @@ impl Tree {
                     path.clone(),
                     Node {
                         data: data.clone(),
-                        acl: acl.clone(),
+                        acl,
                         stat,
                         kind,
                         children: BTreeSet::new(),
@@ -222,6 +227,8 @@ impl Tree {
                 if !valid_path(path) || path == "/" {
                     return Err(ErrorCode::BadArguments);
                 }
+                let parent = self.nodes.get(parent_of(path)).ok_or(ErrorCode::NoNode)?;
+                acl::check(&parent.acl, perms::DELETE, ids)?;
                 let node = self.nodes.get(path).ok_or(ErrorCode::NoNode)?;
                 if *version != -1 && node.stat.version != *version {
                     return Err(ErrorCode::BadVersion);
@@ -241,6 +248,7 @@ impl Tree {
                     return Err(ErrorCode::BadArguments);
                 }
                 let node = self.nodes.get_mut(path).ok_or(ErrorCode::NoNode)?;
+                acl::check(&node.acl, perms::WRITE, ids)?;
                 if *version != -1 && node.stat.version != *version {
                     return Err(ErrorCode::BadVersion);
                 }
@@ -258,6 +266,7 @@ impl Tree {
                     return Err(ErrorCode::BadArguments);
                 }
                 let node = self.nodes.get(path).ok_or(ErrorCode::NoNode)?;
+                acl::check(&node.acl, perms::READ, ids)?;
                 if *version != -1 && node.stat.version != *version {
                     return Err(ErrorCode::BadVersion);
                 }
@@ -353,15 +362,16 @@ mod tests {
     fn sequence_numbers_count_the_parents_creates_and_wrap() {
         let mut t = Tree::new();
         let mut tr = Vec::new();
-        t.apply(&create("/a", CreateMode::Persistent), 1, 1, 0, &mut tr)
+        t.apply(&create("/a", CreateMode::Persistent), 1, &[], 1, 0, &mut tr)
             .unwrap();
-        t.apply(&create("/b", CreateMode::Persistent), 1, 2, 0, &mut tr)
+        t.apply(&create("/b", CreateMode::Persistent), 1, &[], 2, 0, &mut tr)
             .unwrap();
         t.nodes.get_mut("/a").unwrap().next_sequence = i32::MAX;
         let Applied::Created { path, .. } = t
             .apply(
                 &create("/a/s-", CreateMode::PersistentSequential),
                 1,
+                &[],
                 3,
                 0,
                 &mut tr,
@@ -375,6 +385,7 @@ mod tests {
             .apply(
                 &create("/a/s-", CreateMode::PersistentSequential),
                 1,
+                &[],
                 4,
                 0,
                 &mut tr,
@@ -391,6 +402,7 @@ mod tests {
                 version: -1,
             },
             1,
+            &[],
             5,
             0,
             &mut tr,
@@ -400,6 +412,7 @@ mod tests {
             .apply(
                 &create("/a/s-", CreateMode::PersistentSequential),
                 1,
+                &[],
                 6,
                 0,
                 &mut tr,
@@ -414,6 +427,7 @@ mod tests {
             .apply(
                 &create("/b/s-", CreateMode::PersistentSequential),
                 1,
+                &[],
                 5,
                 0,
                 &mut tr,
@@ -429,22 +443,36 @@ mod tests {
     fn checks_come_in_the_servers_order() {
         let mut t = Tree::new();
         let mut tr = Vec::new();
-        t.apply(&create("/e", CreateMode::Ephemeral), 7, 1, 0, &mut tr)
+        t.apply(&create("/e", CreateMode::Ephemeral), 7, &[], 1, 0, &mut tr)
             .unwrap();
         // NodeExists before NoChildrenForEphemerals.
         assert_eq!(
-            t.apply(&create("/e", CreateMode::Persistent), 7, 2, 0, &mut tr)
+            t.apply(&create("/e", CreateMode::Persistent), 7, &[], 2, 0, &mut tr)
                 .unwrap_err(),
             ErrorCode::NodeExists
         );
         assert_eq!(
-            t.apply(&create("/e/c", CreateMode::Persistent), 7, 3, 0, &mut tr)
-                .unwrap_err(),
+            t.apply(
+                &create("/e/c", CreateMode::Persistent),
+                7,
+                &[],
+                3,
+                0,
+                &mut tr
+            )
+            .unwrap_err(),
             ErrorCode::NoChildrenForEphemerals
         );
         assert_eq!(
-            t.apply(&create("/x/c", CreateMode::Persistent), 7, 3, 0, &mut tr)
-                .unwrap_err(),
+            t.apply(
+                &create("/x/c", CreateMode::Persistent),
+                7,
+                &[],
+                3,
+                0,
+                &mut tr
+            )
+            .unwrap_err(),
             ErrorCode::NoNode
         );
         assert_eq!(t.ephemerals_of(7), vec!["/e".to_string()]);

@@ -312,8 +312,9 @@ pub fn schedule_faults(world: &mut World<'_>, hosts: Vec<String>) {
     schedule(world, hosts, false);
 }
 
-/// `schedule_faults`, with server restarts besides: every connection dropped, and the server
-/// unreachable from every host for a while (its sessions live on, on its clock).
+/// `schedule_faults`, with server restarts besides: the server down for a while (every
+/// connection dropped, none accepted, no session expiring), then back with a fresh timeout
+/// for every session, as a real server restores them.
 pub fn schedule_faults_with_restarts(world: &mut World<'_>, hosts: Vec<String>) {
     schedule(world, hosts, true);
 }
@@ -355,12 +356,14 @@ fn schedule(world: &mut World<'_>, hosts: Vec<String>, restarts: bool) {
                     }
                 }
                 7 if restarts => {
+                    // Down: no connection, no expiry; back: every session's timer anew.
                     server.note(format!("fault: server restarts, down for {lasts:?}"));
-                    server.drop_connections();
+                    server.stop();
                     for h in &hosts {
                         turmoil::partition(h.as_str(), SERVER);
                     }
                     tokio::time::sleep(lasts).await;
+                    server.start();
                     for h in &hosts {
                         turmoil::repair(h.as_str(), SERVER);
                     }
@@ -404,6 +407,43 @@ pub fn run(mut world: World<'_>) -> Result<u64, String> {
         ));
     }
     Ok(record.steps())
+}
+
+/// Asserts that a run is a function of its seed alone, whatever ran before it on the same
+/// thread: each of `seeds` is run in turn, then each again after all of them, and must leave
+/// the same trace (every line, server and workload events with their simulated times) both
+/// times; different seeds must leave different traces. Thread-local state that earlier runs
+/// leave behind (tokio's and the standard library's per-thread random sources) is what this
+/// catches: seeds where the order of simultaneous wake-ups shows in the trace.
+pub fn assert_replays_exactly(seeds: &[u64], world: impl Fn(u64) -> World<'static>) {
+    let trace = |seed| {
+        let world = world(seed);
+        let server = world.server.clone();
+        if let Err(e) = run(world) {
+            panic!("seed {seed}: {e}");
+        }
+        server.trace()
+    };
+    let first: Vec<Vec<String>> = seeds.iter().map(|&s| trace(s)).collect();
+    for (t, &seed) in first.iter().zip(seeds) {
+        assert!(t.len() > 50, "seed {seed} left a short trace: {t:?}");
+    }
+    if let [a, b, ..] = &first[..] {
+        assert_ne!(a, b, "two seeds left the same trace");
+    }
+    for (alone, &seed) in first.iter().zip(seeds) {
+        let again = trace(seed);
+        if let Some(at) = (0..alone.len().max(again.len())).find(|&i| alone.get(i) != again.get(i))
+        {
+            let from = at.saturating_sub(5);
+            panic!(
+                "seed {seed} replayed differently after seeds {seeds:?}, from line {at}:\n\
+                 first:\n{}\nagain:\n{}",
+                alone[from..alone.len().min(at + 10)].join("\n"),
+                again[from..again.len().min(at + 10)].join("\n")
+            );
+        }
+    }
 }
 
 /// Runs `workload` for every seed of the budget, on as many threads as there are cores (each

@@ -146,7 +146,9 @@ impl Engine {
         self.settle_from = self.settle_from.max(self.received_g());
         // Events folded by the client forget nodes that came and went.
         self.hidden_until = self.settle_from;
-        let paths: Vec<Arc<str>> = self.tracks.keys().cloned().collect();
+        // In path order: the reads are written in it, the same from run to run.
+        let mut paths: Vec<Arc<str>> = self.tracks.keys().cloned().collect();
+        paths.sort_unstable();
         for path in paths {
             if self.tracks[&path].events.is_empty() {
                 continue;

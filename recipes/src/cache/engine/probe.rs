@@ -1,6 +1,6 @@
 //! Probes: reads of the nearest existing ancestors that date a prefix ending in a deletion.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use tracing::debug;
@@ -59,7 +59,8 @@ impl Engine {
     /// (whose `pzxid` is at least the deletion's); when changes may be hidden, every node it
     /// leaves present (a node created and deleted unseen moved its parent's `pzxid`); and
     /// above the cache when the root is gone (walking up from its parent as far as needed).
-    pub(super) fn probe_targets(&self, s: u64) -> HashSet<String> {
+    /// In path order, as the probes are written in it (the same from run to run).
+    pub(super) fn probe_targets(&self, s: u64) -> BTreeSet<String> {
         let n = (s - self.applied_g) as usize;
         let mut last: HashMap<&Arc<str>, &Queued> = HashMap::new();
         for q in self.queue.iter().take(n) {
@@ -74,7 +75,7 @@ impl Engine {
                 None => !self.fresh && self.shared.get(p).is_some(),
             }
         };
-        let mut targets = HashSet::new();
+        let mut targets = BTreeSet::new();
         if self.hidden() {
             for (path, track) in &self.tracks {
                 let present = match last.get(path) {
