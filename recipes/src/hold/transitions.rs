@@ -3,9 +3,8 @@
 //!
 //! A `watch` keeps only the latest value, so a disconnect healed before a receiver looks
 //! (`Suspended` then back) is invisible to it. Every transition is therefore also broadcast;
-//! both are updated under the watch's lock, so the two never disagree on the order. Locks
-//! ([`LockState`](crate::LockState)) and leader latches ([`Leadership`](crate::Leadership))
-//! publish their state this way.
+//! both are updated under the watch's lock, so the two never disagree on the order. Locks,
+//! leases, latches and selectors publish their [`Holding`](crate::Holding) this way.
 
 use std::future::Future;
 use std::pin::Pin;
