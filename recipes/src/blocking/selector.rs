@@ -28,7 +28,7 @@ use crate::election::selector::CancelOn;
 use crate::error::{Error, Result};
 use crate::hold::FencingToken;
 use crate::hold::LossReason;
-use crate::hold::Transitions;
+use crate::hold::{publisher, Transitions};
 use crate::hold::{Holding, HoldingChanges};
 use crate::lock::guard::HeldNode;
 use crate::metrics::Recipe;
@@ -166,7 +166,7 @@ impl LeaderSelectorBuilder {
             .with_data(self.id.as_bytes())
             .recorded_as(Recipe::LeaderSelector);
         let shared = Arc::new(Shared {
-            state: Transitions::new(Holding::Waiting),
+            state: publisher(Holding::Waiting),
             term: StdMutex::new(None),
             requeue: Notify::new(),
             requeue_asked: AtomicBool::new(false),
@@ -245,7 +245,10 @@ impl LeaderSelector {
 
     /// Every state from now on, in order, as a blocking iterator.
     pub fn changes(&self) -> Changes<HoldingChanges> {
-        Changes::new(self.shared.state.changes().into(), &self.client)
+        Changes::new(
+            HoldingChanges::new(self.shared.state.changes(), None),
+            &self.client,
+        )
     }
 
     /// The participant id.

@@ -137,7 +137,7 @@ impl Participation {
     /// the lease is checked before each, so the first look after a pause past the session
     /// reads `Lost`. Does not borrow the latch.
     pub(crate) fn changes(&self) -> HoldingChanges {
-        self.holding.changes().into()
+        self.holding.changes()
     }
 
     /// Waits until we lead. Fails with [`Error::LatchLost`] (session-terminal when the

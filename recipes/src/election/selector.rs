@@ -25,7 +25,7 @@ use zookeeper_tokio::{Client, ErrorKind, MultiOp, MultiResult};
 use crate::election::participation::{read_participants, Participant};
 use crate::error::{Error, Result};
 use crate::hold::{
-    Fenced, FencedWork, FencingToken, Holding, HoldingChanges, LossReason, Transitions,
+    publisher, Fenced, FencedWork, FencingToken, Holding, HoldingChanges, LossReason, Transitions,
 };
 use crate::lock::guard::{HeldNode, LockGuard};
 use crate::lock::mutex::Mutex;
@@ -211,7 +211,7 @@ impl LeaderSelectorBuilder {
             .with_data(self.id.as_bytes())
             .recorded_as(Recipe::LeaderSelector);
         let shared = Arc::new(Shared {
-            state: Transitions::new(Holding::Waiting),
+            state: publisher(Holding::Waiting),
             term: StdMutex::new(None),
             requeue: Notify::new(),
             requeue_asked: AtomicBool::new(false),
@@ -320,7 +320,7 @@ impl LeaderSelector {
 
     /// Every state from now on, in order, starting with the current one.
     pub fn changes(&self) -> HoldingChanges {
-        self.shared.state.changes().into()
+        HoldingChanges::new(self.shared.state.changes(), None)
     }
 
     /// The participant id.

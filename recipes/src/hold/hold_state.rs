@@ -10,13 +10,14 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use zookeeper_tokio::transitions::Transitions;
 use zookeeper_tokio::Client;
 
-use super::holding::Holding;
+use super::holding::{publisher, Holding, HoldingChanges};
 use super::loss_reason::LossReason;
 use super::session_follower::SessionSignal;
 use super::session_lease;
-use super::transitions::{Changes, Refresh, StateWatcher, Transitions};
+use super::state_watcher::{Refresh, StateWatcher};
 
 /// What a hold says (its log lines, its metrics) when its state moves from `old` to `new`.
 pub(crate) trait Narrate: Send + Sync + 'static {
@@ -35,7 +36,7 @@ impl HoldState {
     /// A hold in `initial` state, on `client`'s session.
     pub(crate) fn new(initial: Holding, client: &Client, narrator: impl Narrate) -> Arc<HoldState> {
         Arc::new(HoldState {
-            state: Transitions::new(initial),
+            state: publisher(initial),
             client: client.clone(),
             narrator: Box::new(narrator),
         })
@@ -108,9 +109,9 @@ impl HoldState {
     }
 
     /// Every state from now on, in order, the lease checked before each.
-    pub(crate) fn changes(self: &Arc<Self>) -> Changes<Holding> {
+    pub(crate) fn changes(self: &Arc<Self>) -> HoldingChanges {
         self.current();
-        self.state.changes().refreshed_by(self.refresh())
+        HoldingChanges::new(self.state.changes(), Some(self.refresh()))
     }
 
     /// Resolves with the final state; checks the lease on every poll, so it is ready at once

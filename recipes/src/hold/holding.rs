@@ -2,9 +2,19 @@
 //! leader latches and leader selectors.
 
 use std::fmt;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures_core::Stream;
+
+use zookeeper_tokio::transitions::{Changes, Phase, Transitions};
 
 use super::loss_reason::LossReason;
-use super::transitions::{changes_stream, Phase};
+use super::state_watcher::Refresh;
+
+/// How many transitions a [`HoldingChanges`] may fall behind before it loses the oldest. A
+/// hold changes state a handful of times in its life; this is plenty.
+const BACKLOG: usize = 32;
 
 /// Where a lock, a semaphore lease, a leader latch or a leader selector stands: whether what
 /// it guards can be trusted.
@@ -73,24 +83,80 @@ impl Holding {
 }
 
 impl Phase for Holding {
-    // A hold whose state is no longer published was let go.
-    const ENDED: Self = Holding::Released;
-
     fn is_final(self) -> bool {
         Holding::is_final(self)
     }
 }
 
-changes_stream! {
-    /// Every [`Holding`] a lock, lease, latch or selector goes through, in order: the current
-    /// state first, then each transition (a `Suspended` and the `Held` after it, however
-    /// quickly the connection came back), ending after a final state ([`Holding::Lost`] or
-    /// [`Holding::Released`]). Unlike a [`StateWatcher`](crate::StateWatcher), which keeps
-    /// only the latest state, this sees a suspension even when the connection was back before
-    /// anyone looked. Also a [`futures_core::Stream`].
-    ///
-    /// A receiver that falls more than 32 transitions behind loses the oldest of them.
-    HoldingChanges of Holding
+/// A publisher of a hold's state, starting in `initial`.
+pub(crate) fn publisher(initial: Holding) -> Transitions<Holding> {
+    Transitions::new(initial, BACKLOG)
+}
+
+/// Every [`Holding`] a lock, lease, latch or selector goes through, in order: the current
+/// state first, then each transition (a `Suspended` and the `Held` after it, however quickly
+/// the connection came back), ending after a final state ([`Holding::Lost`] or
+/// [`Holding::Released`]). Unlike a [`StateWatcher`](crate::StateWatcher), which keeps only
+/// the latest state, this sees a suspension even when the connection was back before anyone
+/// looked. Also a [`futures_core::Stream`].
+///
+/// A receiver that falls more than 32 transitions behind loses the oldest of them.
+pub struct HoldingChanges {
+    changes: Changes<Holding>,
+    refresh: Option<Refresh<Holding>>,
+    done: bool,
+}
+
+impl fmt::Debug for HoldingChanges {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HoldingChanges")
+            .field("changes", &self.changes)
+            .field("done", &self.done)
+            .finish()
+    }
+}
+
+impl HoldingChanges {
+    /// Every state of `changes`; with `refresh`, looks with it before every item: a final
+    /// state it finds is the next item, and the last (what came between is moot once the
+    /// hold is gone).
+    pub(crate) fn new(changes: Changes<Holding>, refresh: Option<Refresh<Holding>>) -> Self {
+        HoldingChanges {
+            changes,
+            refresh,
+            done: false,
+        }
+    }
+
+    /// The next state (the first call returns the current one); `None` after a final state
+    /// was returned.
+    pub async fn next(&mut self) -> Option<Holding> {
+        std::future::poll_fn(|cx| Pin::new(&mut *self).poll_next(cx)).await
+    }
+}
+
+impl Stream for HoldingChanges {
+    type Item = Holding;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Holding>> {
+        if self.done {
+            return Poll::Ready(None);
+        }
+        if let Some(refresh) = &self.refresh {
+            let now = refresh();
+            if now.is_final() {
+                self.done = true;
+                return Poll::Ready(Some(now));
+            }
+        }
+        let state = match std::task::ready!(self.changes.poll_next_state(cx)) {
+            Some(state) => state,
+            // The publisher is gone without a word: the hold was let go.
+            None => Holding::Released,
+        };
+        self.done = state.is_final();
+        Poll::Ready(Some(state))
+    }
 }
 
 #[cfg(test)]
@@ -142,6 +208,28 @@ mod tests {
         );
         let held: Vec<_> = all.iter().filter(|s| s.is_held()).collect();
         assert_eq!(held, [&Holding::Held]);
-        assert_eq!(<Holding as Phase>::ENDED, Holding::Released);
+    }
+
+    #[tokio::test]
+    async fn a_stream_whose_publisher_is_gone_ends_released() {
+        let states = publisher(Holding::Waiting);
+        let mut changes = HoldingChanges::new(states.changes(), None);
+        states.set(Holding::Held);
+        drop(states);
+        assert_eq!(changes.next().await, Some(Holding::Waiting));
+        assert_eq!(changes.next().await, Some(Holding::Held));
+        assert_eq!(changes.next().await, Some(Holding::Released));
+        assert_eq!(changes.next().await, None);
+    }
+
+    #[tokio::test]
+    async fn a_final_state_the_refresh_finds_comes_next_and_last() {
+        let states = publisher(Holding::Held);
+        let lost = Holding::Lost(LossReason::LeaseExpired);
+        let refresh: Refresh<Holding> = std::sync::Arc::new(move || lost);
+        let mut changes = HoldingChanges::new(states.changes(), Some(refresh));
+        states.set(Holding::Suspended);
+        assert_eq!(changes.next().await, Some(lost));
+        assert_eq!(changes.next().await, None);
     }
 }

@@ -125,7 +125,7 @@ impl LossMonitor {
     /// the node itself.
     pub(crate) fn changes(&self) -> HoldingChanges {
         self.arm.notify_one();
-        self.holding.changes().into()
+        self.holding.changes()
     }
 
     /// Resolves with the final state once the lock is lost (or released); checks the lease
