@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::io::{AsyncBufReadExt, BufReader};
-use zookeeper_recipes::{Error, LockGuard, LockState, Mutex};
+use zookeeper_recipes::{Error, Holding, LockGuard, Mutex};
 use zookeeper_tokio::{Client, CreateOptions, ErrorKind, MultiOp, SessionState};
 
 use crate::options::ContendOptions;
@@ -95,7 +95,7 @@ async fn one_grant(
         return Ok(());
     };
     let state = guard.state();
-    if state != LockState::Held {
+    if state != Holding::Held {
         say(format!("error {} granted, but {state}", o.who));
         return Ok(());
     }
@@ -193,7 +193,7 @@ async fn leave(guard: &LockGuard, marker: &str) -> Result<(), Error> {
 struct FirstLook {
     gap: Duration,
     checks: u64,
-    state: LockState,
+    state: Holding,
     /// The session state at that moment: still `Connected` means the client had not yet
     /// processed anything since the pause, not even its own timers.
     session: SessionState,

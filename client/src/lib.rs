@@ -146,6 +146,7 @@ mod span;
 mod state;
 #[cfg(feature = "tls")]
 mod tls;
+pub mod transitions;
 mod transport;
 mod watched_event;
 mod watcher;

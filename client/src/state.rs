@@ -2,9 +2,10 @@
 
 use std::fmt;
 
-use tokio::sync::{broadcast, watch};
+use tokio::sync::watch;
 
 use crate::secret::Secret;
+use crate::transitions::{Changes, Phase, Transitions};
 
 /// Where the session stands. Watch it with [`Client::state_watcher`](crate::Client::state_watcher).
 ///
@@ -75,30 +76,17 @@ impl fmt::Debug for SessionId {
 
 /// Every state transition, in order, as [`Client::state_changes`](crate::Client::state_changes)
 /// hands them out. Unlike the `watch` receiver, which only keeps the latest state, this sees
-/// short-lived states such as a `Disconnected` followed at once by `Connected`.
+/// short-lived states such as a `Disconnected` followed at once by `Connected`. A receiver
+/// that falls more than 64 transitions behind loses the oldest of them.
 #[derive(Debug)]
 pub struct StateChanges {
-    rx: broadcast::Receiver<SessionState>,
-    ended: bool,
+    changes: Changes<SessionState>,
 }
 
 impl StateChanges {
     /// The next state the session entered, or `None` after a terminal state was returned.
     pub async fn next(&mut self) -> Option<SessionState> {
-        if self.ended {
-            return None;
-        }
-        loop {
-            match self.rx.recv().await {
-                Ok(state) => {
-                    self.ended = state.is_terminal();
-                    return Some(state);
-                }
-                // Fell more than the buffer behind: the oldest transitions are gone.
-                Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                Err(broadcast::error::RecvError::Closed) => return None,
-            }
-        }
+        self.changes.next().await
     }
 
     /// Waits for a state satisfying `pred`; `None` if the session ended first without one.
@@ -109,6 +97,12 @@ impl StateChanges {
             }
         }
         None
+    }
+}
+
+impl Phase for SessionState {
+    fn is_final(self) -> bool {
+        self.is_terminal()
     }
 }
 
@@ -266,22 +260,24 @@ impl SessionInfo {
     }
 }
 
-/// Publishes state changes to the `watch` channel and to every [`StateChanges`].
+/// Publishes the session state: the latest to `watch` receivers, every transition to each
+/// [`StateChanges`].
 #[derive(Debug, Clone)]
 pub(crate) struct StatePublisher {
-    watch: std::sync::Arc<watch::Sender<SessionState>>,
-    changes: broadcast::Sender<SessionState>,
+    states: std::sync::Arc<Transitions<SessionState>>,
     pub info: std::sync::Arc<SessionInfo>,
 }
 
+/// How many transitions a [`StateChanges`] may fall behind before it loses the oldest.
+const BACKLOG: usize = 64;
+
 impl StatePublisher {
     pub fn new() -> (StatePublisher, watch::Receiver<SessionState>) {
-        let (watch, rx) = watch::channel(SessionState::Connecting);
-        let (changes, _) = broadcast::channel(64);
+        let states = Transitions::new(SessionState::Connecting, BACKLOG);
+        let rx = states.watch();
         (
             StatePublisher {
-                watch: std::sync::Arc::new(watch),
-                changes,
+                states: std::sync::Arc::new(states),
                 info: Default::default(),
             },
             rx,
@@ -289,14 +285,12 @@ impl StatePublisher {
     }
 
     pub fn publish(&self, state: SessionState) {
-        self.watch.send_replace(state);
-        let _ = self.changes.send(state);
+        self.states.set(state);
     }
 
     pub fn changes(&self) -> StateChanges {
         StateChanges {
-            rx: self.changes.subscribe(),
-            ended: false,
+            changes: self.states.later_changes(),
         }
     }
 }

@@ -17,7 +17,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zookeeper_recipes::{LeaderLatch, Leadership, Mutex};
+use zookeeper_recipes::{Holding, LeaderLatch, Mutex};
 use zookeeper_testkit::sim::{SimOptions, SimServer};
 use zookeeper_testkit::{Installation, Proxy, ZkServer};
 use zookeeper_tokio::Client;
@@ -202,7 +202,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut leader_changes = latches[0].changes();
     let leadership = tokio::spawn(async move {
         while let Some(state) = leader_changes.next().await {
-            if state != Leadership::Leader {
+            if state != Holding::Held {
                 log(start, format!("{:>5}: leadership {state}", NAMES[0]));
             }
         }
@@ -219,7 +219,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     leadership.await?;
     while let Some(state) = follower_changes.next().await {
-        if state == Leadership::Leader {
+        if state == Holding::Held {
             log(
                 start,
                 format!(

@@ -16,7 +16,7 @@
 //! deleted our node. The lease ends no later than the server can expire the session, so the
 //! signal comes before anyone else can be granted the lock, and [`LockGuard::state`] checks
 //! it against the clock on every call (a process resuming from a pause reads `Lost` on its
-//! first look). A disconnect is reported earlier as [`LockState::Suspended`]: pause the
+//! first look). A disconnect is reported earlier as [`Holding::Suspended`]: pause the
 //! protected work there, and stop it when in doubt.
 //!
 //! Writes to state kept in ZooKeeper can be made conditional on still holding the lock
@@ -156,13 +156,9 @@ pub use counter::{
 pub use election::{
     participants as leader_participants, CancelOn, ElectionLayout, Leader, LeaderChanges,
     LeaderContext, LeaderLatch, LeaderObserver, LeaderSelector, LeaderSelectorBuilder, Participant,
-    SelectorChanges, SelectorState,
 };
 pub use error::{Error, Result};
-pub use hold::{
-    FencingToken, Leadership, LeadershipChanges, LockState, LockStateChanges, LossReason,
-    StateWatcher,
-};
+pub use hold::{FencingToken, Holding, HoldingChanges, LossReason, StateWatcher};
 pub use lock::{LockGuard, Mutex, ReadWriteLock};
 pub use node::{
     next_sequence, recycle_idle_parent, Layout, ParentKind, Recycled, SEQUENCE_WARNING_THRESHOLD,

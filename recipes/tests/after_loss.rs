@@ -6,7 +6,7 @@ mod common;
 
 use common::faults::{expire, expiry_rig, ExpiryRig};
 use common::{bounded, client};
-use zookeeper_recipes::{Error, LeaderLatch, LockState, LossReason, Mutex};
+use zookeeper_recipes::{Error, Holding, LeaderLatch, LossReason, Mutex};
 use zookeeper_testkit::{shared_server, Proxy};
 use zookeeper_tokio::{CreateOptions, MultiOp};
 
@@ -22,15 +22,15 @@ async fn a_guarded_write_on_a_guard_known_lost_fails_at_once_with_not_held() {
     proxy.refuse(true);
     proxy.drop_all();
     // The lease runs out first, unless a starved runtime saw the local expiry first.
-    let reason = bounded("the lease to run out", guard.lost()).await;
+    let end = bounded("the lease to run out", guard.lost()).await;
     assert!(
         matches!(
-            reason,
-            LossReason::LeaseExpired | LossReason::SessionExpired
+            end,
+            Holding::Lost(LossReason::LeaseExpired | LossReason::SessionExpired)
         ),
-        "{reason:?}"
+        "{end:?}"
     );
-    assert_eq!(guard.state(), LockState::Lost(reason));
+    assert_eq!(guard.state(), end);
 
     // Still cut off: a write that was sent could only wait for the connection or fail as a
     // retryable connection loss. Refused before sending, it says the lock is not ours.

@@ -16,7 +16,7 @@ use common::{chroot_connect, init_tracing, BOUND, CONNECT_TIMEOUT};
 use zookeeper_recipes::blocking::{
     LeaderContext, LeaderLatch, LeaderSelector, Mutex, ReadWriteLock, Semaphore,
 };
-use zookeeper_recipes::{Leadership, LockState, LossReason, SelectorState};
+use zookeeper_recipes::{Holding, LossReason};
 use zookeeper_tokio::blocking::Client;
 
 fn connect(connect_string: &str, session: Duration) -> Client {
@@ -70,7 +70,7 @@ fn a_lock_excludes_threads_sharing_a_handle_and_other_sessions() {
                 for _ in 0..TURNS {
                     let guard = mutex.acquire().unwrap();
                     assert!(!inside.swap(true, Ordering::SeqCst), "two holders at once");
-                    assert_eq!(guard.state(), LockState::Held);
+                    assert_eq!(guard.state(), Holding::Held);
                     // Let the others run while we hold.
                     std::thread::yield_now();
                     turns.fetch_add(1, Ordering::SeqCst);
@@ -117,17 +117,17 @@ fn a_guard_reads_lost_on_its_first_look_after_a_pause_past_the_lease() {
     // The pause: this thread stands still until past the lease, which no reply extends.
     let deadline = client.lease_deadline().expect("a lease while holding");
     std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
-    let lost = LockState::Lost(LossReason::LeaseExpired);
+    let lost = Holding::Lost(LossReason::LeaseExpired);
     assert_eq!(guard.state(), lost);
     assert_eq!(watcher.get(), lost);
     assert_eq!(
         guard.wait_lost_timeout(Duration::ZERO),
-        Some(LossReason::LeaseExpired)
+        Some(Holding::Lost(LossReason::LeaseExpired))
     );
     proxy.black_hole(false);
     // Still lost after the connection comes back: the session is expired, or at least
     // nothing can prove it was not.
-    assert!(matches!(guard.state(), LockState::Lost(_)));
+    assert!(matches!(guard.state(), Holding::Lost(_)));
     let err = guard.guarded_multi(vec![]).unwrap_err();
     assert!(
         matches!(err, zookeeper_recipes::Error::NotHeld { .. }),
@@ -178,7 +178,7 @@ fn a_semaphore_grants_its_leases_and_no_more() {
         .acquire_timeout(BOUND)
         .unwrap()
         .expect("a lease returned on another thread is granted");
-    assert_eq!(third.state(), LockState::Held);
+    assert_eq!(third.state(), Holding::Held);
 }
 
 #[test]
@@ -192,8 +192,8 @@ fn a_latch_hands_leadership_on_when_the_leader_drops_it_on_a_plain_thread() {
     let mut changes = second.changes();
     loop {
         match changes.recv_timeout(BOUND) {
-            Ok(Leadership::Follower) => break,
-            Ok(Leadership::Starting) => continue,
+            Ok(Holding::Waiting) => break,
+            Ok(Holding::Joining) => continue,
             other => panic!("{other:?} before following"),
         }
     }
@@ -207,7 +207,7 @@ fn a_latch_hands_leadership_on_when_the_leader_drops_it_on_a_plain_thread() {
         ["a", "b"]
     );
     std::thread::spawn(move || drop(first)).join().unwrap();
-    assert_eq!(changes.recv_timeout(BOUND), Ok(Leadership::Leader));
+    assert_eq!(changes.recv_timeout(BOUND), Ok(Holding::Held));
     assert!(second.has_leadership());
 }
 
@@ -246,7 +246,7 @@ fn selectors_on_two_sessions_lead_one_at_a_time() {
     assert_eq!(ids.len(), 2, "both led");
     for selector in &selectors {
         selector.close();
-        assert_eq!(selector.state(), SelectorState::Closed);
+        assert_eq!(selector.state(), Holding::Released);
     }
 }
 
@@ -279,8 +279,8 @@ fn a_term_ends_when_its_work_told_to_stop_returns() {
     selector.interrupt_leadership();
     loop {
         match changes.recv_timeout(BOUND) {
-            Ok(SelectorState::Idle) => break,
-            Ok(SelectorState::Leading) => continue,
+            Ok(Holding::Idle) => break,
+            Ok(Holding::Held) => continue,
             other => panic!("{other:?} before idle"),
         }
     }
@@ -312,11 +312,12 @@ fn a_guard_reads_lost_once_its_session_is_ended_by_the_server() {
     )
     .expect("resume the holder's session");
     thief.close();
-    let (reason, state) = on_thread("the loss", move || {
-        let reason = guard.wait_lost();
-        (reason, guard.state())
+    let (end, state) = on_thread("the loss", move || {
+        let end = guard.wait_lost();
+        (end, guard.state())
     });
-    assert_eq!(state, LockState::Lost(reason));
+    assert!(matches!(end, Holding::Lost(_)), "{end:?}");
+    assert_eq!(state, end);
     let other = connect(&connect_string, Duration::from_secs(10));
     let granted = Mutex::new(&other, "/lock")
         .unwrap()

@@ -11,7 +11,7 @@ use common::faults::{self, move_session};
 use common::{bounded, client};
 use tokio::sync::mpsc;
 use zookeeper_recipes::{
-    CancelOn, LeaderContext, LeaderSelector, LockState, LossReason, SelectorState, SemaphoreMutex,
+    CancelOn, Holding, LeaderContext, LeaderSelector, LossReason, SemaphoreMutex,
 };
 use zookeeper_testkit::{Ensemble, Proxy};
 use zookeeper_tokio::{Client, SessionState};
@@ -57,7 +57,7 @@ fn selector(
 }
 
 /// Waits until `selector` reaches a final state; returns it.
-async fn until_final(selector: &LeaderSelector) -> SelectorState {
+async fn until_final(selector: &LeaderSelector) -> Holding {
     let mut changes = selector.changes();
     bounded("the selector ends", async {
         let mut last = None;
@@ -158,14 +158,16 @@ async fn an_expired_session_stops_the_leader_and_frees_the_lease() {
     assert!(!a_running, "b leads while a's work runs");
     assert!(b_token > a_token);
     let end = until_final(&a).await;
-    assert!(matches!(end, SelectorState::Ended(_)), "{end:?}");
-    let reason = bounded("lease lost", lease_lost).await;
+    assert!(matches!(end, Holding::Lost(_)), "{end:?}");
+    let end = bounded("lease lost", lease_lost).await;
     assert!(
         matches!(
-            reason,
-            LossReason::SessionExpired | LossReason::LeaseExpired | LossReason::SessionClosed
+            end,
+            Holding::Lost(
+                LossReason::SessionExpired | LossReason::LeaseExpired | LossReason::SessionClosed
+            )
         ),
-        "{reason:?}"
+        "{end:?}"
     );
     let token = bounded("waiter's lease", waiting).await.unwrap();
     assert!(token > lease.fencing_token());
@@ -221,7 +223,7 @@ async fn a_member_kill_keeps_leadership_and_leases() {
     assert!(again > careful_token, "a new term under a new node");
     bounded(
         "lease held again",
-        lease_states.wait_for(|s| *s == LockState::Held),
+        lease_states.wait_for(|s| *s == Holding::Held),
     )
     .await
     .unwrap();

@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::peers::Peer;
 use common::resource::{enter_exclusive, enter_shared, leave_exclusive, leave_shared, prepare};
 use common::{bounded, chroot_connect, client, clients};
-use zookeeper_recipes::{Layout, LeaderLatch, Leadership, Mutex, ReadWriteLock, Semaphore};
+use zookeeper_recipes::{Holding, Layout, LeaderLatch, Mutex, ReadWriteLock, Semaphore};
 use zookeeper_tokio::Client;
 
 const HOLD: Duration = Duration::from_millis(5);
@@ -168,7 +168,7 @@ async fn curator_leader_latch_and_ours_share_an_election() {
         .unwrap();
     let mut changes = ours.changes();
     bounded("we follow", async {
-        while changes.next().await != Some(Leadership::Follower) {}
+        while changes.next().await != Some(Holding::Waiting) {}
     })
     .await;
     let parts = ours.participants().await.unwrap();
@@ -179,7 +179,7 @@ async fn curator_leader_latch_and_ours_share_an_election() {
     curator.expect("latch-closed").await;
     assert_eq!(
         bounded("we lead", changes.next()).await,
-        Some(Leadership::Leader)
+        Some(Holding::Held)
     );
 
     // Curator sees us as the leader, and follows us.

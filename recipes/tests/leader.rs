@@ -3,7 +3,7 @@
 mod common;
 
 use common::{blip_rig, bounce_connection, bounded, chroot_connect, clients, BlipRig};
-use zookeeper_recipes::{LeaderLatch, Leadership, LossReason};
+use zookeeper_recipes::{Holding, LeaderLatch, LossReason};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_leader_in_order_and_resign_hands_over() {
@@ -30,16 +30,16 @@ async fn one_leader_in_order_and_resign_hands_over() {
     assert!(parts[0].is_leader && !parts[1].is_leader);
     assert!(parts[0].node.starts_with("_c_") && parts[0].node.contains("-latch-"));
     bounded("p1 follows", async {
-        while changes.next().await != Some(Leadership::Follower) {}
+        while changes.next().await != Some(Holding::Waiting) {}
     })
     .await;
     assert!(!latches[1].has_leadership() && !latches[2].has_leadership());
 
     latches[0].resign().await.unwrap();
-    assert_eq!(latches[0].state(), Leadership::Closed);
+    assert_eq!(latches[0].state(), Holding::Released);
     assert_eq!(
         bounded("p1 change", changes.next()).await,
-        Some(Leadership::Leader)
+        Some(Holding::Held)
     );
     assert!(latches[1].has_leadership());
     assert!(!latches[2].has_leadership());
@@ -58,13 +58,13 @@ async fn leadership_is_lost_when_our_node_is_deleted() {
     cs[1].delete(&latch.node(), None).await.unwrap();
     assert_eq!(
         bounded("lost", lost).await,
-        Leadership::Lost(LossReason::NodeDeleted)
+        Holding::Lost(LossReason::NodeDeleted)
     );
     assert!(!latch.has_leadership());
 }
 
 /// A disconnect the client heals at once (same proxy, same session) still shows in the
-/// latch's changes as `Suspended`, then `Leader` again: a leader must hear that it may have
+/// latch's changes as `Suspended`, then `Held` again: a leader must hear that it may have
 /// been cut off, however briefly. The latch lives on a runtime that is not driven while the
 /// connection drops and comes back, so its task cannot look in between, as with a leader
 /// whose runtime is busy during the blip: only an ordered record of the session's transitions
@@ -84,10 +84,7 @@ fn a_disconnect_healed_at_once_is_still_a_suspension() {
             .unwrap();
         bounded("leads", latch.await_leadership()).await.unwrap();
         let mut changes = latch.changes();
-        assert_eq!(
-            bounded("state", changes.next()).await,
-            Some(Leadership::Leader)
-        );
+        assert_eq!(bounded("state", changes.next()).await, Some(Holding::Held));
         (latch, changes)
     });
 
@@ -101,17 +98,17 @@ fn a_disconnect_healed_at_once_is_still_a_suspension() {
     leader.block_on(async {
         assert_eq!(
             bounded("suspension", changes.next()).await,
-            Some(Leadership::Suspended)
+            Some(Holding::Suspended)
         );
         assert_eq!(
             bounded("leading again", changes.next()).await,
-            Some(Leadership::Leader)
+            Some(Holding::Held)
         );
         assert!(latch.has_leadership());
         latch.resign().await.unwrap();
         assert_eq!(
             bounded("closed", changes.next()).await,
-            Some(Leadership::Closed)
+            Some(Holding::Released)
         );
     });
 }
@@ -142,16 +139,16 @@ async fn a_follower_takes_over_without_listing_the_election() {
     .await
     .unwrap();
     let mut changes = follower.changes();
-    // `Follower` is published once the watch on the leader's node is set.
+    // `Waiting` is published once the watch on the leader's node is set.
     bounded("b follows", async {
-        while changes.next().await != Some(Leadership::Follower) {}
+        while changes.next().await != Some(Holding::Waiting) {}
     })
     .await;
     proxy.record_frames(true);
     leader.resign().await.unwrap();
     assert_eq!(
         bounded("b leads", changes.next()).await,
-        Some(Leadership::Leader)
+        Some(Holding::Held)
     );
     let log = proxy.take_frame_log();
     let asked: Vec<i32> = log

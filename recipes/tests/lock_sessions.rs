@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::faults::expire;
 use common::{bounded, client, CONNECT_TIMEOUT};
-use zookeeper_recipes::{LockState, Mutex, ReadWriteLock, Sessions};
+use zookeeper_recipes::{Holding, Mutex, ReadWriteLock, Sessions};
 use zookeeper_testkit::{chroot_for, shared_server, Proxy};
 use zookeeper_tokio::Client;
 
@@ -64,7 +64,7 @@ async fn a_mutex_on_sessions_outlives_the_expiry_of_holder_and_waiter() {
     expire(&holder_proxy, &direct, &holder_sessions.client()).await;
     // Lost: from the expiry, or from the lease if it ran out before the client heard.
     assert!(
-        matches!(held.state(), LockState::Lost(_)),
+        matches!(held.state(), Holding::Lost(_)),
         "the holder reads lost: {}",
         held.state()
     );
@@ -87,7 +87,7 @@ async fn a_mutex_on_sessions_outlives_the_expiry_of_holder_and_waiter() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(again.state(), LockState::Held);
+    assert_eq!(again.state(), Holding::Held);
     again.release().await.unwrap();
 }
 
@@ -110,9 +110,9 @@ async fn a_read_write_lock_on_sessions_writes_again_after_expiry() {
     let lock = ReadWriteLock::new(&sessions, "/rw").unwrap();
     let write = bounded("write", lock.write()).await.unwrap();
     expire(&proxy, &direct, &sessions.client()).await;
-    assert!(matches!(write.state(), LockState::Lost(_)));
+    assert!(matches!(write.state(), Holding::Lost(_)));
     let again = bounded("write again", lock.write()).await.unwrap();
-    assert_eq!(again.state(), LockState::Held);
+    assert_eq!(again.state(), Holding::Held);
     again.release().await.unwrap();
 }
 
@@ -141,7 +141,7 @@ async fn a_selector_on_sessions_leads_again_after_expiry() {
     assert!(second_term > first_term);
     assert_ne!(second_session, first_session);
     assert!(
-        !matches!(selector.state(), zookeeper_recipes::SelectorState::Ended(_)),
+        !matches!(selector.state(), zookeeper_recipes::Holding::Lost(_)),
         "{}",
         selector.state()
     );
@@ -156,9 +156,9 @@ async fn a_semaphore_on_sessions_leases_again_after_expiry() {
     let semaphore = zookeeper_recipes::Semaphore::new(&sessions, "/sem", 1).unwrap();
     let lease = bounded("lease", semaphore.acquire()).await.unwrap();
     expire(&proxy, &direct, &sessions.client()).await;
-    assert!(matches!(lease.state(), LockState::Lost(_)));
+    assert!(matches!(lease.state(), Holding::Lost(_)));
     let again = bounded("lease again", semaphore.acquire()).await.unwrap();
-    assert_eq!(again.state(), LockState::Held);
+    assert_eq!(again.state(), Holding::Held);
     again.release().await.unwrap();
 }
 
@@ -194,10 +194,7 @@ async fn a_latch_on_sessions_joins_again_after_expiry_waiting_or_leading() {
 
     // A leader whose session expires reads lost; its next wait joins again and leads.
     expire(&proxy, &direct, &sessions.client()).await;
-    assert!(matches!(
-        latch.state(),
-        zookeeper_recipes::Leadership::Lost(_)
-    ));
+    assert!(matches!(latch.state(), zookeeper_recipes::Holding::Lost(_)));
     bounded("lead again", latch.await_leadership())
         .await
         .unwrap();

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{blip_rig, bounce_connection, bounded, children, client, BlipRig};
-use zookeeper_recipes::{LeaderLatch, Leadership, LockState, LossReason, Mutex, Semaphore};
+use zookeeper_recipes::{Holding, LeaderLatch, LossReason, Mutex, Semaphore};
 use zookeeper_testkit::{Ensemble, Proxy, ZkServer};
 use zookeeper_tokio::{Client, CreateOptions, MultiOp, SessionState};
 
@@ -71,24 +71,24 @@ async fn expired_holder_is_told_before_a_waiter_takes_over_with_a_higher_token()
     // silence: then the first signal is the loss itself.
     let first = bounded("suspended", suspended).await;
     assert!(
-        matches!(first, LockState::Suspended | LockState::Lost(_)),
+        matches!(first, Holding::Suspended | Holding::Lost(_)),
         "{first:?}"
     );
     let (new_token, holder_state, lost_already) = bounded("takeover", taking_over).await.unwrap();
     assert!(
-        matches!(holder_state, LockState::Lost(_)),
+        matches!(holder_state, Holding::Lost(_)),
         "another contender holds the lock while ours reads {holder_state:?}"
     );
-    let reason = lost_already.expect("lost() resolved before the takeover");
+    let end = lost_already.expect("lost() resolved before the takeover");
     assert!(
         matches!(
-            reason,
-            LossReason::LeaseExpired | LossReason::SessionExpired
+            end,
+            Holding::Lost(LossReason::LeaseExpired | LossReason::SessionExpired)
         ),
-        "{reason:?}"
+        "{end:?}"
     );
     assert!(new_token > g.fencing_token());
-    assert!(matches!(g.state(), LockState::Lost(_)));
+    assert!(matches!(g.state(), Holding::Lost(_)));
 }
 
 /// A holder whose whole process stands still (here: its runtime, which also drives its
@@ -126,9 +126,9 @@ fn a_holder_paused_past_its_lease_reads_lost_on_its_first_look() {
         bounded("leads", latch.await_leadership()).await.unwrap();
         (c, g, lease_guard, latch)
     });
-    assert_eq!(g.state(), LockState::Held);
-    assert_eq!(lease_guard.state(), LockState::Held);
-    assert_eq!(latch.state(), Leadership::Leader);
+    assert_eq!(g.state(), Holding::Held);
+    assert_eq!(lease_guard.state(), Holding::Held);
+    assert_eq!(latch.state(), Holding::Held);
     let lease = holder_client.lease_deadline().unwrap();
 
     // The holder stands still; another contender waits for the server to expire it.
@@ -147,15 +147,15 @@ fn a_holder_paused_past_its_lease_reads_lost_on_its_first_look() {
     );
 
     // Resumed: the first looks, before the runtime ran anything.
-    let expired = LockState::Lost(LossReason::LeaseExpired);
+    let expired = Holding::Lost(LossReason::LeaseExpired);
     assert_eq!(g.state(), expired);
     assert_eq!(lease_guard.state(), expired);
     assert!(!latch.has_leadership());
-    assert_eq!(latch.state(), Leadership::Lost(LossReason::LeaseExpired));
+    assert_eq!(latch.state(), Holding::Lost(LossReason::LeaseExpired));
     paused.block_on(async {
         assert_eq!(
             tokio::time::timeout(Duration::ZERO, g.lost()).await.ok(),
-            Some(LossReason::LeaseExpired)
+            Some(Holding::Lost(LossReason::LeaseExpired))
         );
         // A write guarded by the lock is refused by the server.
         let stale = g
@@ -182,14 +182,11 @@ async fn deleting_our_node_from_outside_is_a_loss() {
     let g = bounded("acquire", m.acquire()).await.unwrap();
     let mut states = g.state_watcher();
     b.delete(g.path(), None).await.unwrap();
-    let reason = bounded("lost", g.lost()).await;
-    assert_eq!(reason, LossReason::NodeDeleted);
-    bounded(
-        "state",
-        states.wait_for(|s| matches!(s, LockState::Lost(_))),
-    )
-    .await
-    .unwrap();
+    let end = bounded("lost", g.lost()).await;
+    assert_eq!(end, Holding::Lost(LossReason::NodeDeleted));
+    bounded("state", states.wait_for(|s| matches!(s, Holding::Lost(_))))
+        .await
+        .unwrap();
     // Re-acquiring through the same handle makes a fresh node instead of re-entering.
     let g2 = bounded("fresh", m.acquire()).await.unwrap();
     assert_ne!(g2.path(), g.path());
@@ -400,7 +397,7 @@ async fn holder_keeps_the_lock_when_its_server_dies() {
 
     let serving = member_serving(&ensemble, holder_client.session_id().0).await;
     ensemble.kill(serving).unwrap();
-    bounded("suspended", states.wait_for(|s| *s != LockState::Held))
+    bounded("suspended", states.wait_for(|s| *s != Holding::Held))
         .await
         .unwrap();
     let mut session = holder_client.state_watcher();
@@ -410,7 +407,7 @@ async fn holder_keeps_the_lock_when_its_server_dies() {
     )
     .await
     .unwrap();
-    bounded("held again", states.wait_for(|s| *s == LockState::Held))
+    bounded("held again", states.wait_for(|s| *s == Holding::Held))
         .await
         .unwrap();
     assert!(!lost.is_finished());
@@ -454,12 +451,12 @@ async fn cut_off_leader_loses_leadership_and_the_next_leads() {
     let lost = leader.lost();
     proxy.black_hole(true);
     bounded("suspended", async {
-        while changes.next().await != Some(zookeeper_recipes::Leadership::Suspended) {}
+        while changes.next().await != Some(zookeeper_recipes::Holding::Suspended) {}
     })
     .await;
     let end = bounded("lost", lost).await;
     assert!(
-        matches!(end, zookeeper_recipes::Leadership::Lost(_)),
+        matches!(end, zookeeper_recipes::Holding::Lost(_)),
         "{end:?}"
     );
     bounded("next leads", next.await_leadership())
@@ -530,24 +527,21 @@ fn a_disconnect_healed_at_once_is_still_a_suspension() {
     assert_eq!(c.session_id(), session, "same session");
 
     holder.block_on(async {
-        assert_eq!(
-            bounded("state", changes.next()).await,
-            Some(LockState::Held)
-        );
+        assert_eq!(bounded("state", changes.next()).await, Some(Holding::Held));
         assert_eq!(
             bounded("suspension", changes.next()).await,
-            Some(LockState::Suspended)
+            Some(Holding::Suspended)
         );
         assert_eq!(
             bounded("held again", changes.next()).await,
-            Some(LockState::Held)
+            Some(Holding::Held)
         );
         assert_eq!(
             bounded("suspended", suspended).await,
-            LockState::Suspended,
+            Holding::Suspended,
             "a healed suspension still resolves suspended()"
         );
-        assert_eq!(g.state(), LockState::Held);
+        assert_eq!(g.state(), Holding::Held);
         g.release().await.unwrap();
     });
 }
@@ -571,7 +565,7 @@ async fn a_lost_reply_while_creating_the_parents_is_ridden_out() {
         .await
         .unwrap();
     assert!(bounded("cut fired", cut.wait()).await.is_some());
-    assert_eq!(guard.state(), LockState::Held);
+    assert_eq!(guard.state(), Holding::Held);
     guard.release().await.unwrap();
 
     let cut = proxy.cut_after_next(CREATE_CONTAINER);

@@ -13,8 +13,7 @@ use std::time::Duration;
 use common::{bounded, chroot_connect, client, clients};
 use tokio::time::Instant;
 use zookeeper_recipes::{
-    Client, LeaderLatch, LeaderSelector, Leadership, LossReason, Mutex, ReadWriteLock,
-    SelectorState, Semaphore,
+    Client, Holding, LeaderLatch, LeaderSelector, LossReason, Mutex, ReadWriteLock, Semaphore,
 };
 use zookeeper_testkit::metrics::recorded;
 
@@ -100,7 +99,10 @@ fn a_lost_lock_is_recorded_with_its_reason_and_its_hold_ends_there() {
         let guard = bounded("acquire", mutex.acquire()).await.unwrap();
         let lost = guard.lost();
         c.delete(guard.path(), None).await.unwrap();
-        assert_eq!(bounded("lost", lost).await, LossReason::NodeDeleted);
+        assert_eq!(
+            bounded("lost", lost).await,
+            Holding::Lost(LossReason::NodeDeleted)
+        );
         // Released after the loss: the hold already ended.
         guard.release().await.unwrap();
     });
@@ -169,7 +171,7 @@ fn leadership_gained_and_lost_are_counted() {
             .unwrap();
         let mut changes = second.changes();
         bounded("b follows", async {
-            while changes.next().await != Some(Leadership::Follower) {}
+            while changes.next().await != Some(Holding::Waiting) {}
         })
         .await;
         first.resign().await.unwrap();
@@ -178,7 +180,7 @@ fn leadership_gained_and_lost_are_counted() {
         cs[0].delete(&second.node(), None).await.unwrap();
         assert_eq!(
             bounded("b lost", lost).await,
-            Leadership::Lost(LossReason::NodeDeleted)
+            Holding::Lost(LossReason::NodeDeleted)
         );
     });
     assert_eq!(m.counter("zookeeper_leadership_gained_total", &[]), 2);
@@ -218,7 +220,7 @@ fn a_leader_selector_is_recorded_as_its_own_recipe_and_a_close_in_the_queue_is_n
         end_term.send(()).unwrap();
         let mut changes = a.changes();
         bounded("a's term ends", async {
-            while changes.next().await != Some(SelectorState::Idle) {}
+            while changes.next().await != Some(Holding::Idle) {}
         })
         .await;
         bounded("a closes", a.close()).await;

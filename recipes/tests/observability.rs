@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex as StdMutex};
 
 use common::{bounce_connection, bounded, client};
 use tracing_subscriber::fmt::MakeWriter;
-use zookeeper_recipes::{LeaderLatch, Leadership, LockState, LossReason, Mutex};
+use zookeeper_recipes::{Holding, LeaderLatch, LossReason, Mutex};
 use zookeeper_testkit::{chroot_for, shared_server, Proxy};
 
 /// Everything logged, as text.
@@ -107,14 +107,17 @@ async fn lock_and_leadership_changes_are_logged_with_path_node_and_token() {
     // Suspended, then held again.
     let mut states = g.state_changes();
     bounce_connection(&a, &proxy).await;
-    while bounded("states", states.next()).await != Some(LockState::Suspended) {}
-    while bounded("states", states.next()).await != Some(LockState::Held) {}
+    while bounded("states", states.next()).await != Some(Holding::Suspended) {}
+    while bounded("states", states.next()).await != Some(Holding::Held) {}
     logs.line("lock suspended", &ours).await;
     logs.line("lock held again", &ours).await;
 
     // Lost, with its reason.
     b.delete(g.path(), None).await.unwrap();
-    assert_eq!(bounded("lost", g.lost()).await, LossReason::NodeDeleted);
+    assert_eq!(
+        bounded("lost", g.lost()).await,
+        Holding::Lost(LossReason::NodeDeleted)
+    );
     assert!(logs
         .line("lock lost", &ours)
         .await
@@ -134,7 +137,7 @@ async fn lock_and_leadership_changes_are_logged_with_path_node_and_token() {
     b.delete(&latch.node(), None).await.unwrap();
     assert_eq!(
         bounded("leadership lost", latch.lost()).await,
-        Leadership::Lost(LossReason::NodeDeleted)
+        Holding::Lost(LossReason::NodeDeleted)
     );
     assert!(logs
         .line("leadership lost", &fields)

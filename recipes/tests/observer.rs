@@ -8,8 +8,8 @@ mod common;
 use common::peers::Peer;
 use common::{bounce_connection, bounded, chroot_connect, client, client_with_session};
 use zookeeper_recipes::{
-    ElectionLayout, Error, Layout, Leader, LeaderChanges, LeaderContext, LeaderLatch,
-    LeaderObserver, LeaderSelector, Leadership, Mutex,
+    ElectionLayout, Error, Holding, Layout, Leader, LeaderChanges, LeaderContext, LeaderLatch,
+    LeaderObserver, LeaderSelector, Mutex,
 };
 use zookeeper_testkit::{chroot_for, shared_server, Proxy};
 
@@ -79,7 +79,7 @@ async fn observer_sees_latch_leaders_and_what_they_proclaim() {
     assert!(a.has_leadership());
     let mut b_changes = b.changes();
     bounded("b follows", async {
-        while b_changes.next().await != Some(Leadership::Follower) {}
+        while b_changes.next().await != Some(Holding::Waiting) {}
     })
     .await;
     assert!(matches!(

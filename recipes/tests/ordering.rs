@@ -11,7 +11,7 @@ mod common;
 use common::peers::{curator_order, kazoo_order};
 use common::{bounded, chroot_connect, client};
 use zookeeper_recipes::{
-    leader_participants, Error, Layout, LeaderLatch, Leadership, LossReason, Mutex, ReadWriteLock,
+    leader_participants, Error, Holding, Layout, LeaderLatch, LossReason, Mutex, ReadWriteLock,
 };
 use zookeeper_tokio::{Client, CreateOptions};
 
@@ -183,7 +183,7 @@ async fn a_wrapped_listing_is_refused_where_the_peers_grant_beside_the_holder() 
     .await;
     let latch = LeaderLatch::start(&c, "/l", "ours").await.unwrap();
     let end = bounded("latch ends", latch.lost()).await;
-    assert_eq!(end, Leadership::Lost(LossReason::SequenceWrapped));
+    assert_eq!(end, Holding::Lost(LossReason::SequenceWrapped));
     drop(latch);
 
     // kazoo's layout, with a 10-character negative kazoo itself does not see.

@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use common::{bounded, chroot_connect, client_with_session};
-use zookeeper_recipes::{LockState, LossReason, Mutex};
+use zookeeper_recipes::{Holding, LossReason, Mutex};
 
 /// The session timeout: short, so that each trial's pause is short.
 const SESSION: Duration = Duration::from_millis(1000);
@@ -19,7 +19,7 @@ const SESSION: Duration = Duration::from_millis(1000);
 /// clock whatever the last reply's timing.
 const PAUSE: Duration = Duration::from_millis(1500);
 
-const LOST: LockState = LockState::Lost(LossReason::LeaseExpired);
+const LOST: Holding = Holding::Lost(LossReason::LeaseExpired);
 
 /// The first look after the pause.
 #[derive(Clone, Copy, Debug)]
@@ -56,7 +56,7 @@ async fn one_trial(trial: usize, look: Look) -> bool {
             }
         })
     };
-    if matches!(watcher.get(), LockState::Lost(_)) {
+    if matches!(watcher.get(), Holding::Lost(_)) {
         drop(ask);
         reader.join().unwrap();
         return false;
@@ -80,8 +80,8 @@ async fn one_trial(trial: usize, look: Look) -> bool {
             let work = std::future::ready(());
             tokio::select! {
                 biased;
-                reason = guard.lost() => LockState::Lost(reason),
-                () = work => LockState::Held,
+                state = guard.lost() => state,
+                () = work => Holding::Held,
             }
         }
     };

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
 
 use common::{bounded, chroot_connect, client_with_session};
-use zookeeper_recipes::{LeaderSelector, SelectorState};
+use zookeeper_recipes::{Holding, LeaderSelector};
 
 /// The session timeout: short, so that each trial's pause is short.
 const SESSION: Duration = Duration::from_millis(1000);
@@ -52,7 +52,7 @@ async fn one_trial(trial: usize) {
     let mut changes = selector.changes();
     bounded("the term to end", async {
         while let Some(state) = changes.next().await {
-            if state != SelectorState::Leading {
+            if state != Holding::Held {
                 break;
             }
         }

@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex as StdMutex};
 
 use common::{blip_rig, bounce_connection, bounded, children, chroot_connect, client, clients};
 use tokio::sync::mpsc;
-use zookeeper_recipes::{CancelOn, LeaderContext, LeaderSelector, LockState, SelectorState};
+use zookeeper_recipes::{CancelOn, Holding, LeaderContext, LeaderSelector};
 use zookeeper_testkit::{Proxy, ZkServer};
 
 /// Waits until `selector` reaches `state`.
-async fn until(selector: &LeaderSelector, state: SelectorState) {
+async fn until(selector: &LeaderSelector, state: Holding) {
     let mut changes = selector.changes();
     bounded(&format!("selector {state}"), async {
         while let Some(s) = changes.next().await {
@@ -68,7 +68,7 @@ async fn participants_lead_in_turn_with_growing_tokens_and_requeue() {
                 let (inside, log, done_tx) = (inside.clone(), log.clone(), done_tx.clone());
                 async move {
                     assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two leaders");
-                    assert_eq!(ctx.state(), LockState::Held);
+                    assert_eq!(ctx.state(), Holding::Held);
                     log.lock()
                         .unwrap()
                         .push((i, ctx.term(), ctx.fencing_token().0));
@@ -88,7 +88,7 @@ async fn participants_lead_in_turn_with_growing_tokens_and_requeue() {
     }
     for s in &selectors {
         s.close().await;
-        assert_eq!(s.state(), SelectorState::Closed);
+        assert_eq!(s.state(), Holding::Released);
     }
     let log = log.lock().unwrap().clone();
     for w in log.windows(2) {
@@ -116,7 +116,7 @@ async fn without_auto_requeue_a_selector_leads_once_until_requeued() {
         })
         .unwrap();
     assert_eq!(bounded("first term", terms.recv()).await, Some(1));
-    until(&selector, SelectorState::Idle).await;
+    until(&selector, Holding::Idle).await;
     assert!(
         children(&c, "/election").await.is_empty(),
         "node kept while idle"
@@ -124,7 +124,7 @@ async fn without_auto_requeue_a_selector_leads_once_until_requeued() {
     assert!(terms.try_recv().is_err(), "led again without a requeue");
     assert!(selector.requeue());
     assert_eq!(bounded("second term", terms.recv()).await, Some(2));
-    until(&selector, SelectorState::Idle).await;
+    until(&selector, Holding::Idle).await;
     selector.close().await;
     assert!(!selector.requeue(), "a closed selector does not queue");
 }
@@ -145,7 +145,7 @@ async fn participants_and_interruption_and_close() {
         .auto_requeue(true)
         .start(run_until_cancelled(tx, stopped_tx))
         .unwrap();
-    until(&b, SelectorState::Queued).await;
+    until(&b, Holding::Waiting).await;
     bounded("b queued", async {
         while children(&cs[0], "/election").await.len() < 2 {
             tokio::task::yield_now().await;
@@ -166,7 +166,7 @@ async fn participants_and_interruption_and_close() {
     );
     let second = bounded("b leads", started.recv()).await.unwrap();
     assert!(second > first);
-    until(&a, SelectorState::Idle).await;
+    until(&a, Holding::Idle).await;
     assert!(b.has_leadership());
 
     // Closing the leader stops its work before its node goes.
@@ -233,7 +233,7 @@ fn cancel_on_lost_keeps_leading_through_a_healed_disconnect() {
             })
             .unwrap();
         bounded("leads", started.recv()).await.unwrap();
-        assert_eq!(bounded("held", states.recv()).await, Some(LockState::Held));
+        assert_eq!(bounded("held", states.recv()).await, Some(Holding::Held));
         selector
     });
     rig.net
@@ -241,11 +241,11 @@ fn cancel_on_lost_keeps_leading_through_a_healed_disconnect() {
     rig.app.block_on(async {
         assert_eq!(
             bounded("suspended", states.recv()).await,
-            Some(LockState::Suspended)
+            Some(Holding::Suspended)
         );
         assert_eq!(
             bounded("held again", states.recv()).await,
-            Some(LockState::Held)
+            Some(Holding::Held)
         );
         assert!(stopped.try_recv().is_err(), "the work was cancelled");
         assert!(selector.has_leadership());
@@ -321,14 +321,14 @@ async fn a_cut_off_leader_stops_before_the_next_leads() {
     let end = bounded("a ends", async {
         loop {
             match changes.next().await {
-                Some(s @ SelectorState::Ended(_)) => return s,
-                Some(SelectorState::Closed) | None => panic!("closed instead of ended"),
+                Some(s @ Holding::Lost(_)) => return s,
+                Some(Holding::Released) | None => panic!("closed instead of ended"),
                 Some(_) => {}
             }
         }
     })
     .await;
-    assert!(matches!(end, SelectorState::Ended(_)), "{end:?}");
+    assert!(matches!(end, Holding::Lost(_)), "{end:?}");
     b.close().await;
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::faults::{expire, member_serving, members_but};
 use common::{bounded, children, client, clients, until_children, until_watching_the_leases};
-use zookeeper_recipes::{Lease, LockState, Semaphore, Sessions, SharedCount};
+use zookeeper_recipes::{Holding, Lease, Semaphore, Sessions, SharedCount};
 use zookeeper_testkit::{chroot_for, shared_server, Ensemble, Proxy};
 use zookeeper_tokio::{Client, SessionState};
 
@@ -67,7 +67,7 @@ async fn raising_the_count_admits_waiters() {
     let second = bounded("the second waiter admitted", second).await.unwrap();
     assert_eq!(sem.max_leases(), 3);
     assert_eq!(children(&cs[0], "/sem/leases").await.len(), 3);
-    assert_eq!(held.state(), LockState::Held);
+    assert_eq!(held.state(), Holding::Held);
     assert!(first.fencing_token() > held.fencing_token());
     assert!(second.fencing_token() > first.fencing_token());
     assert!(
@@ -100,7 +100,7 @@ async fn lowering_the_count_holds_new_acquirers_until_enough_leases_return() {
     until_count(&count, 1).await;
     assert_eq!(late.max_leases(), 1);
     for lease in &held {
-        assert_eq!(lease.state(), LockState::Held, "a lease was taken back");
+        assert_eq!(lease.state(), Holding::Held, "a lease was taken back");
     }
     assert_eq!(children(&cs[0], "/sem/leases").await.len(), 3);
 
@@ -162,7 +162,7 @@ async fn the_count_is_obeyed_through_session_expiry() {
     let lease = bounded("the waiter admitted", waiter).await.unwrap();
     assert_ne!(sessions.client().session_id(), before, "a new session");
     assert_eq!(count.count(), 2);
-    assert_eq!(held.state(), LockState::Held);
+    assert_eq!(held.state(), Holding::Held);
     release_all(vec![held, lease]).await;
 }
 
@@ -212,7 +212,7 @@ async fn a_change_made_while_the_waiters_member_is_down_is_obeyed() {
     let lease = bounded("the waiter admitted", waiter).await.unwrap();
     assert_eq!(w.state(), SessionState::Connected);
     assert_eq!(count.count(), 2);
-    assert_eq!(held.state(), LockState::Held);
+    assert_eq!(held.state(), Holding::Held);
     assert!(lease.fencing_token() > held.fencing_token());
     assert!(
         holder.try_acquire().await.unwrap().is_none(),

@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use zookeeper_recipes::{LockState, Mutex};
+use zookeeper_recipes::{Holding, Mutex};
 use zookeeper_testkit::sim::{SimOptions, SimServer};
 use zookeeper_tokio::{Client, TurmoilConnector};
 
@@ -38,7 +38,7 @@ async fn service(name: &str, client: Client, ledger: Arc<StdMutex<Ledger>>) {
         return;
     };
     for step in 0..10 {
-        if guard.state() != LockState::Held {
+        if guard.state() != Holding::Held {
             return; // no longer ours: someone else may hold it now
         }
         let token = guard.fencing_token().0;

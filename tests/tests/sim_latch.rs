@@ -3,7 +3,7 @@
 //! sessions expire and replies are lost or late.
 //!
 //! Invariants, checked on every run: each term's fencing token is above every earlier
-//! term's; no work step by a leader whose leadership is not `Leader` at that instant (its
+//! term's; no work step by a leader whose leadership is not `Held` at that instant (its
 //! lease run out, its session gone), which the resource sees as a step with a token older
 //! than the newest term.
 
@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use sim_harness::{connect, explore, run, running, schedule_faults, server_faults, Host, World};
-use zookeeper_recipes::{LeaderLatch, Leadership};
+use zookeeper_recipes::{Holding, LeaderLatch};
 
 const PARTICIPANTS: usize = 3;
 const SESSION: Duration = Duration::from_millis(2000);
@@ -75,7 +75,7 @@ async fn participant(host: Host, resource: Arc<StdMutex<Resource>>) -> turmoil::
                 r.newest_term = r.newest_term.max(token);
             }
             for _ in 0..1 + rng.below(5) {
-                if latch.state() != Leadership::Leader {
+                if latch.state() != Holding::Held {
                     server.note(format!("{who}: stops, {:?}", latch.state()));
                     break;
                 }

@@ -18,7 +18,7 @@ use sim_harness::{
     assert_replays_exactly, explore, run, running, schedule_faults, server_faults, Host,
     Reconnecting, World,
 };
-use zookeeper_recipes::{LockState, Mutex};
+use zookeeper_recipes::{Holding, Mutex};
 
 const CONTENDERS: usize = 3;
 const SESSION: Duration = Duration::from_millis(2000);
@@ -75,7 +75,7 @@ async fn contender(host: Host, resource: Arc<StdMutex<Resource>>) -> turmoil::Re
                     r.last_grant = r.last_grant.max(token);
                 }
                 for _ in 0..1 + rng.below(4) {
-                    if guard.state() != LockState::Held {
+                    if guard.state() != Holding::Held {
                         server.note(format!("{who}: stops, guard {}", guard.state()));
                         break;
                     }

@@ -31,7 +31,7 @@ use sim_harness::{
     explore, lease_until, now, run, running, schedule_faults_with_restarts, server_faults, Host,
     Reconnecting, World, SERVER,
 };
-use zookeeper_recipes::{Layout, LockState, Mutex};
+use zookeeper_recipes::{Holding, Layout, Mutex};
 use zookeeper_testkit::sim::{SimRng, SimServer};
 use zookeeper_tokio::Client;
 
@@ -249,10 +249,10 @@ async fn ours(host: Host, referee: Referee) -> turmoil::Result {
         match mutex.acquire_timeout(PATIENCE).await {
             Ok(Some(guard)) => {
                 let token = guard.fencing_token().0;
-                if guard.state() == LockState::Held
+                if guard.state() == Holding::Held
                     && referee.granted(&who, &c, guard.path(), Some(token))
                 {
-                    let held = || guard.state() == LockState::Held;
+                    let held = || guard.state() == Holding::Held;
                     work(&referee, &who, &c, token, &mut rng, held).await;
                 }
                 referee.released(&who);

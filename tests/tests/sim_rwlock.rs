@@ -14,7 +14,7 @@ use std::time::Duration;
 use sim_harness::{
     explore, run, running, schedule_faults, server_faults, Holders, Host, Reconnecting, World,
 };
-use zookeeper_recipes::{LockState, ReadWriteLock};
+use zookeeper_recipes::{Holding, ReadWriteLock};
 
 const CONTENDERS: usize = 4;
 const SESSION: Duration = Duration::from_millis(2000);
@@ -57,7 +57,7 @@ async fn contender(host: Host, holders: Holders<bool>) -> turmoil::Result {
                 let role = if writer { "writes" } else { "reads" };
                 server.note(format!("{who}: {role} {}", guard.path()));
                 for _ in 0..1 + rng.below(4) {
-                    if guard.state() != LockState::Held {
+                    if guard.state() != Holding::Held {
                         server.note(format!("{who}: stops, guard {}", guard.state()));
                         break;
                     }

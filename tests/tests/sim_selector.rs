@@ -22,7 +22,7 @@ use sim_harness::{
     assert_replays_exactly, connect, explore, run, running, schedule_faults, server_faults, Host,
     Record, World,
 };
-use zookeeper_recipes::{CancelOn, LeaderContext, LeaderSelector, LockState, SelectorState};
+use zookeeper_recipes::{CancelOn, Holding, LeaderContext, LeaderSelector};
 use zookeeper_testkit::sim::{SimRng, SimServer};
 
 const PARTICIPANTS: usize = 3;
@@ -114,7 +114,7 @@ async fn participant(host: Host, shared: Shared) -> turmoil::Result {
         let stay = Duration::from_millis(1000 + rng.below(4000));
         let since = tokio::time::Instant::now();
         while running() && since.elapsed() < stay {
-            if matches!(selector.state(), SelectorState::Ended(_)) {
+            if matches!(selector.state(), Holding::Lost(_)) {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -184,8 +184,8 @@ impl Term {
             let forced = record.was_forced(session);
             let state = ctx.state();
             let trusted = match cancel_on {
-                CancelOn::Lost => !matches!(state, LockState::Lost(_)),
-                _ => state == LockState::Held,
+                CancelOn::Lost => !matches!(state, Holding::Lost(_)),
+                _ => state == Holding::Held,
             };
             if !trusted && !forced {
                 record.violated(

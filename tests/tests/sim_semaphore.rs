@@ -15,7 +15,7 @@ use std::time::Duration;
 use sim_harness::{
     explore, run, running, schedule_faults, server_faults, Holders, Host, Reconnecting, World,
 };
-use zookeeper_recipes::{LockState, Semaphore};
+use zookeeper_recipes::{Holding, Semaphore};
 
 const CONTENDERS: usize = 4;
 const LEASES: usize = 2;
@@ -51,7 +51,7 @@ async fn contender(host: Host, holders: Holders<()>) -> turmoil::Result {
             Ok(Some(lease)) => {
                 server.note(format!("{who}: lease {}", lease.path()));
                 for _ in 0..1 + rng.below(4) {
-                    if lease.state() != LockState::Held {
+                    if lease.state() != Holding::Held {
                         server.note(format!("{who}: stops, lease {}", lease.state()));
                         break;
                     }

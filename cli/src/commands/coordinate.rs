@@ -5,7 +5,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use zookeeper_recipes::{Layout, LockGuard, LockState, Mutex, ReadWriteLock, Semaphore};
+use zookeeper_recipes::{Holding, Layout, LockGuard, Mutex, ReadWriteLock, Semaphore};
 use zookeeper_tokio::Client;
 
 use crate::connection::Connection;
@@ -264,7 +264,7 @@ pub async fn hold(
     supervision: &Supervision,
     interrupts: &mut Interrupts,
 ) -> Outcome {
-    if let LockState::Lost(reason) = guard.state() {
+    if let Holding::Lost(reason) = guard.state() {
         return Err(Failure::new(
             exit::LOST,
             lost_message(&format!("{what} {path}"), &reason.to_string(), NOT_STARTED),

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clap::Args;
 use serde_json::json;
-use zookeeper_recipes::{ElectionLayout, Layout, LeaderLatch, LeaderObserver, Leadership, Mutex};
+use zookeeper_recipes::{ElectionLayout, Holding, Layout, LeaderLatch, LeaderObserver, Mutex};
 use zookeeper_tokio::Client;
 
 use crate::commands::coordinate::{
@@ -162,10 +162,10 @@ pub async fn elect(client: &Client, conn: &Connection, args: Elect, out: &mut Ou
 }
 
 /// Why the latch ended before we led.
-fn lost_before(path: &str, state: Leadership) -> Failure {
+fn lost_before(path: &str, state: Holding) -> Failure {
     let what = format!("place in the election {path}");
     match state {
-        Leadership::Lost(reason) => Failure::new(
+        Holding::Lost(reason) => Failure::new(
             exit::CONNECTION,
             lost_message(&what, &reason.to_string(), NOT_STARTED),
         ),

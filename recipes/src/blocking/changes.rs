@@ -9,9 +9,7 @@ use zookeeper_tokio::blocking::Client;
 
 /// Every state of a recipe, in order, as a blocking iterator: the current state first, then
 /// each transition, ending after a final state. Wraps the recipe's async stream
-/// ([`LockStateChanges`](crate::LockStateChanges),
-/// [`LeadershipChanges`](crate::LeadershipChanges),
-/// [`SelectorChanges`](crate::SelectorChanges)); it reads the lease clock as they do. It
+/// ([`HoldingChanges`](crate::HoldingChanges)); it reads the lease clock as they do. It
 /// holds a handle on the session, which stays open while it lives.
 #[derive(Debug)]
 pub struct Changes<S> {

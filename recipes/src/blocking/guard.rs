@@ -9,16 +9,15 @@ use zookeeper_tokio::{MultiOp, MultiResult};
 use super::changes::Changes;
 use crate::error::Result;
 use crate::hold::FencingToken;
-use crate::hold::LossReason;
 use crate::hold::StateWatcher;
-use crate::hold::{LockState, LockStateChanges};
+use crate::hold::{Holding, HoldingChanges};
 
 /// A held lock, read-write lock half or semaphore lease (see [`crate::LockGuard`]); released
 /// when dropped, from any thread.
 ///
 /// Its state is the async guard's, read against the session's lease clock on every look:
 /// [`state`](Self::state) after a pause past the session timeout reads
-/// [`LockState::Lost`], before anything else has run.
+/// [`Holding::Lost`], before anything else has run.
 #[must_use = "the lock is released when the guard is dropped"]
 #[derive(Debug)]
 pub struct LockGuard {
@@ -71,24 +70,25 @@ impl LockGuard {
 
     /// Whether the lock can be trusted right now, the lease checked against the clock first
     /// (see [`crate::LockGuard::state`]).
-    pub fn state(&self) -> LockState {
+    pub fn state(&self) -> Holding {
         self.inner().state()
     }
 
     /// A watcher of the latest state; its `get` reads the lease clock, from any thread.
-    pub fn state_watcher(&self) -> StateWatcher<LockState> {
+    pub fn state_watcher(&self) -> StateWatcher<Holding> {
         self.inner().state_watcher()
     }
 
-    /// Every [`LockState`] from now on, in order, as a blocking iterator ending after `Lost`.
-    pub fn state_changes(&self) -> Changes<LockStateChanges> {
+    /// Every [`Holding`] from now on, in order, as a blocking iterator ending after `Lost`.
+    pub fn state_changes(&self) -> Changes<HoldingChanges> {
         let _entered = self.client.enter();
         Changes::new(self.inner().state_changes(), &self.client)
     }
 
-    /// Blocks until the lock can no longer be trusted, and says why (see
-    /// [`crate::LockGuard::lost`]). A call after a pause past the lease returns at once.
-    pub fn wait_lost(&self) -> LossReason {
+    /// Blocks until the lock can no longer be trusted, and returns the final state, which
+    /// says why (see [`crate::LockGuard::lost`]). A call after a pause past the lease returns
+    /// at once.
+    pub fn wait_lost(&self) -> Holding {
         let lost = {
             let _entered = self.client.enter();
             self.inner().lost()
@@ -97,7 +97,7 @@ impl LockGuard {
     }
 
     /// [`wait_lost`](Self::wait_lost) for at most `timeout`; `None` while still trusted.
-    pub fn wait_lost_timeout(&self, timeout: Duration) -> Option<LossReason> {
+    pub fn wait_lost_timeout(&self, timeout: Duration) -> Option<Holding> {
         let lost = {
             let _entered = self.client.enter();
             self.inner().lost()
@@ -110,7 +110,7 @@ impl LockGuard {
 
     /// Blocks until the lock is not plainly held: a disconnect (pause the protected work) or
     /// a loss (see [`crate::LockGuard::suspended`]).
-    pub fn wait_suspended(&self) -> LockState {
+    pub fn wait_suspended(&self) -> Holding {
         let suspended = {
             let _entered = self.client.enter();
             self.inner().suspended()

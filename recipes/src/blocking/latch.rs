@@ -8,7 +8,7 @@ use super::changes::Changes;
 use crate::election::participation::Participant;
 use crate::error::Result;
 use crate::hold::FencingToken;
-use crate::hold::{Leadership, LeadershipChanges};
+use crate::hold::{Holding, HoldingChanges};
 
 /// A participant in a leader election that only says who leads (see
 /// [`crate::LeaderLatch`]: Curator's `LeaderLatch` layout). Leaves the election when dropped,
@@ -36,7 +36,7 @@ impl LeaderLatch {
     }
 
     /// Where this participant stands, the lease read against the clock first.
-    pub fn state(&self) -> Leadership {
+    pub fn state(&self) -> Holding {
         self.inner().state()
     }
 
@@ -60,8 +60,8 @@ impl LeaderLatch {
         self.inner().fencing_token()
     }
 
-    /// Every [`Leadership`] from now on, in order, as a blocking iterator.
-    pub fn changes(&self) -> Changes<LeadershipChanges> {
+    /// Every [`Holding`] from now on, in order, as a blocking iterator.
+    pub fn changes(&self) -> Changes<HoldingChanges> {
         let _entered = self.client.enter();
         Changes::new(self.inner().changes(), &self.client)
     }
@@ -78,7 +78,7 @@ impl LeaderLatch {
     }
 
     /// Blocks until leadership ends after we led (see [`crate::LeaderLatch::lost`]).
-    pub fn wait_lost(&self) -> Leadership {
+    pub fn wait_lost(&self) -> Holding {
         let lost = {
             let _entered = self.client.enter();
             self.inner().lost()

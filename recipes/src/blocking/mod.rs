@@ -6,7 +6,7 @@
 //! layouts, fairness, fencing and guarantees; its acquisitions block the calling thread, and
 //! its streams of states are blocking iterators ([`Changes`]). A guard's state is the async
 //! guard's, read against the session's lease clock on every look, so a thread resuming from
-//! a pause past the session timeout reads [`LockState::Lost`](crate::LockState::Lost) on its
+//! a pause past the session timeout reads [`Holding::Lost`](crate::Holding::Lost) on its
 //! first look. Guards and latches release when dropped, from any thread: the delete is
 //! followed on the session's thread.
 //!
@@ -17,7 +17,7 @@
 //! ```
 //! use std::time::Duration;
 //! use zookeeper_recipes::blocking::Mutex;
-//! use zookeeper_recipes::LockState;
+//! use zookeeper_recipes::Holding;
 //! use zookeeper_tokio::blocking::Client;
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -30,7 +30,7 @@
 //! let guard = mutex.acquire()?;
 //! for batch in 0..10 {
 //!     // Look before each step: a pause past the session timeout reads lost here.
-//!     if guard.state() != LockState::Held {
+//!     if guard.state() != Holding::Held {
 //!         break;
 //!     }
 //!     println!("batch {batch} under token {}", guard.fencing_token());

@@ -24,12 +24,12 @@ use zookeeper_tokio::{ErrorKind, MultiOp, MultiResult};
 
 use super::changes::Changes;
 use crate::election::participation::{read_participants, Participant};
-use crate::election::selector::{CancelOn, SelectorChanges, SelectorState};
+use crate::election::selector::CancelOn;
 use crate::error::{Error, Result};
 use crate::hold::FencingToken;
-use crate::hold::LockState;
 use crate::hold::LossReason;
-use crate::hold::Transitions;
+use crate::hold::{publisher, Transitions};
+use crate::hold::{Holding, HoldingChanges};
 use crate::lock::guard::HeldNode;
 use crate::metrics::Recipe;
 use crate::node::naming::CURATOR_LOCK;
@@ -85,7 +85,7 @@ impl LeaderContext {
     }
 
     /// The term's lock state, the lease read against the clock first.
-    pub fn state(&self) -> LockState {
+    pub fn state(&self) -> Holding {
         self.node.state()
     }
 
@@ -95,8 +95,8 @@ impl LeaderContext {
     pub fn is_cancelled(&self) -> bool {
         self.stop.is_cancelled()
             || match self.cancel_on {
-                CancelOn::Suspended => self.state() != LockState::Held,
-                CancelOn::Lost => matches!(self.state(), LockState::Lost(_)),
+                CancelOn::Suspended => self.state() != Holding::Held,
+                CancelOn::Lost => self.state().is_final(),
             }
     }
 
@@ -166,7 +166,7 @@ impl LeaderSelectorBuilder {
             .with_data(self.id.as_bytes())
             .recorded_as(Recipe::LeaderSelector);
         let shared = Arc::new(Shared {
-            state: Transitions::new(SelectorState::Queued),
+            state: publisher(Holding::Waiting),
             term: StdMutex::new(None),
             requeue: Notify::new(),
             requeue_asked: AtomicBool::new(false),
@@ -230,22 +230,25 @@ impl LeaderSelector {
     }
 
     /// Where the selector stands now.
-    pub fn state(&self) -> SelectorState {
+    pub fn state(&self) -> Holding {
         self.shared.state.current()
     }
 
     /// True while the work runs and leadership is plainly held, read against the lease
     /// clock (see [`crate::LeaderSelector::has_leadership`]).
     pub fn has_leadership(&self) -> bool {
-        self.state() == SelectorState::Leading
+        self.state() == Holding::Held
             && lock(&self.shared.term)
                 .as_ref()
-                .is_some_and(|(_, node)| node.state() == LockState::Held)
+                .is_some_and(|(_, node)| node.state() == Holding::Held)
     }
 
     /// Every state from now on, in order, as a blocking iterator.
-    pub fn changes(&self) -> Changes<SelectorChanges> {
-        Changes::new(self.shared.state.changes().into(), &self.client)
+    pub fn changes(&self) -> Changes<HoldingChanges> {
+        Changes::new(
+            HoldingChanges::new(self.shared.state.changes(), None),
+            &self.client,
+        )
     }
 
     /// The participant id.
@@ -255,7 +258,7 @@ impl LeaderSelector {
 
     /// Queues again after a term ended; false when queued or leading already, or ended.
     pub fn requeue(&self) -> bool {
-        if self.state() != SelectorState::Idle {
+        if self.state() != Holding::Idle {
             return false;
         }
         if !self.shared.requeue_asked.swap(true, Ordering::SeqCst) {
@@ -311,7 +314,7 @@ fn lock<T>(m: &StdMutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// What the selector and its task share.
 struct Shared {
-    state: Transitions<SelectorState>,
+    state: Transitions<Holding>,
     /// The running term's stop signal and node.
     term: StdMutex<Option<(CancellationToken, Arc<HeldNode>)>>,
     requeue: Notify,
@@ -336,7 +339,7 @@ struct Selection<F> {
 enum TermEnd {
     Returned,
     Panicked,
-    Cancelled(LockState),
+    Cancelled(Holding),
     Interrupted,
     Closed,
 }
@@ -345,35 +348,35 @@ impl<F: FnMut(LeaderContext) + Send + 'static> Selection<F> {
     async fn run(mut self) {
         let mut terms = 0u64;
         let end = loop {
-            self.shared.state.set(SelectorState::Queued);
+            self.shared.state.set(Holding::Waiting);
             let guard = match self.mutex.acquire_until(self.shared.close.clone()).await {
                 Ok(Some(guard)) => guard,
-                Ok(None) => break SelectorState::Closed,
+                Ok(None) => break Holding::Released,
                 Err(e) if e.is_session_terminal() => {
                     warn!(path = %self.path, id = %self.id, error = %e, "leader selection ends with the session");
-                    break SelectorState::Ended(loss_of(&e));
+                    break Holding::Lost(loss_of(&e));
                 }
                 Err(e) => {
                     warn!(path = %self.path, id = %self.id, error = %e, "could not queue for leadership; trying again");
                     tokio::select! {
                         biased;
-                        _ = self.shared.close.cancelled() => break SelectorState::Closed,
+                        _ = self.shared.close.cancelled() => break Holding::Released,
                         _ = tokio::time::sleep(RETRY_AFTER) => continue,
                     }
                 }
             };
             terms += 1;
             if let TermEnd::Closed = self.lead(guard, terms).await {
-                break SelectorState::Closed;
+                break Holding::Released;
             }
             if self.leader.is_none() {
                 // No thread could be started for the work: nothing can lead again.
-                break SelectorState::Closed;
+                break Holding::Released;
             }
             if !self.auto_requeue {
-                self.shared.state.set(SelectorState::Idle);
+                self.shared.state.set(Holding::Idle);
                 if !until_requeued(&self.shared).await {
-                    break SelectorState::Closed;
+                    break Holding::Released;
                 }
             }
         };
@@ -384,17 +387,14 @@ impl<F: FnMut(LeaderContext) + Send + 'static> Selection<F> {
     async fn lead(&mut self, guard: crate::LockGuard, term: u64) -> TermEnd {
         let node = guard.held();
         // Made before the work starts, so a suspension from the grant on counts.
-        let mut signal: Pin<Box<dyn Future<Output = LockState> + Send>> = match self.cancel_on {
+        let mut signal: Pin<Box<dyn Future<Output = Holding> + Send>> = match self.cancel_on {
             CancelOn::Suspended => Box::pin(node.suspended()),
-            CancelOn::Lost => {
-                let lost = node.lost();
-                Box::pin(async move { LockState::Lost(lost.await) })
-            }
+            CancelOn::Lost => Box::pin(node.lost()),
         };
         let stop = CancellationToken::new();
         *lock(&self.shared.term) = Some((stop.clone(), node.clone()));
         let token = node.fencing_token();
-        self.shared.state.set(SelectorState::Leading);
+        self.shared.state.set(Holding::Held);
         info!(path = %self.path, id = %self.id, %token, term, "leading");
         let context = LeaderContext {
             node: node.clone(),

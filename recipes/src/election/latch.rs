@@ -11,7 +11,7 @@ use tracing::info;
 
 use crate::election::participation::{Participant, Participation};
 use crate::error::{Error, Result};
-use crate::hold::{FencingToken, Leadership, LeadershipChanges, LossReason};
+use crate::hold::{FencingToken, Holding, HoldingChanges, LossReason};
 use crate::session::sessions::Sessions;
 
 /// A participant in a leader election on a path.
@@ -19,7 +19,7 @@ use crate::session::sessions::Sessions;
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use zookeeper_recipes::{LeaderLatch, Leadership};
+/// use zookeeper_recipes::{Holding, LeaderLatch};
 ///
 /// let servers = "127.0.0.1:2181";
 /// # let servers = &zookeeper_testkit::shared_server()
@@ -32,11 +32,11 @@ use crate::session::sessions::Sessions;
 /// // A second participant (normally another process) follows until the leader resigns.
 /// let b = LeaderLatch::start(&client, "/election/scheduler", "node-b").await?;
 /// let mut changes = b.changes();
-/// while changes.next().await != Some(Leadership::Follower) {}
+/// while changes.next().await != Some(Holding::Waiting) {}
 /// a.resign().await?;
 /// b.await_leadership().await?;
 /// assert!(b.fencing_token() > a.fencing_token());
-/// assert_eq!(a.state(), Leadership::Closed);
+/// assert_eq!(a.state(), Holding::Released);
 /// b.resign().await?;
 /// # Ok(())
 /// # }
@@ -91,7 +91,7 @@ impl LeaderLatch {
     /// Where we stand now. Checks the session's lease against the monotonic clock on every
     /// call, before anything the background task published: once the lease has run out this
     /// reads `Lost`, also on the first look of a process resuming from a pause.
-    pub fn state(&self) -> Leadership {
+    pub fn state(&self) -> Holding {
         self.current().state()
     }
 
@@ -116,11 +116,11 @@ impl LeaderLatch {
         self.current().fencing_token()
     }
 
-    /// Every change of [`Leadership`] of the current participation, in order, starting with
+    /// Every change of [`Holding`] of the current participation, in order, starting with
     /// the current state; the lease is checked before each, so the first look after a pause
-    /// past the session reads `Lost`. Ends after `Lost` or `Closed`: a latch that joins again
+    /// past the session reads `Lost`. Ends after `Lost` or `Released`: a latch that joins again
     /// afterwards is followed by asking again. Does not borrow the latch.
-    pub fn changes(&self) -> LeadershipChanges {
+    pub fn changes(&self) -> HoldingChanges {
         self.current().changes()
     }
 
@@ -154,7 +154,7 @@ impl LeaderLatch {
     /// [`resign`](Self::resign); returns the final state. Use it like a lock's `lost()`: it
     /// resolves no later than the session's lease runs out, and every poll checks the lease
     /// first.
-    pub fn lost(&self) -> impl std::future::Future<Output = Leadership> + Send + 'static {
+    pub fn lost(&self) -> impl std::future::Future<Output = Holding> + Send + 'static {
         self.current().lost()
     }
 

@@ -12,6 +12,4 @@ mod standalone;
 pub use latch::LeaderLatch;
 pub use observer::{ElectionLayout, Leader, LeaderChanges, LeaderObserver};
 pub use participation::{participants, Participant};
-pub use selector::{
-    CancelOn, LeaderContext, LeaderSelector, LeaderSelectorBuilder, SelectorChanges, SelectorState,
-};
+pub use selector::{CancelOn, LeaderContext, LeaderSelector, LeaderSelectorBuilder};

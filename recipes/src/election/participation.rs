@@ -17,10 +17,9 @@ use zookeeper_tokio::{Client, ErrorKind, EventType};
 use crate::contend::{predecessor, wait_turn, AheadRule, Line, Patience, Rule};
 use crate::error::{Error, Result};
 use crate::hold::{
-    check_node, FencingToken, Holding, LossReason, Narrate, NodeCheck, SessionFollower, TaskStop,
-    RECHECK,
+    check_node, FencingToken, HoldState, Holding, HoldingChanges, LossReason, Narrate, NodeCheck,
+    SessionFollower, TaskStop, RECHECK,
 };
-use crate::hold::{Leadership, LeadershipChanges};
 use crate::metrics;
 use crate::node::ensure_path::validate;
 use crate::node::naming::{attempt_prefix, peer_queue, Layout, CURATOR_LATCH};
@@ -52,7 +51,7 @@ pub(crate) struct Participation {
     id: String,
     node: String,
     token: FencingToken,
-    holding: Arc<Holding<Leadership>>,
+    holding: Arc<HoldState>,
     stop: TaskStop,
 }
 
@@ -85,7 +84,7 @@ impl Participation {
             node: node.clone(),
             token: FencingToken(stat.czxid),
         };
-        let holding = Holding::new(Leadership::Starting, client, narrator);
+        let holding = HoldState::new(Holding::Joining, client, narrator);
         let (stop, stop_rx) = TaskStop::new();
         let task = Follow {
             client: client.clone(),
@@ -109,13 +108,13 @@ impl Participation {
     /// Where we stand now. Checks the session's lease against the monotonic clock on every
     /// call, before anything the background task published: once the lease has run out this
     /// reads `Lost`, also on the first look of a process resuming from a pause.
-    pub(crate) fn state(&self) -> Leadership {
+    pub(crate) fn state(&self) -> Holding {
         self.holding.current()
     }
 
     /// True while we lead (not while suspended, nor once the lease ran out).
     pub(crate) fn has_leadership(&self) -> bool {
-        self.state() == Leadership::Leader
+        self.state() == Holding::Held
     }
 
     /// The client of this participation's session.
@@ -134,24 +133,20 @@ impl Participation {
         self.token
     }
 
-    /// Every change of [`Leadership`] from now on, in order, starting with the current state;
+    /// Every change of [`Holding`] from now on, in order, starting with the current state;
     /// the lease is checked before each, so the first look after a pause past the session
     /// reads `Lost`. Does not borrow the latch.
-    pub(crate) fn changes(&self) -> LeadershipChanges {
-        self.holding.changes().into()
+    pub(crate) fn changes(&self) -> HoldingChanges {
+        self.holding.changes()
     }
 
     /// Waits until we lead. Fails with [`Error::LatchLost`] (session-terminal when the
     /// session ended) if the latch loses its place first, [`Error::LatchClosed`] if it is
     /// closed first.
     pub(crate) async fn await_leadership(&self) -> Result<()> {
-        match self
-            .holding
-            .wait_for(|state| state == Leadership::Leader)
-            .await
-        {
-            Leadership::Leader => Ok(()),
-            Leadership::Lost(reason) => Err(Error::LatchLost { reason }),
+        match self.holding.wait_for(|state| state == Holding::Held).await {
+            Holding::Held => Ok(()),
+            Holding::Lost(reason) => Err(Error::LatchLost { reason }),
             _ => Err(Error::LatchClosed),
         }
     }
@@ -160,7 +155,7 @@ impl Participation {
     /// [`resign`](Self::resign); returns the final state. Use it like a lock's `lost()`: it
     /// resolves no later than the session's lease runs out, and every poll checks the lease
     /// first.
-    pub(crate) fn lost(&self) -> impl std::future::Future<Output = Leadership> + Send + 'static {
+    pub(crate) fn lost(&self) -> impl std::future::Future<Output = Holding> + Send + 'static {
         self.holding.finished()
     }
 
@@ -172,7 +167,7 @@ impl Participation {
     /// Replaces our node's data with `data` while we lead (see
     /// [`LeaderLatch::proclaim`](crate::LeaderLatch::proclaim)).
     pub(crate) async fn proclaim(&self, data: &[u8]) -> Result<()> {
-        if self.state() != Leadership::Leader {
+        if self.state() != Holding::Held {
             return Err(Error::NotLeader {
                 path: self.node.clone(),
             });
@@ -192,12 +187,12 @@ impl Participation {
     /// Leaves the election: stops following and deletes our node (retried across reconnects
     /// until it or the session is gone).
     pub(crate) async fn resign(&self) -> Result<()> {
-        self.halt(Leadership::Closed);
+        self.halt(Holding::Released);
         delete_and_wait(&self.client, &self.node).await
     }
 
     /// Stops following and ends in `final_state`; true when it was still following.
-    fn halt(&self, final_state: Leadership) -> bool {
+    fn halt(&self, final_state: Holding) -> bool {
         let was_running = self.stop.stop();
         self.holding.set(final_state);
         was_running
@@ -206,7 +201,7 @@ impl Participation {
 
 impl Drop for Participation {
     fn drop(&mut self) {
-        if self.halt(Leadership::Closed) {
+        if self.halt(Holding::Released) {
             spawn_delete(self.client.clone(), self.node.clone());
         }
     }
@@ -248,18 +243,18 @@ pub(crate) async fn read_participants(
     Ok(out)
 }
 
-/// What the metrics count of a latch's move from `old` to `new`. Every move into `Leader` is
+/// What the metrics count of a latch's move from `old` to `new`. Every move into `Held` is
 /// a gain and every move out of it a loss (a suspension included, as Curator's `LeaderLatch`
 /// listeners see it), so gains minus losses is the number of latches leading now.
-fn record_leadership(old: Leadership, new: Leadership) {
+fn record_leadership(old: Holding, new: Holding) {
     match (old, new) {
-        (Leadership::Leader, Leadership::Leader) => {}
-        (_, Leadership::Leader) => metrics::leadership_gained(),
-        (Leadership::Leader, new) => metrics::leadership_lost(match new {
-            Leadership::Suspended => "suspended",
-            Leadership::Lost(reason) => reason.label(),
-            Leadership::Closed => "resigned",
-            Leadership::Starting | Leadership::Follower | Leadership::Leader => "follower",
+        (Holding::Held, Holding::Held) => {}
+        (_, Holding::Held) => metrics::leadership_gained(),
+        (Holding::Held, new) => metrics::leadership_lost(match new {
+            Holding::Suspended => "suspended",
+            Holding::Lost(reason) => reason.label(),
+            Holding::Released => "resigned",
+            Holding::Joining | Holding::Waiting | Holding::Idle | Holding::Held => "follower",
         }),
         _ => {}
     }
@@ -273,22 +268,22 @@ struct LatchNarrator {
     token: FencingToken,
 }
 
-impl Narrate<Leadership> for LatchNarrator {
-    fn moved(&self, old: Leadership, new: Leadership) {
+impl Narrate for LatchNarrator {
+    fn moved(&self, old: Holding, new: Holding) {
         record_leadership(old, new);
         let (path, node, token) = (&*self.path, child_name(&self.node), self.token);
         match new {
-            Leadership::Leader => info!(path = %path, node = %node, %token, "leadership gained"),
-            Leadership::Lost(reason) => {
+            Holding::Held => info!(path = %path, node = %node, %token, "leadership gained"),
+            Holding::Lost(reason) => {
                 warn!(path = %path, node = %node, %token, %reason, was = %old, "leadership lost: stop leading")
             }
-            Leadership::Suspended if old == Leadership::Leader => warn!(
+            Holding::Suspended if old == Holding::Held => warn!(
                 path = %path,
                 node = %node,
                 %token,
                 "leadership suspended: connection lost; pause leading"
             ),
-            Leadership::Closed if old == Leadership::Leader => {
+            Holding::Released if old == Holding::Held => {
                 info!(path = %path, node = %node, %token, "leadership given up")
             }
             _ => {}
@@ -302,7 +297,7 @@ struct Follow {
     path: String,
     ours: String,
     owner: i64,
-    holding: Arc<Holding<Leadership>>,
+    holding: Arc<HoldState>,
 }
 
 /// What one step of following concluded.
@@ -316,7 +311,7 @@ enum Step {
 }
 
 impl Follow {
-    fn set(&self, s: Leadership) {
+    fn set(&self, s: Holding) {
         self.holding.set(s);
     }
 
@@ -345,7 +340,7 @@ impl Follow {
             None,
             Patience::Forever,
             Rule::Ahead(RULE),
-            |_| self.set(Leadership::Follower),
+            |_| self.set(Holding::Waiting),
         )
         .await;
         match turn {
@@ -363,7 +358,7 @@ impl Follow {
     async fn lead(&self) -> Step {
         match check_node(&self.client, &join(&self.path, &self.ours), self.owner).await {
             NodeCheck::Ours(watcher) => {
-                self.set(Leadership::Leader);
+                self.set(Holding::Held);
                 Step::Lead(watcher)
             }
             NodeCheck::Gone => Step::End(LossReason::NodeDeleted),
@@ -386,7 +381,7 @@ impl Follow {
     async fn run(self, mut follower: SessionFollower, mut stop: oneshot::Receiver<()>) {
         loop {
             if !follower.is_connected() {
-                self.set(Leadership::Suspended);
+                self.set(Holding::Suspended);
                 let signal = tokio::select! {
                     biased;
                     _ = &mut stop => return,
@@ -410,7 +405,7 @@ impl Follow {
             };
             match step {
                 Step::End(reason) => {
-                    self.set(Leadership::Lost(reason));
+                    self.set(Holding::Lost(reason));
                     return;
                 }
                 Step::Again => {
@@ -438,7 +433,7 @@ impl Follow {
                         }
                         event = watcher => {
                             if event.event_type == EventType::NodeDeleted {
-                                self.set(Leadership::Lost(LossReason::NodeDeleted));
+                                self.set(Holding::Lost(LossReason::NodeDeleted));
                                 return;
                             }
                         }

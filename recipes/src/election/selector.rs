@@ -25,8 +25,7 @@ use zookeeper_tokio::{Client, ErrorKind, MultiOp, MultiResult};
 use crate::election::participation::{read_participants, Participant};
 use crate::error::{Error, Result};
 use crate::hold::{
-    changes_stream, Fenced, FencedWork, FencingToken, LockState, LockStateChanges, LossReason,
-    Phase, Transitions,
+    publisher, Fenced, FencedWork, FencingToken, Holding, HoldingChanges, LossReason, Transitions,
 };
 use crate::lock::guard::{HeldNode, LockGuard};
 use crate::lock::mutex::Mutex;
@@ -59,64 +58,16 @@ pub enum CancelOn {
     Lost,
 }
 
-/// Where a [`LeaderSelector`] stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SelectorState {
-    /// In the queue, waiting to lead.
-    Queued,
-    /// Leading: the leader's work runs.
-    Leading,
-    /// Out of the queue: a term ended and no requeue was asked for
-    /// ([`LeaderSelector::requeue`]).
-    Idle,
-    /// The session behind the selector ended and no new one can be opened (it runs on a
-    /// `&Client`; on renewing [`Sessions`] it queues again on the next session): no term can
-    /// follow.
-    Ended(LossReason),
-    /// Closed.
-    Closed,
-}
-
 impl CancelOn {
     /// The states of the term's lock in which the work is cancelled (besides `Lost`, which
     /// always cancels it): what the selector's task waits for, and what every poll of the
     /// work is checked against.
-    fn stops_in(self) -> fn(LockState) -> bool {
+    fn stops_in(self) -> fn(Holding) -> bool {
         match self {
-            CancelOn::Suspended => |state| state != LockState::Held,
-            CancelOn::Lost => |state| matches!(state, LockState::Lost(_)),
+            CancelOn::Suspended => |state| state != Holding::Held,
+            CancelOn::Lost => |state| state.is_final(),
         }
     }
-}
-
-impl std::fmt::Display for SelectorState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SelectorState::Queued => f.write_str("queued"),
-            SelectorState::Leading => f.write_str("leading"),
-            SelectorState::Idle => f.write_str("idle (not queued)"),
-            SelectorState::Ended(reason) => write!(f, "ended: {reason}"),
-            SelectorState::Closed => f.write_str("closed"),
-        }
-    }
-}
-
-impl Phase for SelectorState {
-    // A selector whose state is no longer published is gone.
-    const ENDED: Self = SelectorState::Closed;
-
-    fn is_final(self) -> bool {
-        matches!(self, SelectorState::Ended(_) | SelectorState::Closed)
-    }
-}
-
-changes_stream! {
-    /// Every [`SelectorState`] a selector goes through, in order: the current state first,
-    /// then each change, ending after a final state ([`SelectorState::Ended`] or
-    /// [`SelectorState::Closed`]). Also a [`futures_core::Stream`].
-    ///
-    /// A receiver that falls more than 32 changes behind loses the oldest of them.
-    SelectorChanges of SelectorState
 }
 
 /// What a leader's work is given: its term's fencing token and the signals that end it.
@@ -171,23 +122,23 @@ impl LeaderContext {
 
     /// Whether leadership can be trusted right now; checks the session's lease against the
     /// clock on every call (see [`LockGuard::state`]).
-    pub fn state(&self) -> LockState {
+    pub fn state(&self) -> Holding {
         self.node.state()
     }
 
     /// Every state of this term's leadership, in order (see [`LockGuard::state_changes`]).
-    pub fn state_changes(&self) -> LockStateChanges {
+    pub fn state_changes(&self) -> HoldingChanges {
         self.node.state_changes()
     }
 
     /// Resolves when leadership is lost (see [`LockGuard::lost`]).
-    pub fn lost(&self) -> impl Future<Output = LossReason> + Send + 'static {
+    pub fn lost(&self) -> impl Future<Output = Holding> + Send + 'static {
         self.node.lost()
     }
 
     /// Resolves when leadership is not plainly held: a disconnect, or loss (see
     /// [`LockGuard::suspended`]).
-    pub fn suspended(&self) -> impl Future<Output = LockState> + Send + 'static {
+    pub fn suspended(&self) -> impl Future<Output = Holding> + Send + 'static {
         self.node.suspended()
     }
 
@@ -260,7 +211,7 @@ impl LeaderSelectorBuilder {
             .with_data(self.id.as_bytes())
             .recorded_as(Recipe::LeaderSelector);
         let shared = Arc::new(Shared {
-            state: Transitions::new(SelectorState::Queued),
+            state: publisher(Holding::Waiting),
             term: StdMutex::new(None),
             requeue: Notify::new(),
             requeue_asked: AtomicBool::new(false),
@@ -352,24 +303,24 @@ impl LeaderSelector {
     }
 
     /// Where the selector stands now.
-    pub fn state(&self) -> SelectorState {
+    pub fn state(&self) -> Holding {
         self.shared.state.current()
     }
 
     /// True while the leader's work runs and leadership is plainly held: the term's lock read
     /// against the lease clock (as [`LockGuard::state`] is), so a look right after a pause past
     /// the session reads false, before the selector's task has run again. (`state()` stays
-    /// `Leading` until that task has ended the term.)
+    /// `Held` until that task has ended the term.)
     pub fn has_leadership(&self) -> bool {
-        self.state() == SelectorState::Leading
+        self.state() == Holding::Held
             && lock(&self.shared.term)
                 .as_ref()
-                .is_some_and(|(_, node)| node.state() == LockState::Held)
+                .is_some_and(|(_, node)| node.state() == Holding::Held)
     }
 
     /// Every state from now on, in order, starting with the current one.
-    pub fn changes(&self) -> SelectorChanges {
-        self.shared.state.changes().into()
+    pub fn changes(&self) -> HoldingChanges {
+        HoldingChanges::new(self.shared.state.changes(), None)
     }
 
     /// The participant id.
@@ -380,7 +331,7 @@ impl LeaderSelector {
     /// Queues for leadership again after a term ended (Curator's `requeue()`): true when it
     /// did; false when the selector is queued or leading already, or ended.
     pub fn requeue(&self) -> bool {
-        if self.state() != SelectorState::Idle {
+        if self.state() != Holding::Idle {
             return false;
         }
         if !self.shared.requeue_asked.swap(true, Ordering::SeqCst) {
@@ -432,7 +383,7 @@ fn lock<T>(m: &StdMutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// What the selector and its task share.
 struct Shared {
-    state: Transitions<SelectorState>,
+    state: Transitions<Holding>,
     /// The running term's cancellation, for [`LeaderSelector::interrupt_leadership`], and its
     /// node, for [`LeaderSelector::has_leadership`].
     term: StdMutex<Option<(CancellationToken, Arc<HeldNode>)>>,
@@ -456,7 +407,7 @@ struct Selection<F> {
 enum TermEnd {
     Returned,
     Panicked,
-    Cancelled(LockState),
+    Cancelled(Holding),
     Interrupted,
     Closed,
 }
@@ -469,34 +420,34 @@ where
     async fn run(mut self) {
         let mut terms = 0u64;
         let end = loop {
-            self.shared.state.set(SelectorState::Queued);
+            self.shared.state.set(Holding::Waiting);
             // A close while queued returns once our waiting node is deleted.
             let acquired = self.mutex.acquire_until(self.shared.close.clone()).await;
             let guard = match acquired {
                 Ok(Some(guard)) => guard,
-                Ok(None) => break SelectorState::Closed,
+                Ok(None) => break Holding::Released,
                 Err(e) if e.is_session_terminal() => {
                     warn!(path = %self.path, id = %self.id, error = %e, "leader selection ends with the session");
-                    break SelectorState::Ended(loss_of(&e));
+                    break Holding::Lost(loss_of(&e));
                 }
                 Err(e) => {
                     warn!(path = %self.path, id = %self.id, error = %e, "could not queue for leadership; trying again");
                     if pause(&self.shared).await {
                         continue;
                     }
-                    break SelectorState::Closed;
+                    break Holding::Released;
                 }
             };
             terms += 1;
             let path = self.path.clone();
             let term = self.lead(guard, terms);
             if let TermEnd::Closed = spans::traced(Op::Lead, "leader_selector", &path, term).await {
-                break SelectorState::Closed;
+                break Holding::Released;
             }
             if !self.auto_requeue {
-                self.shared.state.set(SelectorState::Idle);
+                self.shared.state.set(Holding::Idle);
                 if !until_requeued(&self.shared).await {
-                    break SelectorState::Closed;
+                    break Holding::Released;
                 }
             }
         };
@@ -512,7 +463,7 @@ where
         let interrupt = CancellationToken::new();
         *lock(&self.shared.term) = Some((interrupt.clone(), guard.held()));
         let token = node.fencing_token();
-        self.shared.state.set(SelectorState::Leading);
+        self.shared.state.set(Holding::Held);
         info!(path = %self.path, id = %self.id, %token, term, "leading");
         let context = LeaderContext {
             client: node.client().clone(),
@@ -609,12 +560,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn states_read_as_words() {
-        assert_eq!(SelectorState::Leading.to_string(), "leading");
-        assert_eq!(
-            SelectorState::Ended(LossReason::SessionExpired).to_string(),
-            "ended: the session expired"
-        );
-        assert!(SelectorState::Closed.is_final() && !SelectorState::Idle.is_final());
+    fn a_selector_whose_session_ended_is_lost_for_the_sessions_reason() {
+        let cases = [
+            (
+                Error::Client(ErrorKind::SessionExpired.into()),
+                LossReason::SessionExpired,
+            ),
+            (
+                Error::Client(ErrorKind::Closed.into()),
+                LossReason::SessionClosed,
+            ),
+            (Error::Disconnected, LossReason::LeaseExpired),
+        ];
+        for (error, reason) in cases {
+            assert!(error.is_session_terminal(), "{error}");
+            assert_eq!(Holding::Lost(loss_of(&error)), Holding::Lost(reason));
+        }
+    }
+
+    #[test]
+    fn the_work_stops_in_the_states_its_cancel_on_names() {
+        let suspended = CancelOn::Suspended.stops_in();
+        let lost = CancelOn::Lost.stops_in();
+        let gone = [Holding::Lost(LossReason::NodeDeleted), Holding::Released];
+        assert!(!suspended(Holding::Held) && !lost(Holding::Held));
+        assert!(suspended(Holding::Suspended) && !lost(Holding::Suspended));
+        assert!(gone.into_iter().all(|s| suspended(s) && lost(s)));
     }
 }

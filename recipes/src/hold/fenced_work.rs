@@ -13,26 +13,27 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use super::holding::{HoldPhase, Holding};
+use super::hold_state::HoldState;
+use super::holding::Holding;
 
 /// How a fenced work ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Fenced<S> {
+pub(crate) enum Fenced {
     /// The work returned.
     Returned,
     /// The hold was in doubt at a poll: the work was dropped unpolled, in `state`.
-    Stopped(S),
+    Stopped(Holding),
 }
 
 /// `work`, polled only until `stops` says yes of the hold's state (read on every poll).
-pub(crate) struct FencedWork<W, S> {
+pub(crate) struct FencedWork<W> {
     work: Pin<Box<W>>,
-    holding: Arc<Holding<S>>,
-    stops: fn(S) -> bool,
+    holding: Arc<HoldState>,
+    stops: fn(Holding) -> bool,
 }
 
-impl<W: Future<Output = ()>, S: HoldPhase> FencedWork<W, S> {
-    pub(crate) fn new(work: W, holding: Arc<Holding<S>>, stops: fn(S) -> bool) -> Self {
+impl<W: Future<Output = ()>> FencedWork<W> {
+    pub(crate) fn new(work: W, holding: Arc<HoldState>, stops: fn(Holding) -> bool) -> Self {
         FencedWork {
             work: Box::pin(work),
             holding,
@@ -41,10 +42,10 @@ impl<W: Future<Output = ()>, S: HoldPhase> FencedWork<W, S> {
     }
 }
 
-impl<W: Future<Output = ()>, S: HoldPhase> Future for FencedWork<W, S> {
-    type Output = Fenced<S>;
+impl<W: Future<Output = ()>> Future for FencedWork<W> {
+    type Output = Fenced;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Fenced<S>> {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Fenced> {
         let state = self.holding.current();
         if (self.stops)(state) || state.is_final() {
             return Poll::Ready(Fenced::Stopped(state));

@@ -3,7 +3,8 @@
 
 use std::fmt;
 
-/// Why a lock was lost.
+/// Why a hold was lost: a lock or lease, a latch's place, a selector's session (letting
+/// go is [`Holding::Released`](crate::Holding::Released), not a loss).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LossReason {
     /// The session expired: the server removed our ephemeral node.
@@ -21,8 +22,6 @@ pub enum LossReason {
     /// (see [`Error::SequenceWrapped`](crate::Error::SequenceWrapped)), so a leader latch
     /// leaves rather than risk a second leader.
     SequenceWrapped,
-    /// We released it.
-    Released,
 }
 
 impl fmt::Display for LossReason {
@@ -37,7 +36,6 @@ impl fmt::Display for LossReason {
             LossReason::SequenceWrapped => {
                 "sequence numbers wrapped past 2^31: the peers' order is broken"
             }
-            LossReason::Released => "released",
         })
     }
 }
@@ -52,7 +50,6 @@ impl LossReason {
             LossReason::LeaseExpired => "lease_expired",
             LossReason::NodeDeleted => "node_deleted",
             LossReason::SequenceWrapped => "sequence_wrapped",
-            LossReason::Released => "released",
         }
     }
 }

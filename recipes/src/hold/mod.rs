@@ -4,31 +4,32 @@
 //! One layer for every recipe that guards exclusive work (the locks' guards, the semaphore's
 //! leases, the leader latch, the leader selector's terms): the session followed for them
 //! (`session_follower`), the session's lease read against the clock on every look
-//! (`session_lease`, `holding`), the state published to every reader (`transitions`), the look at whether our
-//! node is still ours and its retry (`node`), and work polled only while the hold is trusted
-//! (`fenced_work`). Nothing here imports a recipe: the recipes build on it.
+//! (`session_lease`, `hold_state`), the state ([`Holding`]) published to every reader through
+//! the client's `transitions` and read against the lease (`state_watcher`, [`HoldingChanges`]),
+//! the look at whether our node is still ours and its retry (`node`), and work polled only
+//! while the hold is trusted (`fenced_work`). Nothing here imports a recipe: the recipes build
+//! on it.
 //!
 //! "Lease" here is always the session's (the client's `lease_deadline`); the semaphore's
 //! leases are `semaphore`'s.
 
 mod fenced_work;
+mod hold_state;
 mod holding;
-mod leadership;
-mod lock_state;
 mod loss_reason;
 mod node;
 mod session_follower;
 mod session_lease;
+mod state_watcher;
 mod token;
-mod transitions;
 
 pub(crate) use fenced_work::{Fenced, FencedWork};
-pub(crate) use holding::{Holding, Narrate};
-pub use leadership::{Leadership, LeadershipChanges};
-pub use lock_state::{LockState, LockStateChanges};
+pub(crate) use hold_state::{HoldState, Narrate};
+pub(crate) use holding::publisher;
+pub use holding::{Holding, HoldingChanges};
 pub use loss_reason::LossReason;
 pub(crate) use node::{check_node, NodeCheck, TaskStop, RECHECK};
 pub(crate) use session_follower::{SessionFollower, SessionSignal};
+pub use state_watcher::StateWatcher;
 pub use token::FencingToken;
-pub use transitions::StateWatcher;
-pub(crate) use transitions::{changes_stream, Changes, Phase, Transitions};
+pub(crate) use zookeeper_tokio::transitions::Transitions;

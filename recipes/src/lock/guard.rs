@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex as StdMutex};
 use zookeeper_tokio::{Client, ErrorKind, MultiOp, MultiResult, Stat};
 
 use crate::error::{Error, Result};
-use crate::hold::{FencingToken, Holding, LockState, LockStateChanges, LossReason, StateWatcher};
+use crate::hold::{FencingToken, HoldState, Holding, HoldingChanges, StateWatcher};
 use crate::lock::loss_monitor::LossMonitor;
 use crate::metrics::{Hold, Recipe};
 use crate::node::release::{delete_and_wait, delete_queued, spawn_delete};
@@ -50,7 +50,7 @@ impl HeldNode {
     }
 
     pub(crate) fn is_lost(&self) -> bool {
-        matches!(self.monitor.current(), LockState::Lost(_))
+        self.monitor.current().is_final()
     }
 
     pub(crate) fn path(&self) -> &str {
@@ -66,32 +66,32 @@ impl HeldNode {
         FencingToken(self.stat.czxid)
     }
 
-    pub(crate) fn state(&self) -> LockState {
+    pub(crate) fn state(&self) -> Holding {
         self.monitor.current()
     }
 
     /// The node's state as every reader sees it.
-    pub(crate) fn holding(&self) -> std::sync::Arc<Holding<LockState>> {
+    pub(crate) fn holding(&self) -> std::sync::Arc<HoldState> {
         self.monitor.holding()
     }
 
-    pub(crate) fn state_changes(&self) -> LockStateChanges {
+    pub(crate) fn state_changes(&self) -> HoldingChanges {
         self.monitor.changes()
     }
 
-    pub(crate) fn lost(&self) -> impl Future<Output = LossReason> + Send + 'static {
+    pub(crate) fn lost(&self) -> impl Future<Output = Holding> + Send + 'static {
         self.monitor.lost()
     }
 
-    pub(crate) fn suspended(&self) -> impl Future<Output = LockState> + Send + 'static {
+    pub(crate) fn suspended(&self) -> impl Future<Output = Holding> + Send + 'static {
         self.monitor.suspended()
     }
 
     /// The first state from now on that `stop` accepts, or `Lost` (see `LossMonitor::until`).
     pub(crate) fn until(
         &self,
-        stop: fn(LockState) -> bool,
-    ) -> impl Future<Output = LockState> + Send + 'static {
+        stop: fn(Holding) -> bool,
+    ) -> impl Future<Output = Holding> + Send + 'static {
         self.monitor.until(stop)
     }
 
@@ -184,9 +184,9 @@ pub(crate) fn first_guard(node: Arc<HeldNode>, slot: Option<&HoldSlot>) -> LockG
 ///
 /// | Signal | Meaning | The protected work should |
 /// |---|---|---|
-/// | [`LockState::Held`] | connected, the lease runs, our node is ours | go on |
-/// | [`LockState::Suspended`] | disconnected: still ours only if a server takes the session back in time | pause; when in doubt, stop (Curator's advice): nothing proves the lock is ours until it reads `Held` again |
-/// | [`LockState::Lost`] | the lease ran out, the session ended, or our node was deleted | stop at once: another contender may hold the lock |
+/// | [`Holding::Held`] | connected, the lease runs, our node is ours | go on |
+/// | [`Holding::Suspended`] | disconnected: still ours only if a server takes the session back in time | pause; when in doubt, stop (Curator's advice): nothing proves the lock is ours until it reads `Held` again |
+/// | [`Holding::Lost`] | the lease ran out, the session ended, or our node was deleted | stop at once: another contender may hold the lock |
 ///
 /// The lease ([`zookeeper_tokio::Client::lease_deadline`]) ends no later than the server
 /// could expire our session, so `Lost` comes before anyone else can be granted the lock —
@@ -203,7 +203,7 @@ pub(crate) fn first_guard(node: Arc<HeldNode>, slot: Option<&HoldSlot>) -> LockG
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use zookeeper_recipes::{LockState, LossReason, Mutex};
+/// use zookeeper_recipes::{Holding, LossReason, Mutex};
 ///
 /// let servers = "127.0.0.1:2181";
 /// # let servers = &zookeeper_testkit::shared_server()
@@ -211,7 +211,7 @@ pub(crate) fn first_guard(node: Arc<HeldNode>, slot: Option<&HoldSlot>) -> LockG
 /// let client = zookeeper_tokio::Client::connect(servers).await?;
 /// let mutex = Mutex::new(&client, "/locks/report")?;
 /// let guard = mutex.acquire().await?;
-/// assert_eq!(guard.state(), LockState::Held);
+/// assert_eq!(guard.state(), Holding::Held);
 ///
 /// // Reentrant only when asked: one node, two holds.
 /// let again = guard.reenter()?;
@@ -222,8 +222,8 @@ pub(crate) fn first_guard(node: Arc<HeldNode>, slot: Option<&HoldSlot>) -> LockG
 /// // node (a session expiry or a long disconnect does the same).
 /// let lost = guard.lost();
 /// client.delete(guard.path(), None).await?;
-/// assert_eq!(lost.await, LossReason::NodeDeleted);
-/// assert_eq!(guard.state(), LockState::Lost(LossReason::NodeDeleted));
+/// assert_eq!(lost.await, Holding::Lost(LossReason::NodeDeleted));
+/// assert_eq!(guard.state(), Holding::Lost(LossReason::NodeDeleted));
 /// # Ok(())
 /// # }
 /// ```
@@ -300,31 +300,32 @@ impl LockGuard {
     /// by someone else) once [`lost`](Self::lost), [`suspended`](Self::suspended),
     /// [`state_watcher`](Self::state_watcher) or [`state_changes`](Self::state_changes) has
     /// been called.
-    pub fn state(&self) -> LockState {
+    pub fn state(&self) -> Holding {
         self.node.state()
     }
 
-    /// A watcher of the latest [`LockState`], read against the lease clock on every look (as
+    /// A watcher of the latest [`Holding`], read against the lease clock on every look (as
     /// [`state`](Self::state) is), from any thread. It keeps only the latest value: a
     /// disconnect healed before the watcher looks leaves no trace in it. Use
     /// [`state_changes`](Self::state_changes) to see every transition.
-    pub fn state_watcher(&self) -> StateWatcher<LockState> {
+    pub fn state_watcher(&self) -> StateWatcher<Holding> {
         self.node.monitor.watcher()
     }
 
-    /// Every [`LockState`] from now on, in order: the current one first, then each
+    /// Every [`Holding`] from now on, in order: the current one first, then each
     /// transition (a `Suspended` and the `Held` after it, however quickly the connection came
     /// back), ending after `Lost`. Does not borrow the guard.
-    pub fn state_changes(&self) -> LockStateChanges {
+    pub fn state_changes(&self) -> HoldingChanges {
         self.node.state_changes()
     }
 
-    /// Resolves when the lock can no longer be trusted: the session's lease ran out (no
-    /// later than its end: before the server can expire the session and grant the lock to
-    /// anyone else), the session expired or was closed, or someone else deleted our node.
-    /// Every poll checks the lease first, so a future polled after a pause is ready at once.
-    /// The future does not borrow the guard.
-    pub fn lost(&self) -> impl Future<Output = LossReason> + Send + 'static {
+    /// Resolves with the final state when the lock can no longer be trusted:
+    /// [`Holding::Lost`] when the session's lease ran out (no later than its end: before the
+    /// server can expire the session and grant the lock to anyone else), the session expired
+    /// or was closed, or someone else deleted our node; [`Holding::Released`] when the lock
+    /// was released first. Every poll checks the lease first, so a future polled after a
+    /// pause is ready at once. The future does not borrow the guard.
+    pub fn lost(&self) -> impl Future<Output = Holding> + Send + 'static {
         self.node.lost()
     }
 
@@ -335,7 +336,7 @@ impl LockGuard {
     ///
     /// At `Suspended`, pause the protected work, and stop it when in doubt: until the state
     /// reads `Held` again nothing proves the lock is still ours.
-    pub fn suspended(&self) -> impl Future<Output = LockState> + Send + 'static {
+    pub fn suspended(&self) -> impl Future<Output = Holding> + Send + 'static {
         self.node.suspended()
     }
 

@@ -10,7 +10,7 @@
 //! release) and reports it lost when someone else deletes it.
 //!
 //! The task is not the only judge: every look at the state ([`LockGuard::state`], polling
-//! [`LockGuard::lost`], the watcher, the change stream) goes through the node's `Holding`,
+//! [`LockGuard::lost`], the watcher, the change stream) goes through the node's `HoldState`,
 //! which checks the lease against the clock first, so a process that was paused past its
 //! lease reads `Lost` before any task of it has run again.
 //!
@@ -24,7 +24,7 @@ use tracing::{debug, info, warn};
 use zookeeper_tokio::{Client, EventType, OneshotWatcher};
 
 use crate::hold::{
-    check_node, FencingToken, Holding, LockState, LockStateChanges, LossReason, Narrate, NodeCheck,
+    check_node, FencingToken, HoldState, Holding, HoldingChanges, LossReason, Narrate, NodeCheck,
     SessionFollower, SessionSignal, StateWatcher, TaskStop, RECHECK,
 };
 use crate::metrics::Hold;
@@ -38,35 +38,37 @@ struct LockNarrator {
     hold: Hold,
 }
 
-impl Narrate<LockState> for LockNarrator {
-    fn moved(&self, _old: LockState, new: LockState) {
+impl Narrate for LockNarrator {
+    fn moved(&self, _old: Holding, new: Holding) {
         let path = self.node.rsplit_once('/').map_or("", |(parent, _)| parent);
         let (node, token) = (child_name(&self.node), self.token);
         match new {
-            LockState::Lost(LossReason::Released) => {
+            Holding::Released => {
                 self.hold.ended(None);
                 debug!(path = %path, node = %node, %token, "lock released")
             }
-            LockState::Lost(reason) => {
+            Holding::Lost(reason) => {
                 self.hold.ended(Some(reason.label()));
                 warn!(path = %path, node = %node, %token, %reason, "lock lost: stop the work it protects")
             }
-            LockState::Suspended => warn!(
+            Holding::Suspended => warn!(
                 path = %path,
                 node = %node,
                 %token,
                 "lock suspended: connection lost; pause the work it protects"
             ),
-            LockState::Held => {
+            Holding::Held => {
                 info!(path = %path, node = %node, %token, "lock held again: reconnected within the lease")
             }
+            // A lock's state is only ever held, suspended or over.
+            Holding::Joining | Holding::Waiting | Holding::Idle => {}
         }
     }
 }
 
 /// The handle on a node's monitor task.
 pub(crate) struct LossMonitor {
-    holding: Arc<Holding<LockState>>,
+    holding: Arc<HoldState>,
     arm: Arc<Notify>,
     stop: TaskStop,
 }
@@ -87,7 +89,7 @@ impl LossMonitor {
             token,
             hold,
         };
-        let holding = Holding::new(LockState::Held, client, narrator);
+        let holding = HoldState::new(Holding::Held, client, narrator);
         let arm = Arc::new(Notify::new());
         let (stop, stop_rx) = TaskStop::new();
         let task = Monitor {
@@ -103,63 +105,56 @@ impl LossMonitor {
     }
 
     /// The state now, the lease checked against the clock first.
-    pub(crate) fn current(&self) -> LockState {
+    pub(crate) fn current(&self) -> Holding {
         self.holding.current()
     }
 
     /// The state as every reader sees it.
-    pub(crate) fn holding(&self) -> Arc<Holding<LockState>> {
+    pub(crate) fn holding(&self) -> Arc<HoldState> {
         self.holding.clone()
     }
 
     /// The latest state, read against the lease on every look; also starts watching the node
     /// itself.
-    pub(crate) fn watcher(&self) -> StateWatcher<LockState> {
+    pub(crate) fn watcher(&self) -> StateWatcher<Holding> {
         self.arm.notify_one();
         self.holding.watcher()
     }
 
     /// Every state from now on, in order, the lease checked before each; also starts watching
     /// the node itself.
-    pub(crate) fn changes(&self) -> LockStateChanges {
+    pub(crate) fn changes(&self) -> HoldingChanges {
         self.arm.notify_one();
-        self.holding.changes().into()
+        self.holding.changes()
     }
 
-    /// Resolves with the reason once the lock is lost; checks the lease on every poll, so
-    /// it is ready at once when polled after the lease ran out. Does not borrow the monitor.
-    pub(crate) fn lost(&self) -> impl std::future::Future<Output = LossReason> + Send + 'static {
+    /// Resolves with the final state once the lock is lost (or released); checks the lease
+    /// on every poll, so it is ready at once when polled after the lease ran out. Does not
+    /// borrow the monitor.
+    pub(crate) fn lost(&self) -> impl std::future::Future<Output = Holding> + Send + 'static {
         self.arm.notify_one();
-        let finished = self.holding.finished();
-        async move {
-            match finished.await {
-                LockState::Lost(reason) => reason,
-                _ => LossReason::Released,
-            }
-        }
+        self.holding.finished()
     }
 
     /// Resolves with the first state other than `Held` (a suspension counts even if the
     /// connection is back by the time anyone looks), the lease checked on every poll.
-    pub(crate) fn suspended(
-        &self,
-    ) -> impl std::future::Future<Output = LockState> + Send + 'static {
-        self.until(|state| state != LockState::Held)
+    pub(crate) fn suspended(&self) -> impl std::future::Future<Output = Holding> + Send + 'static {
+        self.until(|state| state != Holding::Held)
     }
 
     /// Resolves with the first state from now on that `stop` accepts, or `Lost`, the lease
     /// checked on every poll; also starts watching the node itself.
     pub(crate) fn until(
         &self,
-        stop: fn(LockState) -> bool,
-    ) -> impl std::future::Future<Output = LockState> + Send + 'static {
+        stop: fn(Holding) -> bool,
+    ) -> impl std::future::Future<Output = Holding> + Send + 'static {
         self.arm.notify_one();
         self.holding.first(stop)
     }
 
     /// Stops the task and tells every receiver the lock was released.
     pub(crate) fn stop(&self) {
-        self.holding.lose(LossReason::Released);
+        self.holding.set(Holding::Released);
         self.stop.stop();
     }
 }
@@ -175,7 +170,7 @@ struct Monitor {
     /// Our node's full path.
     node: String,
     owner: i64,
-    holding: Arc<Holding<LockState>>,
+    holding: Arc<HoldState>,
 }
 
 impl Monitor {
@@ -216,7 +211,7 @@ impl Monitor {
                 }
             }
         }
-        self.holding.set(LockState::Held);
+        self.holding.set(Holding::Held);
         true
     }
 

@@ -62,7 +62,7 @@ pub(crate) const RULE: AheadRule = predecessor;
 /// // this order makes the loss win.
 /// tokio::select! {
 ///     biased;
-///     reason = guard.lost() => eprintln!("lock lost: {reason:?}"),
+///     state = guard.lost() => eprintln!("lock {state}"),
 ///     _ = async { /* protected work using `token` */ } => {}
 /// }
 /// guard.release().await?;
