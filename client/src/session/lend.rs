@@ -13,6 +13,7 @@
 
 use tracing::debug;
 
+use super::pending::Pending;
 use super::{Phase, Session};
 use crate::packet::Written;
 
@@ -59,8 +60,17 @@ impl Session {
         self.out.extend_from_slice(&rest);
         debug!(xid, ?opcode, "request sent by its caller");
         let write = crate::packet::is_write(opcode);
-        self.pending
-            .push_user(xid, reply, watch, deadline, write, caller_here, sent);
+        self.pending.push(
+            Pending::User {
+                xid,
+                reply: Some(reply),
+                watch,
+                deadline,
+                write,
+                caller_here,
+            },
+            sent,
+        );
         self.last_send = self.last_send.max(sent);
     }
 }

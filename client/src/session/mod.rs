@@ -689,8 +689,17 @@ impl Session {
                 crate::packet::set_xid(&mut self.out[start..], xid);
                 debug!(xid, ?opcode, "request sent");
                 let write = crate::packet::is_write(opcode);
-                self.pending
-                    .push_user(xid, reply, watch, deadline, write, caller_here, now);
+                self.pending.push(
+                    Pending::User {
+                        xid,
+                        reply: Some(reply),
+                        watch,
+                        deadline,
+                        write,
+                        caller_here,
+                    },
+                    now,
+                );
             }
             PacketKind::Auth { scheme, auth } => {
                 span.sent(xid::AUTH, self.session_id, self.current_host.as_ref());

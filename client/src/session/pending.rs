@@ -106,28 +106,6 @@ impl PendingQueue {
         self.requests.push_back((entry, sent));
     }
 
-    /// A user request written to the connection at `sent`.
-    pub fn push_user(
-        &mut self,
-        xid: i32,
-        reply: ReplyTx,
-        watch: Option<WatchRegistration>,
-        deadline: Option<Instant>,
-        write: bool,
-        caller_here: bool,
-        sent: Instant,
-    ) {
-        let entry = Pending::User {
-            xid,
-            reply: Some(reply),
-            watch,
-            deadline,
-            write,
-            caller_here,
-        };
-        self.push(entry, sent);
-    }
-
     /// Nothing is waiting for a reply, ordered or `auth`.
     pub fn is_empty(&self) -> bool {
         self.requests.is_empty() && self.auths.is_empty()

@@ -424,9 +424,8 @@ fn a_reply_then_an_event_in_one_read_are_handed_out_in_that_order() {
     ] {
         let mut payload = BytesMut::new();
         header.encode(&mut payload);
-        match event {
-            Some(event) => event.encode(&mut payload),
-            None => {}
+        if let Some(event) = event {
+            event.encode(&mut payload);
         }
         read.put_i32(payload.len() as i32);
         read.extend_from_slice(&payload);
