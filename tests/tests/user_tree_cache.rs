@@ -339,12 +339,9 @@ async fn a_tree_cache_on_a_client_that_folds_its_event_stream_sees_every_change_
 /// The same where the client's recursive watch remembers too little of the subtree (past
 /// `max_recursive_watch_memory` it keeps only its root and reports a reconnect by zxid, a
 /// deleted node as `NodeChildrenChanged` of its parent). The default, 32 MiB, is reached by a
-/// subtree of about 90,000 nodes. After the dropped connection the cache never moves again:
-/// it stays at the zxid before the cut, with none of the later changes, while it probes for
-/// a deletion's zxid over and over (a read of every node each time, thousands of reads a
-/// second to the server, for as long as it runs).
+/// subtree of about 90,000 nodes. The cache must read again what is below such a node, and
+/// go on after the dropped connection with every change shown once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "defect: a TreeCache whose client folds its recursive watch (subtree past max_recursive_watch_memory) stalls for good after a reconnect"]
 async fn a_tree_cache_past_the_clients_recursive_watch_memory_goes_on_after_a_reconnect() {
     trial(|b| b.max_recursive_watch_memory(64 << 10)).await;
 }

@@ -265,6 +265,7 @@ fn take(
             EventType::NodeCreated => batch.push((Kind::Created, event.path)),
             EventType::NodeDataChanged => batch.push((Kind::Changed, event.path)),
             EventType::NodeDeleted => batch.push((Kind::Deleted, event.path)),
+            EventType::NodeChildrenChanged => batch.push((Kind::Children, event.path)),
             EventType::PersistentWatchRemoved => {
                 end = Some(End::WatchRemoved);
                 break;

@@ -13,6 +13,10 @@ pub(crate) enum Kind {
     /// Something happened to the node; what is not known (events folded when too many were
     /// pending).
     Touched,
+    /// The node's children changed in ways not said: a client past its recursive watch's
+    /// memory reports a deletion below its root so, as a child change of the parent. Taken
+    /// as a `Touched` of every node known below it; never queued itself.
+    Children,
 }
 
 /// A node's state after some of its events, as far as counting tells.
@@ -47,7 +51,7 @@ impl Expect {
                 _ => Some(Expect::Absent),
             };
         }
-        if !ordered || kind == Kind::Touched {
+        if !ordered || matches!(kind, Kind::Touched | Kind::Children) {
             return Some(Expect::Unknown);
         }
         match (kind, self) {
@@ -65,7 +69,7 @@ impl Expect {
                 czxid,
                 version: version.map(|v| v.wrapping_add(1)),
             }),
-            (Kind::Deleted | Kind::Touched, _) => unreachable!("handled above"),
+            (Kind::Deleted | Kind::Touched | Kind::Children, _) => unreachable!("handled above"),
         }
     }
 

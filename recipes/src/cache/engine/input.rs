@@ -4,7 +4,7 @@
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 
-use tracing::warn;
+use tracing::{debug, warn};
 
 use super::{Engine, Queued, Track};
 use crate::cache::expect::{Expect, Kind};
@@ -17,6 +17,13 @@ impl Engine {
         self.dirty = true;
         for (kind, path) in events {
             if !within(&self.root, &path) || (!self.recursive && *path != *self.root) {
+                continue;
+            }
+            if kind == Kind::Children {
+                if self.recursive {
+                    let below = self.known_below(&path);
+                    self.touch_unseen(below);
+                }
                 continue;
             }
             self.push_event(kind, path.into());
@@ -123,6 +130,61 @@ impl Engine {
             self.mark_unordered();
             self.anomaly = true;
         }
+    }
+
+    /// Every node strictly below `path` that the view holds or that has a track, parents
+    /// before their children.
+    pub(super) fn known_below(&self, path: &str) -> Vec<Arc<str>> {
+        let mut below: Vec<Arc<str>> = self
+            .tracks
+            .keys()
+            .filter(|p| ***p != *path && within(path, p))
+            .cloned()
+            .collect();
+        if !self.fresh {
+            self.shared.with_view(|view| {
+                for p in view.nodes.keys() {
+                    if p != path && within(path, p) && !self.tracks.contains_key(p.as_str()) {
+                        below.push(p.as_str().into());
+                    }
+                }
+            });
+        }
+        below.sort();
+        below
+    }
+
+    /// Changes the events did not tell of happened to `paths` (a deletion reported only as a
+    /// child change of the parent, or found by a probe): each gets an unordered `Touched`
+    /// event and is read again, and what is pending becomes unordered.
+    pub(super) fn touch_unseen(&mut self, paths: Vec<Arc<str>>) {
+        if paths.is_empty() {
+            return;
+        }
+        self.dirty = true;
+        debug!(
+            nodes = paths.len(),
+            first = &*paths[0],
+            "changes no event told of: reading the nodes again"
+        );
+        for path in paths {
+            let g = self.received_g();
+            let base = self.base_for_new_track(&path);
+            let track = self
+                .tracks
+                .entry(path.clone())
+                .or_insert_with(|| Track::new(base));
+            track.events.push_back(g);
+            self.queue.push_back(Queued {
+                path: path.clone(),
+                kind: Kind::Touched,
+                ordered: false,
+                known: None,
+            });
+            self.undecide(&path);
+            self.want_read(&path);
+        }
+        self.mark_unordered();
     }
 
     /// The state a node had before its first pending event, when it has no track yet.

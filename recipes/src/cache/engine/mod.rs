@@ -24,6 +24,13 @@
 //! again; no prefix ending inside the stretch is applied. The driver ends a reconnect stretch
 //! once the client has reported everything it missed.
 //!
+//! A client past its recursive watch's memory reports a node deleted while cut off only as a
+//! child change of its parent: every node known below that parent gets an unordered `Touched`
+//! event and is read again. A probe that finds a node the prefix leaves present gone (a
+//! deletion no event told of) does the same for that node; a probe that fails is not made
+//! again for the same prefix until something new arrives, so probing never turns into a
+//! stream of requests.
+//!
 //! # Fresh views
 //!
 //! At start, and after a new session, nothing is known: the subtree is walked (each node read,
@@ -142,6 +149,8 @@ struct Probe {
     outstanding: HashMap<u64, String>,
     pzxid: i64,
     failed: bool,
+    /// Nodes below the root thought present at the prefix that the probe found absent.
+    gone: Vec<Arc<str>>,
 }
 
 pub(crate) struct Engine {
@@ -183,6 +192,9 @@ pub(crate) struct Engine {
     probe: Option<Probe>,
     /// A prefix whose zxid a probe established.
     probed: Option<(u64, i64)>,
+    /// A prefix and generation whose probe failed: not probed again, so that nothing can
+    /// turn probing into an endless stream of requests; something new must arrive first.
+    probe_failed: Option<(u64, u64)>,
     initialized: bool,
     /// Something changed since the last step (events, a placed read, a stretch's end).
     dirty: bool,
@@ -218,6 +230,7 @@ impl Engine {
             to_list: VecDeque::new(),
             probe: None,
             probed: None,
+            probe_failed: None,
             initialized: false,
             dirty: true,
             max_pending,

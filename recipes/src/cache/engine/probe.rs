@@ -37,18 +37,33 @@ impl Engine {
                     None => probe.failed = true,
                 }
             }
-            Outcome::Done(None) | Outcome::Retry => probe.failed = true,
+            Outcome::Done(None) => {
+                probe.failed = true;
+                probe.gone.push(path.as_str().into());
+            }
+            Outcome::Retry => probe.failed = true,
         }
         if probe.outstanding.is_empty() {
             let probe = self.probe.take().expect("checked above");
             // Valid only if nothing happened after the prefix while the probe was made.
-            if !probe.failed
-                && probe.prefix == self.received_g()
+            let current = probe.prefix == self.received_g()
                 && probe.generation == self.generation
-                && self.stretch_from.is_none()
-            {
+                && self.stretch_from.is_none();
+            if current && !probe.failed {
                 let zxid = probe.pzxid.max(self.batch_mzxid(probe.prefix));
                 self.probed = Some((probe.prefix, zxid));
+            } else if current {
+                self.probe_failed = Some((probe.prefix, probe.generation));
+                // Nothing arrived after the prefix, yet a node it leaves present is gone:
+                // its deletion was never reported. Read it, and what was below it, again.
+                let mut gone = Vec::new();
+                for path in probe.gone {
+                    gone.extend(self.known_below(&path));
+                    gone.push(path);
+                }
+                gone.sort();
+                gone.dedup();
+                self.touch_unseen(gone);
             }
         }
         next
@@ -126,6 +141,7 @@ impl Engine {
         if self.probe.is_some()
             || self.walking()
             || self.probed.is_some_and(|(s, _)| s == end)
+            || self.probe_failed == Some((end, self.generation))
             || end < self.settle_from
             || self.stretch_from.is_some()
             || (end == self.applied_g && !self.fresh && !self.hidden())
@@ -164,6 +180,7 @@ impl Engine {
             outstanding,
             pzxid: 0,
             failed: false,
+            gone: Vec::new(),
         });
         Some(requests)
     }

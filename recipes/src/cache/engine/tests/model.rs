@@ -395,7 +395,7 @@ impl Sim {
                     row.2 += 1;
                 }
             }
-            Kind::Touched => {}
+            Kind::Touched | Kind::Children => {}
         }
     }
 
