@@ -112,21 +112,7 @@ impl Engine {
                 below = path,
                 "a node below one never reported created: reading it, and treating what is pending as unordered"
             );
-            let g = self.received_g();
-            let base = self.base_for_new_track(&ancestor);
-            let track = self
-                .tracks
-                .entry(ancestor.clone())
-                .or_insert_with(|| Track::new(base));
-            track.events.push_back(g);
-            self.queue.push_back(Queued {
-                path: ancestor.clone(),
-                kind: Kind::Touched,
-                ordered: false,
-                known: None,
-            });
-            self.undecide(&ancestor);
-            self.want_read(&ancestor);
+            self.queue_touched(ancestor);
             self.mark_unordered();
             self.anomaly = true;
         }
@@ -168,23 +154,29 @@ impl Engine {
             "changes no event told of: reading the nodes again"
         );
         for path in paths {
-            let g = self.received_g();
-            let base = self.base_for_new_track(&path);
-            let track = self
-                .tracks
-                .entry(path.clone())
-                .or_insert_with(|| Track::new(base));
-            track.events.push_back(g);
-            self.queue.push_back(Queued {
-                path: path.clone(),
-                kind: Kind::Touched,
-                ordered: false,
-                known: None,
-            });
-            self.undecide(&path);
-            self.want_read(&path);
+            self.queue_touched(path);
         }
         self.mark_unordered();
+    }
+
+    /// Queues an unordered `Touched` event for `path`, which is read again to learn what it
+    /// is now.
+    fn queue_touched(&mut self, path: Arc<str>) {
+        let g = self.received_g();
+        let base = self.base_for_new_track(&path);
+        let track = self
+            .tracks
+            .entry(path.clone())
+            .or_insert_with(|| Track::new(base));
+        track.events.push_back(g);
+        self.queue.push_back(Queued {
+            path: path.clone(),
+            kind: Kind::Touched,
+            ordered: false,
+            known: None,
+        });
+        self.undecide(&path);
+        self.want_read(&path);
     }
 
     /// The state a node had before its first pending event, when it has no track yet.
