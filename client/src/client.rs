@@ -436,12 +436,12 @@ impl Client {
         // The session keeps the deadline of an ordinary request wherever its runtime bounds
         // it (see `home`). Not of an `addWatch`, whose reply waits for the watched subtree to be read
         // after the server answered, nor of an `auth`, answered out of order.
-        let caller_here = queue.home.runs_the_session_here();
+        let caller = queue.home.caller();
         let deadline = match (self.request_timeout, &kind, &watch) {
             (_, PacketKind::Auth { .. }, _)
             | (_, _, Some(WatchRegistration::Persistent { .. }))
             | (None, _, _) => None,
-            (Some(timeout), PacketKind::Request, _) if caller_here || queue.home.is_here() => {
+            (Some(timeout), PacketKind::Request, _) if caller.keeps_deadline => {
                 tokio::time::Instant::now().into_std().checked_add(timeout)
             }
             (Some(_), PacketKind::Request, _) => None,
@@ -455,7 +455,7 @@ impl Client {
             reply: tx,
             deadline,
             span: span.for_session(),
-            caller_here,
+            caller_here: caller.session_here,
         };
         let (admit, flush) = match queue.submit_request(request) {
             Admission::Admitted => (None, None),

@@ -81,17 +81,40 @@ impl SessionHome {
         self.recorded.store(n + 1, Ordering::Release);
     }
 
-    /// Whether the session's deadline bounds a call made on this thread now: the session
-    /// task runs whenever the caller does, or whatever it does.
-    pub fn is_here(&self) -> bool {
+    /// Where a call made on this thread now stands, the runtime asked once.
+    pub fn caller(&self) -> Caller {
         match &self.runtime {
-            Runtime::CurrentThread(id) => Handle::try_current().is_ok_and(|h| h.id() == *id),
-            Runtime::MultiThread(id) => {
-                self.is_worker() || Handle::try_current().map_or(true, |h| h.id() == *id)
+            Runtime::CurrentThread(id) => {
+                let here = Handle::try_current().is_ok_and(|h| h.id() == *id);
+                Caller {
+                    session_here: here,
+                    keeps_deadline: here,
+                }
             }
-            Runtime::Unknown => false,
+            Runtime::MultiThread(id) => {
+                let worker = self.is_worker();
+                Caller {
+                    session_here: worker,
+                    keeps_deadline: worker || Handle::try_current().map_or(true, |h| h.id() == *id),
+                }
+            }
+            Runtime::Unknown => Caller {
+                session_here: false,
+                keeps_deadline: false,
+            },
         }
     }
+}
+
+/// Where a call stands with respect to the session task; see [`SessionHome::caller`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Caller {
+    /// The session task runs on the calling thread (as
+    /// [`SessionHome::runs_the_session_here`] says).
+    pub session_here: bool,
+    /// The session's deadline bounds the call: the session task runs whenever the caller
+    /// does, or whatever it does.
+    pub keeps_deadline: bool,
 }
 
 impl SessionHome {
@@ -142,13 +165,13 @@ mod tests {
             .build()
             .unwrap();
         let home = home_rt.block_on(async { SessionHome::current() });
-        assert!(home_rt.block_on(async { home.is_here() }));
+        assert!(home_rt.block_on(async { home.caller().keeps_deadline }));
         // The same thread, driving another runtime: the session's is not being driven.
         let other = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
-        assert!(!other.block_on(async { home.is_here() }));
-        assert!(!home.is_here(), "outside any runtime");
+        assert!(!other.block_on(async { home.caller().keeps_deadline }));
+        assert!(!home.caller().keeps_deadline, "outside any runtime");
     }
 
     #[test]
@@ -162,7 +185,7 @@ mod tests {
         let (on_worker, token) = rt.block_on(async move {
             tokio::spawn(async move {
                 h.record_thread(thread_token());
-                (h.is_here(), thread_token())
+                (h.caller().keeps_deadline, thread_token())
             })
             .await
             .unwrap()
@@ -171,13 +194,13 @@ mod tests {
         // The thread blocking on the runtime is not one of its workers, but the workers
         // drive the session whatever it does; as they do for a thread outside any runtime.
         assert_ne!(token, thread_token());
-        assert!(rt.block_on(async { home.is_here() }));
-        assert!(home.is_here());
+        assert!(rt.block_on(async { home.caller().keeps_deadline }));
+        assert!(home.caller().keeps_deadline);
         // Another runtime's caller keeps its own timer.
         let other = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
-        assert!(!other.block_on(async { home.is_here() }));
+        assert!(!other.block_on(async { home.caller().keeps_deadline }));
         // Recording is idempotent.
         home.record_thread(token);
         assert_eq!(home.recorded.load(Ordering::Relaxed), 1);
