@@ -59,16 +59,8 @@ impl Session {
         // write comes with the first request it cut.
         self.out.extend_from_slice(&rest);
         debug!(xid, ?opcode, "request sent by its caller");
-        let write = crate::packet::is_write(opcode);
         self.pending.push(
-            Pending::User {
-                xid,
-                reply: Some(reply),
-                watch,
-                deadline,
-                write,
-                caller_here,
-            },
+            Pending::user(xid, opcode, reply, watch, deadline, caller_here),
             sent,
         );
         self.last_send = self.last_send.max(sent);

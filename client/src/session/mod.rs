@@ -688,16 +688,8 @@ impl Session {
                 self.out.extend_from_slice(&frame);
                 crate::packet::set_xid(&mut self.out[start..], xid);
                 debug!(xid, ?opcode, "request sent");
-                let write = crate::packet::is_write(opcode);
                 self.pending.push(
-                    Pending::User {
-                        xid,
-                        reply: Some(reply),
-                        watch,
-                        deadline,
-                        write,
-                        caller_here,
-                    },
+                    Pending::user(xid, opcode, reply, watch, deadline, caller_here),
                     now,
                 );
             }

@@ -59,6 +59,25 @@ pub(crate) enum LearnRead {
 }
 
 impl Pending {
+    /// A user request with opcode `opcode`, sent with xid `xid`.
+    pub fn user(
+        xid: i32,
+        opcode: zookeeper_jute::OpCode,
+        reply: ReplyTx,
+        watch: Option<WatchRegistration>,
+        deadline: Option<Instant>,
+        caller_here: bool,
+    ) -> Pending {
+        Pending::User {
+            xid,
+            reply: Some(reply),
+            watch,
+            deadline,
+            write: crate::packet::is_write(opcode),
+            caller_here,
+        }
+    }
+
     pub fn xid(&self) -> i32 {
         match self {
             Pending::User { xid, .. }
