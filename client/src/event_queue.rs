@@ -5,7 +5,8 @@
 //! folded, per node, into what changed since (the [`NetChange`] rules a reconnect uses to
 //! report missed changes); once the consumer has read everything queued, it gets those changes,
 //! one event per node and kind, and the stream goes on. The event that ends the stream (the
-//! session's end, or the watch removed) comes after everything else.
+//! session's end, or the watch removed) comes after everything else. The queuing and folding
+//! are a [`FoldingQueue`]'s; [`NodeChanges`] is the rule it folds and releases by.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -13,6 +14,7 @@ use std::task::{Context, Poll, Waker};
 
 use zookeeper_jute::EventType;
 
+use crate::folding::{FoldRule, FoldingQueue, Pushed};
 use crate::net_change::NetChange;
 use crate::state::SessionState;
 use crate::watched_event::WatchedEvent;
@@ -20,9 +22,7 @@ use crate::watched_event::WatchedEvent;
 /// A stream of `max` events at most; see the module docs.
 pub(crate) fn channel(max: usize) -> (EventSender, EventReceiver) {
     let shared = Arc::new(Mutex::new(Shared {
-        queue: VecDeque::new(),
-        max: max.max(1),
-        behind: BTreeMap::new(),
+        events: FoldingQueue::new(max, NodeChanges),
         last: None,
         sender_gone: false,
         receiver_gone: false,
@@ -38,12 +38,9 @@ pub(crate) fn channel(max: usize) -> (EventSender, EventReceiver) {
 
 #[derive(Debug)]
 struct Shared {
-    queue: VecDeque<WatchedEvent>,
-    max: usize,
-    /// Changes held back while the consumer is behind, by client path (so that they come in
-    /// path order). Non-empty exactly while the stream is behind: events then join it instead
-    /// of the queue, so that none overtakes an older change of its node.
-    behind: BTreeMap<String, NetChange>,
+    /// Node events; held back by client path while the consumer is behind, so that they come
+    /// in path order.
+    events: FoldingQueue<NodeChanges>,
     /// The event that ends the stream.
     last: Option<WatchedEvent>,
     sender_gone: bool,
@@ -51,43 +48,49 @@ struct Shared {
     waker: Option<Waker>,
 }
 
-impl Shared {
-    fn is_behind(&self) -> bool {
-        !self.behind.is_empty()
+/// Folds a node's events into its [`NetChange`], and hands held-back nodes back in path
+/// order, as many as fit the queue's bound (a node whose change takes two events goes whole,
+/// so a bound of 1 may hold 2).
+#[derive(Debug)]
+struct NodeChanges;
+
+impl FoldRule for NodeChanges {
+    type Item = WatchedEvent;
+    type Key = String;
+    type Change = NetChange;
+
+    fn key<'a>(&self, event: &'a WatchedEvent) -> Option<&'a String> {
+        Some(&event.path)
     }
 
-    fn hold_back(&mut self, event: WatchedEvent) {
-        let nothing = match self.behind.get_mut(&event.path) {
-            Some(change) => {
-                change.then(event.event_type);
-                change.is_nothing()
-            }
-            None => {
-                let change = NetChange::starting_with(event.event_type);
-                if !change.is_nothing() {
-                    self.behind.insert(event.path.clone(), change);
-                }
-                false
-            }
-        };
-        // A node that came and went is no change: forgetting it keeps what is held to the
-        // nodes that are, or were, there.
-        if nothing {
-            self.behind.remove(&event.path);
-        }
+    fn start(&mut self, event: &WatchedEvent) -> NetChange {
+        NetChange::starting_with(event.event_type)
     }
 
-    /// Moves held-back changes into the empty queue, as many as fit (a node whose change takes
-    /// two events goes whole, so a bound of 1 may hold 2).
-    fn catch_up(&mut self) {
-        while let Some(entry) = self.behind.first_entry() {
+    fn then(&mut self, change: &mut NetChange, event: &WatchedEvent) {
+        change.then(event.event_type);
+    }
+
+    /// A node that came and went is no change: forgetting it keeps what is held to the nodes
+    /// that are, or were, there.
+    fn is_nothing(&self, change: &NetChange) -> bool {
+        change.is_nothing()
+    }
+
+    fn release(
+        &mut self,
+        held: &mut BTreeMap<String, NetChange>,
+        queue: &mut VecDeque<WatchedEvent>,
+        max: usize,
+    ) {
+        while let Some(entry) = held.first_entry() {
             let events = entry.get().events();
-            if !self.queue.is_empty() && self.queue.len() + events.len() > self.max {
+            if !queue.is_empty() && queue.len() + events.len() > max {
                 return;
             }
             let path = entry.remove_entry().0;
             for event_type in events {
-                self.queue.push_back(WatchedEvent {
+                queue.push_back(WatchedEvent {
                     event_type,
                     state: SessionState::Connected,
                     path: path.clone(),
@@ -95,7 +98,9 @@ impl Shared {
             }
         }
     }
+}
 
+impl Shared {
     fn wake(&mut self) {
         if let Some(waker) = self.waker.take() {
             waker.wake();
@@ -134,11 +139,8 @@ impl EventSender {
         );
         if !node_event {
             shared.last.get_or_insert(event);
-        } else if shared.is_behind() || shared.queue.len() >= shared.max {
+        } else if shared.events.push(event) == Pushed::Folded {
             crate::metrics::watch_event_coalesced();
-            shared.hold_back(event);
-        } else {
-            shared.queue.push_back(event);
         }
         shared.wake();
         Ok(())
@@ -186,16 +188,13 @@ impl EventReceiver {
     #[cfg(any(test, feature = "fuzzing"))]
     pub fn queued(&self) -> (usize, usize) {
         let shared = lock(&self.shared);
-        (shared.queue.len(), shared.behind.len())
+        (shared.events.len(), shared.events.held_keys())
     }
 }
 
 impl Shared {
     fn next(&mut self) -> Option<WatchedEvent> {
-        if self.queue.is_empty() {
-            self.catch_up();
-        }
-        self.queue.pop_front().or_else(|| self.last.take())
+        self.events.pop().or_else(|| self.last.take())
     }
 }
 
@@ -203,8 +202,7 @@ impl Drop for EventReceiver {
     fn drop(&mut self) {
         let mut shared = lock(&self.shared);
         shared.receiver_gone = true;
-        shared.queue = VecDeque::new();
-        shared.behind = BTreeMap::new();
+        shared.events.clear();
         shared.last = None;
     }
 }

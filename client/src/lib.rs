@@ -119,6 +119,7 @@ mod driver;
 mod ensemble_config;
 mod error;
 mod event_queue;
+pub mod folding;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
