@@ -4,12 +4,14 @@
 //! change since what the consumer last saw; once it has read the queue, it gets them as one
 //! step (each with the latest zxid, deletions first, children before parents; then the rest,
 //! parents first), and the stream goes on. Applying every event received keeps a copy of the
-//! view exact, folded or not.
+//! view exact, folded or not. The queuing and folding are a [`FoldingQueue`]'s;
+//! [`NodeFolds`] is the rule it folds and releases by.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex as StdMutex};
 
 use tokio::sync::Notify;
+use zookeeper_tokio::folding::{FoldRule, FoldingQueue};
 
 use crate::node::path::depth;
 
@@ -61,17 +63,21 @@ pub(crate) struct SubQueue {
     notify: Notify,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct State {
-    queue: VecDeque<CacheEvent>,
-    max: usize,
-    /// Net changes held back while the consumer is behind, by path.
-    folded: BTreeMap<String, Fold>,
-    folded_zxid: i64,
-    /// An `Initialized` held back with the folded changes.
-    folded_initialized: bool,
+    events: FoldingQueue<NodeFolds>,
     end: Option<Error>,
     gone: bool,
+}
+
+/// Folds each node's events into its [`Fold`], and releases every held node at once as one
+/// step.
+#[derive(Debug, Default)]
+struct NodeFolds {
+    /// The latest zxid of any folded event.
+    zxid: i64,
+    /// An `Initialized` held back with the folded changes.
+    initialized: bool,
 }
 
 /// One node's net change while folded: as the consumer last saw it, and now.
@@ -85,8 +91,9 @@ impl SubQueue {
     pub fn new(max: usize) -> SubQueue {
         SubQueue {
             state: StdMutex::new(State {
-                max: max.max(1),
-                ..State::default()
+                events: FoldingQueue::new(max, NodeFolds::default()),
+                end: None,
+                gone: false,
             }),
             notify: Notify::new(),
         }
@@ -106,16 +113,7 @@ impl SubQueue {
         if state.gone {
             return;
         }
-        if state.folded.is_empty()
-            && !state.folded_initialized
-            && state.queue.len() + events.len() <= state.max
-        {
-            state.queue.extend(events.iter().cloned());
-        } else {
-            for event in events {
-                state.fold(event);
-            }
-        }
+        state.events.push_step(events);
         drop(state);
         self.notify.notify_one();
     }
@@ -127,48 +125,65 @@ impl SubQueue {
 
     fn pop(&self) -> Option<Result<CacheEvent>> {
         let mut state = self.state();
-        if state.queue.is_empty() {
-            state.release_folded();
-        }
-        match state.queue.pop_front() {
+        match state.events.pop() {
             Some(event) => Some(Ok(event)),
             None => state.end.clone().map(Err),
         }
     }
 }
 
-impl State {
-    fn fold(&mut self, event: &CacheEvent) {
-        self.folded_zxid = self.folded_zxid.max(event.zxid());
-        let (path, before, now) = match event {
-            CacheEvent::Created { path, node, .. } => (path, None, Some(node)),
-            CacheEvent::Changed {
-                path, old, node, ..
-            } => (path, Some(old), Some(node)),
-            CacheEvent::Deleted { path, old, .. } => (path, Some(old), None),
-            CacheEvent::Initialized { .. } => {
-                self.folded_initialized = true;
-                return;
-            }
-        };
-        self.folded
-            .entry(path.clone())
-            .and_modify(|f| f.now = now.cloned())
-            .or_insert_with(|| Fold {
-                before: before.cloned(),
-                now: now.cloned(),
-            });
+impl FoldRule for NodeFolds {
+    type Item = CacheEvent;
+    type Key = String;
+    type Change = Fold;
+
+    fn key<'a>(&self, event: &'a CacheEvent) -> Option<&'a String> {
+        match event {
+            CacheEvent::Created { path, .. }
+            | CacheEvent::Changed { path, .. }
+            | CacheEvent::Deleted { path, .. } => Some(path),
+            CacheEvent::Initialized { .. } => None,
+        }
     }
 
-    /// Turns the folded changes into events, once the queue is read.
-    fn release_folded(&mut self) {
-        if self.folded.is_empty() && !self.folded_initialized {
-            return;
+    fn start(&mut self, event: &CacheEvent) -> Fold {
+        self.zxid = self.zxid.max(event.zxid());
+        let before = match event {
+            CacheEvent::Changed { old, .. } | CacheEvent::Deleted { old, .. } => Some(old.clone()),
+            _ => None,
+        };
+        Fold {
+            before,
+            now: now(event),
         }
-        let zxid = self.folded_zxid;
+    }
+
+    fn then(&mut self, fold: &mut Fold, event: &CacheEvent) {
+        self.zxid = self.zxid.max(event.zxid());
+        fold.now = now(event);
+    }
+
+    fn hold_unkeyed(&mut self, event: &CacheEvent) {
+        self.zxid = self.zxid.max(event.zxid());
+        self.initialized = true;
+    }
+
+    fn holds_unkeyed(&self) -> bool {
+        self.initialized
+    }
+
+    /// Deletions first, children before parents; then the rest, parents first; each with the
+    /// latest zxid folded, and a held `Initialized` after them.
+    fn release(
+        &mut self,
+        held: &mut BTreeMap<String, Fold>,
+        queue: &mut VecDeque<CacheEvent>,
+        _max: usize,
+    ) {
+        let zxid = self.zxid;
         let mut deleted = Vec::new();
         let mut rest = Vec::new();
-        for (path, fold) in std::mem::take(&mut self.folded) {
+        for (path, fold) in std::mem::take(held) {
             match (fold.before, fold.now) {
                 (None, None) => {}
                 (None, Some(node)) => rest.push(CacheEvent::Created { path, node, zxid }),
@@ -193,11 +208,19 @@ impl State {
         let depth_of = |e: &CacheEvent| depth(e.path().unwrap_or("/"));
         deleted.sort_by_key(|e| std::cmp::Reverse(depth_of(e)));
         rest.sort_by_key(depth_of);
-        self.queue.extend(deleted);
-        self.queue.extend(rest);
-        if std::mem::take(&mut self.folded_initialized) {
-            self.queue.push_back(CacheEvent::Initialized { zxid });
+        queue.extend(deleted);
+        queue.extend(rest);
+        if std::mem::take(&mut self.initialized) {
+            queue.push_back(CacheEvent::Initialized { zxid });
         }
+    }
+}
+
+/// The node as `event` leaves it.
+fn now(event: &CacheEvent) -> Option<CachedNode> {
+    match event {
+        CacheEvent::Created { node, .. } | CacheEvent::Changed { node, .. } => Some(node.clone()),
+        _ => None,
     }
 }
 
