@@ -16,7 +16,7 @@ use crate::builder::ClientBuilder;
 use crate::error::{Error, ErrorKind, Result};
 use crate::home;
 use crate::metrics::ClientMetrics;
-use crate::packet::{Packet, PacketKind, RawReply, ReplyRx, WatchRegistration};
+use crate::packet::{Envelope, Packet, PacketKind, RawReply, ReplyRx, WatchRegistration};
 use crate::path::{validate_path, Chroot};
 use crate::queue::{Admission, Admit, Request as QueuedRequest, RequestQueue};
 use crate::span::{request_path, RequestSpan};
@@ -449,13 +449,15 @@ impl Client {
         let request = QueuedRequest {
             len,
             encode,
-            opcode,
             kind,
-            watch,
-            reply: tx,
-            deadline,
-            span: span.for_session(),
-            caller_here: caller.session_here,
+            envelope: Envelope {
+                opcode,
+                watch,
+                reply: tx,
+                deadline,
+                span: span.for_session(),
+                caller_here: caller.session_here,
+            },
         };
         let (admit, flush) = match queue.submit_request(request) {
             Admission::Admitted => (None, None),

@@ -28,7 +28,7 @@ use zookeeper_jute::{
 
 use crate::connect_string::HostPort;
 use crate::event_queue::{self, EventReceiver};
-use crate::packet::{Packet, PacketKind, ReplyRx, WatchRegistration};
+use crate::packet::{Envelope, Packet, PacketKind, ReplyRx, WatchRegistration};
 use crate::path::Chroot;
 use crate::secret::Secret;
 use crate::session::{Action, Session, SessionConfig};
@@ -513,13 +513,11 @@ impl Run {
         self.s.submit(
             Packet {
                 frame: frame.freeze(),
-                opcode,
                 kind,
-                watch,
-                reply: tx,
-                deadline: None,
-                span: Default::default(),
-                caller_here: false,
+                envelope: Envelope {
+                    watch,
+                    ..Envelope::new(opcode, tx)
+                },
             },
             self.now,
         );

@@ -106,13 +106,11 @@ pub(crate) enum PacketKind {
     Auth { scheme: String, auth: Secret },
 }
 
-/// An encoded request, its reply channel and its side effects. `Debug` shows the frame's
-/// length only: an `auth` frame holds the credential.
-pub(crate) struct Packet {
-    /// The whole frame, length prefix included; the xid at bytes 4..8 is set when it is sent.
-    pub frame: Bytes,
+/// What travels with a request from its call to its reply, whichever way it goes to the
+/// server (staged, queued with its own frame, or written by its caller under a lend): moved
+/// whole from one form to the next. `Debug` leaves out the reply sender.
+pub(crate) struct Envelope {
     pub opcode: OpCode,
-    pub kind: PacketKind,
     pub watch: Option<WatchRegistration>,
     pub reply: ReplyTx,
     /// When the caller stops waiting: the session answers `Timeout` then (see `deadlines`).
@@ -125,14 +123,51 @@ pub(crate) struct Packet {
     pub caller_here: bool,
 }
 
+impl std::fmt::Debug for Envelope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Envelope")
+            .field("opcode", &self.opcode)
+            .field("watch", &self.watch)
+            .field("deadline", &self.deadline)
+            .finish()
+    }
+}
+
+impl Envelope {
+    /// A request with no watch, no deadline kept by the session and no span.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub fn new(opcode: OpCode, reply: ReplyTx) -> Envelope {
+        Envelope {
+            opcode,
+            watch: None,
+            reply,
+            deadline: None,
+            span: SentSpan::default(),
+            caller_here: false,
+        }
+    }
+
+    /// Fails the request.
+    pub fn fail(self, err: Error) {
+        let _ = self.reply.send(Err(err));
+    }
+}
+
+/// An encoded request and what travels with it. `Debug` shows the frame's length only: an
+/// `auth` frame holds the credential.
+pub(crate) struct Packet {
+    /// The whole frame, length prefix included; the xid at bytes 4..8 is set when it is sent.
+    pub frame: Bytes,
+    pub kind: PacketKind,
+    pub envelope: Envelope,
+}
+
 impl std::fmt::Debug for Packet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Packet")
             .field("frame_len", &self.frame.len())
-            .field("opcode", &self.opcode)
             .field("kind", &self.kind)
-            .field("watch", &self.watch)
-            .field("deadline", &self.deadline)
+            .field("envelope", &self.envelope)
             .finish()
     }
 }
@@ -173,40 +208,31 @@ impl Packet {
 
     /// Fails the request.
     pub fn fail(self, err: Error) {
-        let _ = self.reply.send(Err(err));
+        self.envelope.fail(err);
     }
 }
 
 /// A request a caller wrote to the connection itself, while the driver lent it (see `queue`):
-/// what the session must know to match its reply.
+/// what the session must know to match its reply. Only ordinary requests go under a lend, so
+/// it has no [`PacketKind`].
 pub(crate) struct Written {
     /// The xid the lend gave it (the lend's own, or one after it for a later request of the
     /// same write).
     pub xid: i32,
-    pub opcode: OpCode,
-    pub watch: Option<WatchRegistration>,
-    pub reply: ReplyTx,
-    /// See [`Packet::deadline`].
-    pub deadline: Option<Instant>,
     /// When the first byte was written: the lease runs from here.
     pub sent: Instant,
     /// What the socket did not take at once of this frame and the ones written with it, on
     /// the first of them it cut; the session writes it before anything else.
     pub rest: Bytes,
-    /// See [`Packet::span`].
-    pub span: SentSpan,
-    /// See [`Packet::caller_here`].
-    pub caller_here: bool,
+    pub envelope: Envelope,
 }
 
 impl std::fmt::Debug for Written {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Written")
             .field("xid", &self.xid)
-            .field("opcode", &self.opcode)
-            .field("watch", &self.watch)
-            .field("deadline", &self.deadline)
             .field("rest_len", &self.rest.len())
+            .field("envelope", &self.envelope)
             .finish()
     }
 }

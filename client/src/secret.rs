@@ -44,7 +44,7 @@ mod tests {
 
     use super::*;
     use crate::client::{Client, Inner};
-    use crate::packet::{Packet, PacketKind};
+    use crate::packet::{Envelope, Packet, PacketKind};
     use crate::path::Chroot;
     use crate::queue::{Request as QueuedRequest, RequestQueue};
     use crate::session::pending::PendingAuth;
@@ -107,16 +107,11 @@ mod tests {
         let (reply, _rx) = oneshot::channel();
         let packet = Packet {
             frame: auth_frame(),
-            opcode: OpCode::Auth,
             kind: PacketKind::Auth {
                 scheme: "digest".into(),
                 auth: credential.clone(),
             },
-            watch: None,
-            reply,
-            deadline: None,
-            span: Default::default(),
-            caller_here: false,
+            envelope: Envelope::new(OpCode::Auth, reply),
         };
         assert_hidden("Packet", &format!("{packet:?}"));
         let (reply, _rx) = oneshot::channel();
@@ -134,16 +129,11 @@ mod tests {
         let _admitted = queue.submit_request(QueuedRequest {
             len: frame.len(),
             encode: move |buf: &mut BytesMut| buf.extend_from_slice(&frame),
-            opcode: OpCode::Auth,
             kind: PacketKind::Auth {
                 scheme: "digest".into(),
                 auth: credential.clone(),
             },
-            watch: None,
-            reply,
-            deadline: None,
-            span: Default::default(),
-            caller_here: false,
+            envelope: Envelope::new(OpCode::Auth, reply),
         });
         let _waiting = queue.submit(packet);
         assert_hidden("RequestQueue", &format!("{queue:?}"));

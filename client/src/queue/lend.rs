@@ -96,18 +96,14 @@ impl RequestQueue {
                 unreachable!("checked lendable above")
             };
             tell |= request
+                .envelope
                 .deadline
                 .is_some_and(|d| lend.wakes_by.map_or(true, |w| d < w));
             *slot = Item::Written(Written {
                 xid,
-                opcode: request.opcode,
-                watch: request.watch,
-                reply: request.reply,
-                deadline: request.deadline,
                 sent,
                 rest: std::mem::take(&mut rest),
-                span: request.span,
-                caller_here: request.caller_here,
+                envelope: request.envelope,
             });
             xid = xid_after(xid);
         }

@@ -181,13 +181,11 @@ impl RequestQueue {
         for item in items {
             match item {
                 Item::Packet(p) => p.fail(err.clone()),
-                Item::Staged(Staged { reply, .. }) => {
-                    let _ = reply.send(Err(err.clone()));
-                }
+                Item::Staged(s) => s.envelope.fail(err.clone()),
                 // On the wire already: the server may run it.
-                Item::Written(Written { reply, opcode, .. }) => {
-                    let err = err.clone().unanswered(crate::packet::is_write(opcode));
-                    let _ = reply.send(Err(err));
+                Item::Written(w) => {
+                    let write = crate::packet::is_write(w.envelope.opcode);
+                    w.envelope.fail(err.clone().unanswered(write));
                 }
                 Item::Close(Some(done)) => {
                     let _ = done.send(());
@@ -209,7 +207,7 @@ impl RequestQueue {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::packet::{PacketKind, ReplyRx};
+    use crate::packet::{Envelope, PacketKind, ReplyRx};
     use crate::transport::Wire;
     use bytes::Bytes;
     use std::future::Future;
@@ -223,13 +221,8 @@ pub(super) mod tests {
         let (tx, rx) = oneshot::channel();
         let p = Packet {
             frame: Bytes::from(vec![tag]),
-            opcode: OpCode::GetData,
             kind: PacketKind::Request,
-            watch: None,
-            reply: tx,
-            deadline: None,
-            span: Default::default(),
-            caller_here: false,
+            envelope: Envelope::new(OpCode::GetData, tx),
         };
         (p, rx)
     }
@@ -292,13 +285,11 @@ pub(super) mod tests {
         let request = Request {
             len,
             encode,
-            opcode: OpCode::GetData,
             kind: PacketKind::Request,
-            watch: None,
-            reply: tx,
-            deadline,
-            span: Default::default(),
-            caller_here: false,
+            envelope: Envelope {
+                deadline,
+                ..Envelope::new(OpCode::GetData, tx)
+            },
         };
         (request, rx)
     }
@@ -347,16 +338,11 @@ pub(super) mod tests {
         let auth = Request {
             len: 16,
             encode: |buf: &mut BytesMut| buf.extend_from_slice(&[0; 16]),
-            opcode: OpCode::Auth,
             kind: PacketKind::Auth {
                 scheme: "digest".into(),
                 auth: crate::secret::Secret::copy_from(b"user:pass"),
             },
-            watch: None,
-            reply: tx,
-            deadline: None,
-            span: Default::default(),
-            caller_here: false,
+            envelope: Envelope::new(OpCode::Auth, tx),
         };
         assert!(matches!(q.submit_request(auth), Admission::Admitted));
         assert!(woken(&q));

@@ -4,39 +4,26 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
-use zookeeper_jute::OpCode;
 
 use super::{Admission, Item, RequestQueue};
-use crate::packet::{Packet, PacketKind, ReplyTx, WatchRegistration};
-use crate::span::SentSpan;
+use crate::packet::{Envelope, Packet, PacketKind};
 
 /// A request whose frame lives in the staging buffer.
 #[derive(Debug)]
 pub(crate) struct Staged {
     pub len: usize,
-    pub opcode: OpCode,
     pub kind: PacketKind,
-    pub watch: Option<WatchRegistration>,
-    pub reply: ReplyTx,
-    pub deadline: Option<Instant>,
-    pub span: SentSpan,
-    pub caller_here: bool,
+    pub envelope: Envelope,
 }
 
 impl Staged {
     pub fn into_packet(self, frame: Bytes) -> Packet {
         Packet {
             frame,
-            opcode: self.opcode,
             kind: self.kind,
-            watch: self.watch,
-            reply: self.reply,
-            deadline: self.deadline,
-            span: self.span,
-            caller_here: self.caller_here,
+            envelope: self.envelope,
         }
     }
 }
@@ -46,16 +33,8 @@ pub(crate) struct Request<E> {
     /// Exact frame length, length prefix included.
     pub len: usize,
     pub encode: E,
-    pub opcode: OpCode,
     pub kind: PacketKind,
-    pub watch: Option<WatchRegistration>,
-    pub reply: ReplyTx,
-    /// See [`Packet::deadline`].
-    pub deadline: Option<Instant>,
-    /// See [`Packet::span`].
-    pub span: SentSpan,
-    /// See [`Packet::caller_here`].
-    pub caller_here: bool,
+    pub envelope: Envelope,
 }
 
 impl RequestQueue {
@@ -75,13 +54,8 @@ impl RequestQueue {
             let deferred = matches!(request.kind, PacketKind::Request);
             inner.items.push(Item::Staged(Staged {
                 len,
-                opcode: request.opcode,
                 kind: request.kind,
-                watch: request.watch,
-                reply: request.reply,
-                deadline: request.deadline,
-                span: request.span,
-                caller_here: request.caller_here,
+                envelope: request.envelope,
             }));
             if !deferred {
                 // An `auth` has no caller waiting on a reply future to flush it.
@@ -99,13 +73,8 @@ impl RequestQueue {
         (request.encode)(&mut frame);
         self.submit(Packet {
             frame: frame.freeze(),
-            opcode: request.opcode,
             kind: request.kind,
-            watch: request.watch,
-            reply: request.reply,
-            deadline: request.deadline,
-            span: request.span,
-            caller_here: request.caller_here,
+            envelope: request.envelope,
         })
     }
 
@@ -135,6 +104,7 @@ mod tests {
     use super::super::tests::{framed, poll};
     use super::*;
     use tokio::sync::oneshot;
+    use zookeeper_jute::OpCode;
 
     #[test]
     fn staged_requests_share_one_buffer_and_keep_order_with_waiting_ones() {
@@ -144,13 +114,8 @@ mod tests {
             let request = Request {
                 len: 3,
                 encode: move |buf: &mut BytesMut| buf.extend_from_slice(&[tag; 3]),
-                opcode: OpCode::GetData,
                 kind: PacketKind::Request,
-                watch: None,
-                reply: tx,
-                deadline: None,
-                span: Default::default(),
-                caller_here: false,
+                envelope: Envelope::new(OpCode::GetData, tx),
             };
             (request, rx)
         };

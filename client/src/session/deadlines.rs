@@ -126,10 +126,10 @@ impl Session {
             let mut earliest = None;
             let mut kept = VecDeque::with_capacity(self.unsent.len());
             for packet in self.unsent.drain(..) {
-                match packet.deadline {
+                match packet.envelope.deadline {
                     Some(d) if now >= d => {
                         self.completed += 1;
-                        due.push((d, packet.reply, ErrorKind::Timeout.into()));
+                        due.push((d, packet.envelope.reply, ErrorKind::Timeout.into()));
                     }
                     Some(d) => {
                         earliest = earlier(earliest, d);

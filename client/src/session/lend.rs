@@ -13,7 +13,6 @@
 
 use tracing::debug;
 
-use super::pending::Pending;
 use super::{Phase, Session};
 use crate::packet::Written;
 
@@ -39,16 +38,10 @@ impl Session {
     pub fn submit_written(&mut self, written: Written) {
         let Written {
             xid,
-            opcode,
-            watch,
-            reply,
-            deadline,
             sent,
             rest,
-            span,
-            caller_here,
+            envelope,
         } = written;
-        span.sent(xid, self.session_id, self.current_host.as_ref());
         self.in_flight.taken();
         // Lends are taken back before the machine acts again, and the requests written under
         // one are numbered in order, so the xid is the next one; anything else
@@ -58,11 +51,8 @@ impl Session {
         // Nothing else was queued for the connection when it was lent, and the rest of a lent
         // write comes with the first request it cut.
         self.out.extend_from_slice(&rest);
-        debug!(xid, ?opcode, "request sent by its caller");
-        self.pending.push(
-            Pending::user(xid, opcode, reply, watch, deadline, caller_here),
-            sent,
-        );
+        debug!(xid, opcode = ?envelope.opcode, "request sent by its caller");
+        self.await_reply(xid, envelope, sent);
         self.last_send = self.last_send.max(sent);
     }
 }

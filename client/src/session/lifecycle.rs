@@ -329,7 +329,7 @@ impl Session {
         self.relearn(relearn.0, relearn.1);
         self.last_send = now;
         while let Some(packet) = self.unsent.pop_front() {
-            if packet.reply.is_closed() {
+            if packet.envelope.reply.is_closed() {
                 self.completed += 1;
                 continue;
             }

@@ -44,7 +44,7 @@ use zookeeper_jute::{encode_request_frame, xid, DecodeError, Request};
 use crate::connect_string::HostPort;
 use crate::error::{Error, ErrorKind};
 use crate::metrics::{self, InFlight, Loss, SessionGauge};
-use crate::packet::{Packet, PacketKind};
+use crate::packet::{Envelope, Packet, PacketKind};
 use crate::path::Chroot;
 use crate::sasl::SaslFactory;
 use crate::secret::Secret;
@@ -361,12 +361,12 @@ impl Session {
     /// A request from a handle.
     pub fn submit(&mut self, packet: Packet, now: Instant) {
         self.in_flight.taken();
-        if packet.reply.is_closed() {
+        if packet.envelope.reply.is_closed() {
             // The caller gave up (deadline or drop) before it was sent: never send it.
             self.completed += 1;
             return;
         }
-        if packet.deadline.is_some_and(|d| now >= d) && self.phase != Phase::Terminated {
+        if packet.envelope.deadline.is_some_and(|d| now >= d) && self.phase != Phase::Terminated {
             self.completed += 1;
             return packet.fail(ErrorKind::Timeout.into());
         }
@@ -390,7 +390,7 @@ impl Session {
 
     /// Holds a request back until it can be sent.
     fn hold(&mut self, packet: Packet) {
-        if let Some(deadline) = packet.deadline {
+        if let Some(deadline) = packet.envelope.deadline {
             self.follow_unsent_deadline(deadline);
         }
         self.unsent.push_back(packet);
@@ -672,39 +672,40 @@ impl Session {
     fn send_packet(&mut self, packet: Packet, now: Instant) {
         let Packet {
             frame,
-            opcode,
             kind,
-            watch,
-            reply,
-            deadline,
-            span,
-            caller_here,
+            envelope,
         } = packet;
         match kind {
             PacketKind::Request => {
                 let xid = self.next_xid();
-                span.sent(xid, self.session_id, self.current_host.as_ref());
                 let start = self.out.len();
                 self.out.extend_from_slice(&frame);
                 crate::packet::set_xid(&mut self.out[start..], xid);
-                debug!(xid, ?opcode, "request sent");
-                self.pending.push(
-                    Pending::user(xid, opcode, reply, watch, deadline, caller_here),
-                    now,
-                );
+                debug!(xid, opcode = ?envelope.opcode, "request sent");
+                self.await_reply(xid, envelope, now);
             }
             PacketKind::Auth { scheme, auth } => {
-                span.sent(xid::AUTH, self.session_id, self.current_host.as_ref());
+                envelope
+                    .span
+                    .sent(xid::AUTH, self.session_id, self.current_host.as_ref());
                 self.out.extend_from_slice(&frame);
                 debug!(scheme, "auth sent");
                 self.pending.auths.push_back(PendingAuth {
                     scheme,
                     auth,
-                    reply: Some(reply),
+                    reply: Some(envelope.reply),
                 });
             }
         }
         self.last_send = now;
+    }
+
+    /// A user request went on the wire with `xid` at `sent`: its span learns where, and its
+    /// reply is awaited.
+    fn await_reply(&mut self, xid: i32, mut envelope: Envelope, sent: Instant) {
+        let span = std::mem::take(&mut envelope.span);
+        span.sent(xid, self.session_id, self.current_host.as_ref());
+        self.pending.push(Pending::user(xid, envelope), sent);
     }
 
     fn on_frame(&mut self, frame: Bytes, now: Instant) {

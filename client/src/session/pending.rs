@@ -16,7 +16,7 @@ use std::time::Instant;
 use super::deadlines::Deadlines;
 
 use crate::error::{Error, ErrorKind};
-use crate::packet::{Packet, ReplyTx, WatchRegistration};
+use crate::packet::{Envelope, Packet, ReplyTx, WatchRegistration};
 use crate::secret::Secret;
 
 /// What a pending entry is waiting for.
@@ -31,7 +31,7 @@ pub(crate) enum Pending {
         deadline: Option<Instant>,
         /// A write (see `packet::is_write`): failed without its reply, it may have been applied.
         write: bool,
-        /// See `Packet::caller_here`.
+        /// See `Envelope::caller_here`.
         caller_here: bool,
     },
     /// A `setWatches`/`setWatches2` batch: of a reconnect's (`reconnect`), or one setting a
@@ -59,22 +59,15 @@ pub(crate) enum LearnRead {
 }
 
 impl Pending {
-    /// A user request with opcode `opcode`, sent with xid `xid`.
-    pub fn user(
-        xid: i32,
-        opcode: zookeeper_jute::OpCode,
-        reply: ReplyTx,
-        watch: Option<WatchRegistration>,
-        deadline: Option<Instant>,
-        caller_here: bool,
-    ) -> Pending {
+    /// A user request, sent with xid `xid`.
+    pub fn user(xid: i32, envelope: Envelope) -> Pending {
         Pending::User {
             xid,
-            reply: Some(reply),
-            watch,
-            deadline,
-            write: crate::packet::is_write(opcode),
-            caller_here,
+            reply: Some(envelope.reply),
+            watch: envelope.watch,
+            deadline: envelope.deadline,
+            write: crate::packet::is_write(envelope.opcode),
+            caller_here: envelope.caller_here,
         }
     }
 

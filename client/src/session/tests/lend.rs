@@ -2,7 +2,7 @@
 //! its caller wrote.
 
 use super::*;
-use crate::packet::Written;
+use crate::packet::{Envelope, Written};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -11,14 +11,9 @@ fn written(xid: i32, sent: Instant, rest: &'static [u8]) -> (Written, ReplyRx) {
     let (reply, rx) = oneshot::channel();
     let written = Written {
         xid,
-        opcode: OpCode::GetData,
-        watch: None,
-        reply,
-        deadline: None,
         sent,
         rest: Bytes::from_static(rest),
-        span: Default::default(),
-        caller_here: false,
+        envelope: Envelope::new(OpCode::GetData, reply),
     };
     (written, rx)
 }

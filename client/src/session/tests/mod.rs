@@ -27,7 +27,7 @@ use zookeeper_jute::{
 
 use super::*;
 use crate::event_queue::{self, EventReceiver};
-use crate::packet::{Packet, PacketKind, ReplyRx, WatchRegistration};
+use crate::packet::{Envelope, Packet, PacketKind, ReplyRx, WatchRegistration};
 use crate::watched_event::WatchedEvent;
 
 const T: Duration = Duration::from_millis(3000);
@@ -241,13 +241,12 @@ impl Harness {
         self.s.submit(
             Packet {
                 frame: frame.freeze(),
-                opcode,
                 kind: PacketKind::Request,
-                watch,
-                reply: tx,
-                deadline,
-                span: Default::default(),
-                caller_here: false,
+                envelope: Envelope {
+                    watch,
+                    deadline,
+                    ..Envelope::new(opcode, tx)
+                },
             },
             self.now,
         );

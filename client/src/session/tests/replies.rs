@@ -306,16 +306,11 @@ fn auth_reply_may_overtake_earlier_replies() {
     h.s.submit(
         Packet {
             frame: frame.freeze(),
-            opcode,
             kind: PacketKind::Auth {
                 scheme: "digest".into(),
                 auth: Secret::copy_from(b"u:p"),
             },
-            watch: None,
-            reply: tx,
-            deadline: None,
-            span: Default::default(),
-            caller_here: false,
+            envelope: Envelope::new(opcode, tx),
         },
         h.now,
     );
