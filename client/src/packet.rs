@@ -236,3 +236,32 @@ impl std::fmt::Debug for Written {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request's `Debug` names what it is, never the bytes it carries (an `auth` frame holds
+    /// a credential) nor the caller's reply sender.
+    #[test]
+    fn debug_shows_neither_the_frame_nor_the_reply_sender() {
+        let (reply, _rx) = oneshot::channel();
+        let packet = Packet {
+            frame: Bytes::from_static(b"\0\0\0\x0cframe-bytes!"),
+            kind: PacketKind::Request,
+            envelope: Envelope::new(OpCode::GetData, reply),
+        };
+        let (reply, _rx) = oneshot::channel();
+        let written = Written {
+            xid: 7,
+            sent: Instant::now(),
+            rest: Bytes::from_static(b"rest-bytes"),
+            envelope: Envelope::new(OpCode::SetData, reply),
+        };
+        for printed in [format!("{packet:?}"), format!("{written:?}")] {
+            assert!(!printed.contains("bytes"), "{printed}");
+            assert!(!printed.contains("Sender"), "{printed}");
+            assert!(printed.contains("Data"), "{printed}");
+        }
+    }
+}
