@@ -178,6 +178,41 @@ impl Ensemble {
         parts.join(",")
     }
 
+    /// `127.0.0.1:P1,...` for every member but `skip`: a session connected with it is kept
+    /// off that member (off the leader, say, whose death would start an election and drop
+    /// every client until it ends).
+    pub fn connect_string_without(&self, skip: usize) -> Result<String> {
+        self.check(skip)?;
+        let parts: Vec<String> = self
+            .addrs
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != skip)
+            .map(|(_, addr)| addr.to_string())
+            .collect();
+        Ok(parts.join(","))
+    }
+
+    /// The index of the running, unpaused member whose connections (`cons`) list the session
+    /// `session_id`; `None` when none does (the session is between members, say).
+    pub async fn member_serving(&self, session_id: i64) -> Option<usize> {
+        for (index, addr) in self.addrs.iter().enumerate() {
+            if !self.is_answering(index) {
+                continue;
+            }
+            let Ok(connections) = crate::four_letter::cons(*addr).await else {
+                continue;
+            };
+            if connections
+                .iter()
+                .any(|c| c.session_id == Some(session_id as u64))
+            {
+                return Some(index);
+            }
+        }
+        None
+    }
+
     /// The settings the members run with.
     pub fn options(&self) -> &Options {
         &self.options
@@ -210,6 +245,12 @@ impl Ensemble {
                 size: self.size(),
             })
         }
+    }
+
+    // A paused member would hold a four-letter word until its timeout.
+    fn is_answering(&self, index: usize) -> bool {
+        self.member(index)
+            .is_ok_and(|mut member| member.node.is_running() && !member.paused)
     }
 
     fn member(&self, index: usize) -> Result<MutexGuard<'_, Member>> {

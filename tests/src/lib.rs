@@ -17,6 +17,7 @@
 //!   (trusted, from another authority) for every case a client must handle.
 //! * [`ZkServer::set_sequence_counter`]: a parent's sequence counter set near its wrap (in the
 //!   stopped server's data, by ZooKeeper's own classes), where 2^31 creates would take days.
+//! * [`bounded`]: awaits a step of a test, failing it with what hung past [`HANG_BOUND`].
 //! * [`four_letter()`] and its parsed forms ([`Srvr`], [`Mntr`], ...) for assertions.
 //! * [`peers`]: Curator and kazoo, for peer programs in Java and Python.
 //! * `metrics` (cargo feature `metrics`): runs a workload with a `metrics` recorder of its
@@ -62,6 +63,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod bounded;
 mod ensemble;
 mod error;
 pub mod four_letter;
@@ -89,6 +91,7 @@ pub mod spans;
 mod tempdir;
 pub mod tls;
 
+pub use bounded::{bounded, bounded_by, ended_within, HANG_BOUND};
 pub use ensemble::{Ensemble, EnsembleBuilder};
 pub use error::{Error, Result, SETUP_COMMAND};
 pub use four_letter::{

@@ -2,7 +2,8 @@
 
 use std::time::Instant;
 
-use zookeeper_testkit::{Ensemble, Mode};
+use zookeeper_testkit::{bounded, Ensemble, Mode};
+use zookeeper_tokio::Client;
 
 #[tokio::test]
 async fn an_ensemble_elects_survives_its_leader_and_takes_it_back() {
@@ -20,6 +21,23 @@ async fn an_ensemble_elects_survives_its_leader_and_takes_it_back() {
         .filter(|s| s.as_ref().is_some_and(|s| s.mode == Mode::Follower))
         .count();
     assert_eq!(followers, 2);
+
+    // A session kept off the leader is found on the member it is on, and only there.
+    let off_the_leader = ensemble.connect_string_without(leader).unwrap();
+    assert_eq!(off_the_leader.split(',').count(), 2);
+    assert!(!off_the_leader.contains(&ensemble.addr(leader).unwrap().to_string()));
+    assert!(ensemble.connect_string_without(3).is_err());
+    let follower = (leader + 1) % 3;
+    let on_one = bounded(
+        "connect to one follower",
+        Client::connect(&ensemble.addr(follower).unwrap().to_string()),
+    )
+    .await
+    .unwrap();
+    let session = on_one.session_id().0;
+    assert_eq!(ensemble.member_serving(session).await, Some(follower));
+    assert_eq!(ensemble.member_serving(session ^ 1).await, None);
+    on_one.close().await;
 
     let failover = Instant::now();
     ensemble.kill(leader).unwrap();
