@@ -5,22 +5,14 @@
 //! (`--features sasl-digest`).
 #![cfg(feature = "sasl-digest")]
 
-use std::future::Future;
 use std::time::Duration;
 
-use zookeeper_testkit::{ClientAuth, TlsOptions, ZkServer};
+use zookeeper_testkit::{bounded, ClientAuth, TlsOptions, ZkServer};
 use zookeeper_tokio::{
     perms, Acl, Client, ClientInfo, CreateOptions, ErrorKind, Id, SessionState, TlsConfig,
 };
 
-const HANG: Duration = Duration::from_secs(120);
 const PASSWORD: &str = "bob-secret-3f9a";
-
-async fn bounded<T>(what: &str, f: impl Future<Output = T>) -> T {
-    tokio::time::timeout(HANG, f)
-        .await
-        .unwrap_or_else(|_| panic!("{what}: no end within {HANG:?}"))
-}
 
 /// The session's identities by certificate and by login (the server adds `ip` too).
 fn identities(infos: &[ClientInfo]) -> Vec<(String, String)> {

@@ -188,10 +188,11 @@ async fn a_member_kill_keeps_leadership_and_leases() {
     // (a killed leader would make "leads on, untouched" depend on an election ending within
     // the lease). The bystander is on the members that survive: it sees no fault at all.
     let c = faults::client_off_the_leader(&ensemble, Duration::from_secs(8)).await;
-    let member = faults::member_serving(&ensemble, c.session_id().0)
+    let member = ensemble
+        .member_serving(c.session_id().0)
         .await
         .expect("a member serves the session");
-    let other = client(&faults::members_but(&ensemble, member)).await;
+    let other = client(&ensemble.connect_string_without(member).unwrap()).await;
 
     let steady_running = Arc::new(AtomicBool::new(false));
     let (steady_tx, mut steady_terms) = mpsc::unbounded_channel();

@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::faults::{client_off_the_leader, expire, member_serving, members_but, move_session};
+use common::faults::{client_off_the_leader, expire, move_session};
 use common::stale::stale_increment;
 use common::{bounded, chroot_connect, client, clients, join_making_progress, Progress};
 use zookeeper_recipes::{DistributedAtomicLong, Error, PromotedToLock, RetryPolicy, SharedCount};
@@ -229,10 +229,11 @@ async fn counters_carry_on_when_the_member_serving_them_dies() {
     // Off the leader, so that the kill is of a follower (no election: the session moves at
     // once, well within its 8 s); the bystander on the members that survive, untouched.
     let c = client_off_the_leader(&ensemble, Duration::from_secs(8)).await;
-    let member = member_serving(&ensemble, c.session_id().0)
+    let member = ensemble
+        .member_serving(c.session_id().0)
         .await
         .expect("a member serves the session");
-    let other = client(&members_but(&ensemble, member)).await;
+    let other = client(&ensemble.connect_string_without(member).unwrap()).await;
     let count = SharedCount::start(&c, "/shared", 0).await.unwrap();
     let long = DistributedAtomicLong::new(&c, "/long", retry()).unwrap();
     assert_eq!(long.increment().await.unwrap().post_value, 1);

@@ -364,19 +364,6 @@ async fn a_foreign_node_bearing_our_guid_is_not_adopted() {
     assert!(common::wait_empty(&direct, "/lock").await.is_empty());
 }
 
-/// The index of the member whose `cons` lists `session`.
-async fn member_serving(ensemble: &Ensemble, session: i64) -> usize {
-    let needle = format!("sid=0x{:x}", session as u64);
-    for (i, addr) in ensemble.addrs().iter().enumerate() {
-        if let Ok(cons) = zookeeper_testkit::four_letter(*addr, "cons").await {
-            if cons.contains(&needle) {
-                return i;
-            }
-        }
-    }
-    panic!("no member serves session {needle}");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn holder_keeps_the_lock_when_its_server_dies() {
     let ensemble = Ensemble::start(3).await.unwrap();
@@ -395,7 +382,10 @@ async fn holder_keeps_the_lock_when_its_server_dies() {
     let mut states = g.state_watcher();
     let lost = tokio::spawn(g.lost());
 
-    let serving = member_serving(&ensemble, holder_client.session_id().0).await;
+    let serving = ensemble
+        .member_serving(holder_client.session_id().0)
+        .await
+        .expect("a member serves the session");
     ensemble.kill(serving).unwrap();
     bounded("suspended", states.wait_for(|s| *s != Holding::Held))
         .await
@@ -413,7 +403,7 @@ async fn holder_keeps_the_lock_when_its_server_dies() {
     assert!(!lost.is_finished());
 
     // On the surviving members only.
-    let other_client = client(&common::faults::members_but(&ensemble, serving)).await;
+    let other_client = client(&ensemble.connect_string_without(serving).unwrap()).await;
     let other = Mutex::new(&other_client, "/lock").unwrap();
     assert!(
         other.try_acquire().await.unwrap().is_none(),

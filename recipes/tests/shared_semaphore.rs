@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::faults::{expire, member_serving, members_but};
+use common::faults::expire;
 use common::{bounded, children, client, clients, until_children, until_watching_the_leases};
 use zookeeper_recipes::{Holding, Lease, Semaphore, Sessions, SharedCount};
 use zookeeper_testkit::{chroot_for, shared_server, Ensemble, Proxy};
@@ -180,17 +180,18 @@ async fn a_change_made_while_the_waiters_member_is_down_is_obeyed() {
     let leader = bounded("a leader", ensemble.leader()).await.unwrap();
     let w = bounded(
         "connect",
-        Client::builder(&members_but(&ensemble, leader))
+        Client::builder(&ensemble.connect_string_without(leader).unwrap())
             .session_timeout(Duration::from_secs(8))
             .connect(),
     )
     .await
     .unwrap();
-    let member = member_serving(&ensemble, w.session_id().0)
+    let member = ensemble
+        .member_serving(w.session_id().0)
         .await
         .expect("a member serves the session");
     // The holder and the setter on the other members: they stay connected throughout.
-    let other = client(&members_but(&ensemble, member)).await;
+    let other = client(&ensemble.connect_string_without(member).unwrap()).await;
 
     let setter = SharedCount::start(&other, "/count", 1).await.unwrap();
     let holder = Semaphore::with_shared_count(&other, "/sem", &setter).unwrap();

@@ -64,6 +64,11 @@ mod tests {
     #[tokio::test(start_paused = true)]
     #[should_panic(expected = "the lock: no end within 3s")]
     async fn a_bound_of_its_own_is_named_in_the_failure() {
-        bounded_by(Duration::from_secs(3), "the lock", std::future::pending::<()>()).await;
+        bounded_by(
+            Duration::from_secs(3),
+            "the lock",
+            std::future::pending::<()>(),
+        )
+        .await;
     }
 }

@@ -25,6 +25,7 @@ use std::time::Duration;
 use sim_harness::{
     explore, run, running, schedule_faults_with_restarts, Host, Reconnecting, Record, World,
 };
+use zookeeper_testkit::ended_within;
 use zookeeper_testkit::sim::{Faults, SimServer};
 use zookeeper_tokio::{CreateOptions, Error, ErrorKind};
 
@@ -119,7 +120,7 @@ async fn caller(host: Host) -> turmoil::Result {
             let fut: Pending = match call {
                 Call::SetData => {
                     let f = c.set_data(&node, format!("{i}").as_bytes(), None);
-                    Box::pin(bounded(async move {
+                    Box::pin(ended_within(HANG_BOUND, async move {
                         f.await
                             .map_or_else(Outcome::Failed, |s| Outcome::Wrote(s.mzxid))
                     }))
@@ -130,21 +131,21 @@ async fn caller(host: Host) -> turmoil::Result {
                         b"",
                         &CreateOptions::persistent_sequential(),
                     );
-                    Box::pin(bounded(async move {
+                    Box::pin(ended_within(HANG_BOUND, async move {
                         f.await
                             .map_or_else(Outcome::Failed, |(_, s)| Outcome::Wrote(s.czxid))
                     }))
                 }
                 Call::GetData => {
                     let f = c.get_data(&node);
-                    Box::pin(bounded(async move {
+                    Box::pin(ended_within(HANG_BOUND, async move {
                         f.await
                             .map_or_else(Outcome::Failed, |(_, s)| Outcome::Read(s.mzxid))
                     }))
                 }
                 Call::Exists => {
                     let f = c.exists(&node);
-                    Box::pin(bounded(async move {
+                    Box::pin(ended_within(HANG_BOUND, async move {
                         match f.await {
                             Ok(Some(s)) => Outcome::Read(s.mzxid),
                             Ok(None) => Outcome::Read(-1),
@@ -154,13 +155,13 @@ async fn caller(host: Host) -> turmoil::Result {
                 }
                 Call::Sync => {
                     let f = c.sync(&node);
-                    Box::pin(bounded(async move {
+                    Box::pin(ended_within(HANG_BOUND, async move {
                         f.await.map_or_else(Outcome::Failed, |()| Outcome::Done)
                     }))
                 }
                 Call::DeleteMissing => {
                     let f = c.delete(&format!("{node}/missing"), None);
-                    Box::pin(bounded(async move {
+                    Box::pin(ended_within(HANG_BOUND, async move {
                         f.await.map_or_else(Outcome::Failed, |()| Outcome::Done)
                     }))
                 }
@@ -178,11 +179,6 @@ async fn caller(host: Host) -> turmoil::Result {
         tokio::time::sleep(Duration::from_millis(rng.below(300))).await;
     }
     Ok(())
-}
-
-/// `call`, or `None` if it has not ended within the hang bound.
-async fn bounded<T>(call: impl Future<Output = T>) -> Option<T> {
-    tokio::time::timeout(HANG_BOUND, call).await.ok()
 }
 
 /// Polls every call, always in call order, and returns their outcomes in the order they were

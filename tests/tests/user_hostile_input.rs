@@ -4,21 +4,10 @@
 //! hangs, errors are typed and name the operation, the path and what was wrong, and the
 //! session goes on serving afterwards.
 
-use std::future::Future;
-use std::time::Duration;
-
-use zookeeper_testkit::ZkServer;
+use zookeeper_testkit::{bounded, ZkServer};
 use zookeeper_tokio::{
     perms, validate_path, Acl, Client, CreateOptions, ErrorKind, Id, DEFAULT_MAX_INCOMING_FRAME,
 };
-
-const HANG: Duration = Duration::from_secs(120);
-
-async fn bounded<T>(what: &str, f: impl Future<Output = T>) -> T {
-    tokio::time::timeout(HANG, f)
-        .await
-        .unwrap_or_else(|_| panic!("{what}: no end within {HANG:?}"))
-}
 
 /// The session still answers, on the same session.
 async fn still_serving(c: &Client, session: zookeeper_tokio::SessionId) {

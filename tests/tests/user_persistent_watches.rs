@@ -4,34 +4,12 @@
 //! reported once per node and kind; a change whose event did arrive is never reported again.
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::time::Duration;
 
-use zookeeper_testkit::{four_letter, Ensemble};
+use zookeeper_testkit::{bounded, Ensemble};
 use zookeeper_tokio::{
     AddWatchMode, Client, CreateOptions, EventType, PersistentWatcher, SessionState,
 };
-
-const HANG: Duration = Duration::from_secs(120);
-
-async fn bounded<T>(what: &str, f: impl Future<Output = T>) -> T {
-    tokio::time::timeout(HANG, f)
-        .await
-        .unwrap_or_else(|_| panic!("{what}: no end within {HANG:?}"))
-}
-
-/// The member whose connections list `client`'s session.
-async fn member_serving(ensemble: &Ensemble, client: &Client) -> Option<usize> {
-    let needle = format!("sid=0x{:x}", client.session_id().0 as u64);
-    for (i, addr) in ensemble.addrs().iter().enumerate() {
-        if let Ok(cons) = four_letter(*addr, "cons").await {
-            if cons.contains(&needle) {
-                return Some(i);
-            }
-        }
-    }
-    None
-}
 
 /// Kills `member`, waits until `client` has lost and found a connection, restarts `member`.
 async fn kill_and_restart(ensemble: &Ensemble, member: usize, client: &Client) {
@@ -155,7 +133,7 @@ async fn a_recursive_watch_reports_each_change_once_across_member_and_leader_res
 
     // The member serving the watch, then the leader (an election: every member drops its
     // clients), each killed and restarted while the writes go on.
-    let serving = bounded("serving", member_serving(&ensemble, &watching))
+    let serving = bounded("serving", ensemble.member_serving(watching.session_id().0))
         .await
         .expect("a member serves the session");
     kill_and_restart(&ensemble, serving, &watching).await;

@@ -7,29 +7,21 @@
 //! successful increment has a value of its own.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::future::Future;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 use zookeeper_recipes::{DistributedAtomicLong, ReadWriteLock, RetryPolicy, Semaphore, Sessions};
-use zookeeper_testkit::ZkServer;
+use zookeeper_testkit::{bounded, ZkServer};
 use zookeeper_tokio::{Client, CreateOptions, EventType, MultiOp};
 
-const HANG: Duration = Duration::from_secs(120);
 /// The children's session timeout: the stop lasts until the server has expired it.
 const SESSION: Duration = Duration::from_secs(2);
 const ROLE_ENV: &str = "ZK_USER_PROCESS_ROLE";
 const CONNECT_ENV: &str = "ZK_USER_PROCESS_CONNECT";
 /// `sem` or `rw`: the recipe the children share.
 const RECIPE_ENV: &str = "ZK_USER_PROCESS_RECIPE";
-
-async fn bounded<T>(what: &str, f: impl Future<Output = T>) -> T {
-    tokio::time::timeout(HANG, f)
-        .await
-        .unwrap_or_else(|_| panic!("{what}: no end within {HANG:?}"))
-}
 
 /// The body of a child process; a no-op when the test runs as itself.
 #[test]

@@ -15,10 +15,7 @@ use zookeeper_tokio::Client;
 pub const BOUND: Duration = Duration::from_secs(60);
 
 pub async fn bounded<F: Future>(what: &str, f: F) -> F::Output {
-    match tokio::time::timeout(BOUND, f).await {
-        Ok(v) => v,
-        Err(_) => panic!("timed out waiting for {what}"),
-    }
+    zookeeper_testkit::bounded_by(BOUND, what, f).await
 }
 
 /// A connect string to a fresh chroot on the shared server, and a client on it.

@@ -65,33 +65,6 @@ pub async fn expire(proxy: &Proxy, connect: &str, victim: &Client) {
         .unwrap();
 }
 
-/// The index of the member whose `cons` lists `session`.
-pub async fn member_serving(ensemble: &Ensemble, session: i64) -> Option<usize> {
-    let needle = format!("sid=0x{:x}", session as u64);
-    for (i, addr) in ensemble.addrs().iter().enumerate() {
-        if let Ok(cons) = zookeeper_testkit::four_letter(*addr, "cons").await {
-            if cons.contains(&needle) {
-                return Some(i);
-            }
-        }
-    }
-    None
-}
-
-/// A connect string of every member of `ensemble` but the one at `skip`: a session connected
-/// with it is kept off that member (off the leader, say, whose death would start an election
-/// and drop every client until it ends).
-pub fn members_but(ensemble: &Ensemble, skip: usize) -> String {
-    let addrs: Vec<String> = ensemble
-        .addrs()
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| *i != skip)
-        .map(|(_, a)| a.to_string())
-        .collect();
-    addrs.join(",")
-}
-
 /// A client on every member of `ensemble` but its leader, with `session_timeout`: killing the
 /// member serving it is then never the leader's death, so no election runs and its session
 /// moves to the remaining follower at once, well within the session timeout.
@@ -99,7 +72,7 @@ pub async fn client_off_the_leader(ensemble: &Ensemble, session_timeout: Duratio
     let leader = bounded("a leader", ensemble.leader()).await.unwrap();
     bounded(
         "connect",
-        Client::builder(&members_but(ensemble, leader))
+        Client::builder(&ensemble.connect_string_without(leader).unwrap())
             .session_timeout(session_timeout)
             .connect_timeout(super::CONNECT_TIMEOUT)
             .connect(),
@@ -111,7 +84,7 @@ pub async fn client_off_the_leader(ensemble: &Ensemble, session_timeout: Duratio
 /// Kills the member serving `client`'s session and waits until the session is served by
 /// another; returns the member killed (`None` if no member listed the session).
 pub async fn move_session(ensemble: &Ensemble, client: &Client) -> Option<usize> {
-    let member = member_serving(ensemble, client.session_id().0).await?;
+    let member = ensemble.member_serving(client.session_id().0).await?;
     let mut states = client.state_changes();
     ensemble.kill(member).unwrap();
     bounded(

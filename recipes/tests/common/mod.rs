@@ -13,10 +13,7 @@ pub const BOUND: Duration = Duration::from_secs(30);
 
 /// Awaits `f`, failing the test if it takes longer than [`BOUND`].
 pub async fn bounded<F: Future>(what: &str, f: F) -> F::Output {
-    match tokio::time::timeout(BOUND, f).await {
-        Ok(v) => v,
-        Err(_) => panic!("timed out waiting for {what}"),
-    }
+    zookeeper_testkit::bounded_by(BOUND, what, f).await
 }
 
 /// The steps of a long run (a grant, an increment), for [`join_making_progress`]. Cloned
