@@ -5,21 +5,11 @@
 //! folded or not; once writes stop, the view equals the server's tree.
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::time::Duration;
 
 use zookeeper_recipes::{CacheEvent, CacheEvents, CachedNode, NodeCache, Sessions, TreeCache};
-use zookeeper_testkit::{Proxy, ZkServer};
+use zookeeper_testkit::{bounded, ended_within, Proxy, ZkServer, HANG_BOUND};
 use zookeeper_tokio::{Client, ClientBuilder, CreateOptions, MultiOp, SessionState};
-
-/// A hang bound: far past anything the steps below take on a loaded machine.
-const HANG: Duration = Duration::from_secs(120);
-
-async fn bounded<T>(what: &str, f: impl Future<Output = T>) -> T {
-    tokio::time::timeout(HANG, f)
-        .await
-        .unwrap_or_else(|_| panic!("{what}: no end within {HANG:?}"))
-}
 
 /// What a node's identity and content are, for comparing views: the parent's child counters
 /// are left out, a recursive watch reports no child-list changes.
@@ -125,6 +115,25 @@ fn snapshot_of(cache: &TreeCache) -> BTreeMap<String, (Vec<u8>, i64, i64, i32)> 
         .collect()
 }
 
+/// The end of one of [`trial`]'s phases, once its writes are done: writes `marker`, reads
+/// `events` into `copy` until it equals the server's tree, and checks that the cache's
+/// snapshot does too.
+async fn end_phase(
+    writer: &Client,
+    marker: &str,
+    copy: &mut Copy,
+    events: &mut CacheEvents,
+    cache: &TreeCache,
+) {
+    writer
+        .create(marker, b"", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    let tree = server_tree(writer, "/t").await;
+    read_until(copy, events, "/t", &tree, cache).await;
+    assert_eq!(copy.nodes, snapshot_of(cache));
+}
+
 /// Reads `events` into `copy` until it equals `server` (the tree once writes stopped) and the
 /// first view was reported complete. Folded changes come as one step with one zxid, in an
 /// order of their own, so the copy is compared, not a last event awaited.
@@ -136,9 +145,9 @@ async fn read_until(
     cache: &TreeCache,
 ) {
     while copy.initialized == 0 || copy.nodes != *server {
-        let Ok(event) = tokio::time::timeout(HANG, events.next()).await else {
+        let Some(event) = ended_within(HANG_BOUND, events.next()).await else {
             panic!(
-                "the copy did not come to equal the server's tree within {HANG:?}: \
+                "the copy did not come to equal the server's tree within {HANG_BOUND:?}: \
                  copy vs server {}; cache vs server {}; cache zxid {}, copy zxid {}",
                 diff(&copy.nodes, server),
                 diff(&snapshot_of(cache), server),
@@ -249,19 +258,21 @@ async fn populate(w: &Client, parents: u32, children: u32) {
     }
 }
 
-/// The whole trial: a 5,000-node subtree; a consumer with a queue of 8 events that reads only
-/// between rounds; a pending bound of 16 so that the cache folds too; one round across a
-/// dropped connection and one across an expired session. After each phase the copy kept from
-/// the events, the cache's snapshot and the server's tree must be the same. `client` sets up
-/// the cache's sessions.
-async fn trial(client: impl Fn(ClientBuilder) -> ClientBuilder) {
+/// A server of its own; the caches' `sessions` reach it through `proxy` (4 s sessions, so
+/// that an expiry is quick, set up further by `client`), the `writer` directly at `direct`.
+struct Rig {
+    _server: ZkServer,
+    proxy: Proxy,
+    direct: String,
+    writer: Client,
+    sessions: Sessions,
+}
+
+async fn rig(client: impl Fn(ClientBuilder) -> ClientBuilder) -> Rig {
     let server = ZkServer::start().await.unwrap();
     let proxy = Proxy::start(server.addr()).await.unwrap();
     let direct = server.connect_string();
     let writer = bounded("writer", Client::connect(&direct)).await.unwrap();
-    const PARENTS: u32 = 50;
-    populate(&writer, PARENTS, 99).await;
-
     let sessions = bounded(
         "sessions",
         Sessions::connect(client(
@@ -270,6 +281,31 @@ async fn trial(client: impl Fn(ClientBuilder) -> ClientBuilder) {
     )
     .await
     .unwrap();
+    Rig {
+        _server: server,
+        proxy,
+        direct,
+        writer,
+        sessions,
+    }
+}
+
+/// The whole trial: a 5,000-node subtree; a consumer with a queue of 8 events that reads only
+/// between rounds; a pending bound of 16 so that the cache folds too; one round across a
+/// dropped connection and one across an expired session. After each phase the copy kept from
+/// the events, the cache's snapshot and the server's tree must be the same. `client` sets up
+/// the cache's sessions.
+async fn trial(client: impl Fn(ClientBuilder) -> ClientBuilder) {
+    let Rig {
+        _server,
+        proxy,
+        direct,
+        writer,
+        sessions,
+    } = rig(client).await;
+    const PARENTS: u32 = 50;
+    populate(&writer, PARENTS, 99).await;
+
     let cache = TreeCache::builder(&sessions, "/t")
         .max_queued_events(8)
         .max_pending(16)
@@ -280,28 +316,14 @@ async fn trial(client: impl Fn(ClientBuilder) -> ClientBuilder) {
 
     // Phase 1: the initial view, with writes racing it.
     churn(&writer, 0, PARENTS).await;
-    let done = "/t/done1";
-    writer
-        .create(done, b"", &CreateOptions::persistent())
-        .await
-        .unwrap();
-    let tree = server_tree(&writer, "/t").await;
-    read_until(&mut copy, &mut events, "/t", &tree, &cache).await;
+    end_phase(&writer, "/t/done1", &mut copy, &mut events, &cache).await;
     assert_eq!(copy.initialized, 1, "Initialized once");
-    assert_eq!(copy.nodes, snapshot_of(&cache));
 
     // Phase 2: writes while the consumer does not read; the connection dropped mid-way.
     churn(&writer, 1, PARENTS).await;
     proxy.drop_all();
     churn(&writer, 2, PARENTS).await;
-    let done = "/t/done2";
-    writer
-        .create(done, b"", &CreateOptions::persistent())
-        .await
-        .unwrap();
-    let tree = server_tree(&writer, "/t").await;
-    read_until(&mut copy, &mut events, "/t", &tree, &cache).await;
-    assert_eq!(copy.nodes, snapshot_of(&cache));
+    end_phase(&writer, "/t/done2", &mut copy, &mut events, &cache).await;
 
     // Phase 3: the session expires while writes go on; the cache moves to a new session.
     let first = sessions.client().session_id();
@@ -310,15 +332,8 @@ async fn trial(client: impl Fn(ClientBuilder) -> ClientBuilder) {
     churn(&writer, 4, PARENTS).await;
     // Deleted while the session was gone: a whole branch.
     writer.delete_recursive("/t/p7").await.unwrap();
-    let done = "/t/done3";
-    writer
-        .create(done, b"", &CreateOptions::persistent())
-        .await
-        .unwrap();
-    let tree = server_tree(&writer, "/t").await;
-    read_until(&mut copy, &mut events, "/t", &tree, &cache).await;
+    end_phase(&writer, "/t/done3", &mut copy, &mut events, &cache).await;
     assert_ne!(sessions.client().session_id(), first, "a new session");
-    assert_eq!(copy.nodes, snapshot_of(&cache));
     assert!(copy.nodes.len() > 4_900, "the subtree is large");
     assert!(events.try_next().is_none(), "nothing after quiet");
     assert!(cache.ended().is_none());
@@ -351,18 +366,13 @@ async fn a_tree_cache_past_the_clients_recursive_watch_memory_goes_on_after_a_re
 /// session. The copy kept from its events equals the server's node each time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_consumer_of_a_node_cache_sees_each_state_once_through_cuts_and_expiry() {
-    let server = ZkServer::start().await.unwrap();
-    let proxy = Proxy::start(server.addr()).await.unwrap();
-    let direct = server.connect_string();
-    let writer = bounded("writer", Client::connect(&direct)).await.unwrap();
-    let sessions = bounded(
-        "sessions",
-        Sessions::connect(
-            Client::builder(&proxy.connect_string()).session_timeout(Duration::from_secs(4)),
-        ),
-    )
-    .await
-    .unwrap();
+    let Rig {
+        _server,
+        proxy,
+        direct,
+        writer,
+        sessions,
+    } = rig(|b| b).await;
     let cache = NodeCache::builder(&sessions, "/cfg")
         .max_queued_events(1)
         .spawn()
@@ -435,9 +445,9 @@ async fn changes_after_delete(w: &Client) {
 
 async fn read_node_until(copy: &mut Copy, events: &mut CacheEvents, want: &Tree) {
     while copy.initialized == 0 || copy.nodes != *want {
-        let Ok(event) = tokio::time::timeout(HANG, events.next()).await else {
+        let Some(event) = ended_within(HANG_BOUND, events.next()).await else {
             panic!(
-                "the node cache's copy did not come to equal the server within {HANG:?}: {}",
+                "the node cache's copy did not come to equal the server within {HANG_BOUND:?}: {}",
                 diff(&copy.nodes, want)
             )
         };
