@@ -3,7 +3,8 @@
 //! * [`ZkServer`]: a standalone server on a free loopback port in its own temporary
 //!   directory; killed and cleaned up on drop.
 //! * [`shared_server`] and [`chroot_for`]: one server per test binary, a chroot per test.
-//! * [`Ensemble`]: N members on loopback; find the leader, kill, restart, pause, resume.
+//! * [`Ensemble`]: N members on loopback; find the leader or the member serving a session,
+//!   kill, restart, pause, resume.
 //! * [`ReconfigEnsemble`]: an ensemble with dynamic configuration that starts new members
 //!   (participants or observers) and adds and removes them with `reconfig`.
 //! * SASL servers: [`ServerBuilder::sasl_digest`] (DIGEST-MD5 users),
