@@ -98,6 +98,8 @@ pub trait FoldRule {
     /// all of `held` (the keys left stay held, and later items of every key keep folding
     /// until none is) and what the rule holds itself, in the order the consumer is to see
     /// them. `max` is the queue's bound, for a rule that releases a queueful at a time.
+    /// Each call must queue at least one item or leave nothing held (a held change may
+    /// amount to no item): until one of those happens, the consumer reads nothing more.
     fn release(
         &mut self,
         held: &mut BTreeMap<Self::Key, Self::Change>,
