@@ -161,10 +161,7 @@ async fn run_contenders(
     // order, and a session that expires under them ends its holder's lock as it should (the
     // loss suites test that), which the checker here would count against the lock. A run
     // beside two other suites on two cores once stalled the shared server past 4 s.
-    let mut cs = Vec::with_capacity(sessions);
-    for _ in 0..sessions {
-        cs.push(common::client_with_session(connect, Duration::from_secs(30)).await);
-    }
+    let cs = common::clients_with_session(connect, sessions, Duration::from_secs(30)).await;
     let checker = Arc::new(Checker::default());
     let progress = common::Progress::default();
     let mut tasks = Vec::new();

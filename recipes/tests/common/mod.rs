@@ -81,9 +81,12 @@ pub fn chroot_connect(test: &str) -> String {
 /// around the connect.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(25);
 
+/// The session timeout of [`client`] and [`clients`]: short, so that an expiry is quick.
+const SHORT_SESSION: Duration = Duration::from_secs(4);
+
 /// A client on `connect` with a short session timeout.
 pub async fn client(connect: &str) -> Client {
-    client_with_session(connect, Duration::from_secs(4)).await
+    client_with_session(connect, SHORT_SESSION).await
 }
 
 /// A client on `connect` with a session timeout of `session`, and a patient connect.
@@ -100,11 +103,16 @@ pub async fn client_with_session(connect: &str, session: Duration) -> Client {
     .expect("connect")
 }
 
-/// `n` clients (separate sessions) on `connect`.
+/// `n` clients (separate sessions) on `connect`, with a short session timeout.
 pub async fn clients(connect: &str, n: usize) -> Vec<Client> {
+    clients_with_session(connect, n, SHORT_SESSION).await
+}
+
+/// `n` clients (separate sessions) on `connect`, with a session timeout of `session`.
+pub async fn clients_with_session(connect: &str, n: usize, session: Duration) -> Vec<Client> {
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
-        out.push(client(connect).await);
+        out.push(client_with_session(connect, session).await);
     }
     out
 }
