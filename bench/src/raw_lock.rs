@@ -17,6 +17,10 @@
 //!   the create, two watches, a listing when the farther watched contender goes), not a
 //!   limit but a yardstick: beside the loop it prices the recipe's protocol, and beside our
 //!   mutex it prices our client.
+//! * **Contention loop as ours, released**: the same, with each owner's create and listing
+//!   written once its delete is answered, as a loop of `acquire().await` and
+//!   `release().await` sends them; the yardstick of that loop, where the loop as ours writes
+//!   the release and the next entry together, as no confirmed release can.
 //! * **Handoff chain as ours**: the queued chain with the requests our mutex's waiters send once
 //!   queued (the second watch, and a listing when the farther contender goes), the same
 //!   yardstick for a queue served.
@@ -94,6 +98,10 @@ pub enum Chain {
     /// on the one before it, and that one's deletion by another listing. What our recipe asks
     /// of the server, without our client.
     AsOurs,
+    /// [`Chain::AsOurs`] with each owner's create and listing written once its delete is
+    /// answered rather than with it: what a loop of `acquire().await` and `release().await`
+    /// sends, the release confirmed before the next acquisition starts.
+    AsOursReleased,
     /// The queued chain with the requests our mutex's waiters send once queued: every node
     /// also watches the one before its predecessor, and that one's deletion is followed by a
     /// listing, whose reply the grant waits for. The yardstick of a queue served, as
@@ -109,7 +117,15 @@ impl Chain {
 
     /// Whether the owners send the requests our mutex sends.
     fn as_ours(self) -> bool {
-        matches!(self, Chain::AsOurs | Chain::QueuedAsOurs)
+        matches!(
+            self,
+            Chain::AsOurs | Chain::AsOursReleased | Chain::QueuedAsOurs
+        )
+    }
+
+    /// Whether an owner queues again only once its delete is answered.
+    fn requeues_after_delete(self) -> bool {
+        matches!(self, Chain::AsOursReleased)
     }
 }
 
@@ -187,6 +203,31 @@ pub async fn handoff_chain(
             // replies (our recipe takes no grant before it has the listing it asked for).
             let mut listing = 0usize;
             let mut grant_after_listing: Option<usize> = None;
+            // `AsOursReleased`: the delete in flight is followed by queueing again.
+            let mut requeue_on_delete = false;
+            // Queues this session again at the tail, into `frames`, unless the chain is done.
+            macro_rules! requeue {
+                ($frames:ident) => {
+                    let tail = next_node.fetch_add(1, Ordering::AcqRel);
+                    if tail < nodes {
+                        $frames.extend(wire::create_request_with(
+                            XID_CREATE,
+                            &name(tail),
+                            b"",
+                            wire::EPHEMERAL,
+                        ));
+                        if as_ours {
+                            $frames.extend(wire::get_children2_request(XID_ENTRY_LIST, dir));
+                        } else {
+                            $frames.extend(wire::exists_request(XID_EXISTS, &name(tail - 1), true));
+                            watching.push_back(tail);
+                        }
+                        mine = Some(tail);
+                        queued += 1;
+                        replies += 2;
+                    }
+                };
+            }
             while queued > 0 || replies > 0 {
                 let frame = raw.next_frame().await?;
                 // The node this session now holds, once it is granted.
@@ -309,6 +350,11 @@ pub async fn handoff_chain(
                     _ => {
                         expect_ok(&frame, "delete")?;
                         replies -= 1;
+                        if std::mem::take(&mut requeue_on_delete) {
+                            let mut frames = Vec::new();
+                            requeue!(frames);
+                            raw.send(&frames).await?;
+                        }
                         continue;
                     }
                 };
@@ -320,29 +366,17 @@ pub async fn handoff_chain(
                     epoch.elapsed().as_nanos() as u64
                         - deleted_at[granted - 1].load(Ordering::Acquire),
                 );
-                // Granted: release at once, and queue again at the tail if asked to.
+                // Granted: release at once, and queue again at the tail if asked to, with the
+                // delete or once it is answered.
                 let mut frames = wire::delete_request(XID_DELETE, &name(granted));
                 queued -= 1;
                 replies += 1;
                 mine = None;
                 if !chain.queued() {
-                    let tail = next_node.fetch_add(1, Ordering::AcqRel);
-                    if tail < nodes {
-                        frames.extend(wire::create_request_with(
-                            XID_CREATE,
-                            &name(tail),
-                            b"",
-                            wire::EPHEMERAL,
-                        ));
-                        if as_ours {
-                            frames.extend(wire::get_children2_request(XID_ENTRY_LIST, dir));
-                        } else {
-                            frames.extend(wire::exists_request(XID_EXISTS, &name(tail - 1), true));
-                            watching.push_back(tail);
-                        }
-                        mine = Some(tail);
-                        queued += 1;
-                        replies += 2;
+                    if chain.requeues_after_delete() {
+                        requeue_on_delete = true;
+                    } else {
+                        requeue!(frames);
                     }
                 }
                 deleted_at[granted].store(epoch.elapsed().as_nanos() as u64, Ordering::Release);

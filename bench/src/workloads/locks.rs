@@ -68,7 +68,7 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
                 .map_or("-".to_string(), |v| format!("{v:.0}/s"))
         };
         println!(
-            "# locks round {r}: uncontended raw {} ours {} ours_mt {} curator {}; contended raw {} raw_loop {} raw_as_ours {} ours {} ours_mt {} curator {}",
+            "# locks round {r}: uncontended raw {} ours {} ours_mt {} curator {}; contended raw {} raw_loop {} raw_as_ours {} raw_as_ours_released {} ours {} ours_mt {} curator {}",
             show(RAW, "uncontended.ops_per_s"),
             show("ours", "uncontended.ops_per_s"),
             show("ours_mt", "uncontended.ops_per_s"),
@@ -76,6 +76,7 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
             show(RAW, "contended8.acq_per_s"),
             show(RAW_LOOP, "contended8.acq_per_s"),
             show(RAW_AS_OURS, "contended8.acq_per_s"),
+            show(RAW_AS_OURS_RELEASED, "contended8.acq_per_s"),
             show("ours", "contended8.acq_per_s"),
             show("ours_mt", "contended8.acq_per_s"),
             show(CURATOR, "contended8.acq_per_s"),
@@ -110,7 +111,15 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
             .collect()
     };
     for (key, unit) in units {
-        for who in [RAW, RAW_LOOP, RAW_AS_OURS, "ours", "ours_mt", CURATOR] {
+        for who in [
+            RAW,
+            RAW_LOOP,
+            RAW_AS_OURS,
+            RAW_AS_OURS_RELEASED,
+            "ours",
+            "ours_mt",
+            CURATOR,
+        ] {
             let v = values(who, key);
             if !v.is_empty() {
                 report.figure(&format!("locks.{key}.{who}"), median(&v), unit);
@@ -130,6 +139,19 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
         ("ours", RAW_AS_OURS, "contended8.acq_per_s", None),
         ("ours_mt", RAW_AS_OURS, "contended8.acq_per_s", None),
         (RAW_AS_OURS, RAW_LOOP, "contended8.acq_per_s", None),
+        ("ours", RAW_AS_OURS_RELEASED, "contended8.acq_per_s", None),
+        (
+            "ours_mt",
+            RAW_AS_OURS_RELEASED,
+            "contended8.acq_per_s",
+            None,
+        ),
+        (
+            RAW_AS_OURS_RELEASED,
+            RAW_AS_OURS,
+            "contended8.acq_per_s",
+            None,
+        ),
         ("ours", RAW_AS_OURS, "waiters100.handoffs_per_s", None),
         ("ours_mt", RAW_AS_OURS, "waiters100.handoffs_per_s", None),
         (RAW_AS_OURS, RAW, "waiters100.handoffs_per_s", None),
@@ -160,6 +182,10 @@ const RAW_LOOP: &str = "raw_loop";
 /// (`raw_lock::Chain::AsOurs`, `Chain::QueuedAsOurs`): what separates them from `raw_loop` and
 /// `raw` is the recipe's protocol, what separates ours from them is our client.
 const RAW_AS_OURS: &str = "raw_as_ours";
+/// The contention loop as ours, each owner queueing again once its delete is answered
+/// (`raw_lock::Chain::AsOursReleased`): what our contended workload's loop of `acquire` and
+/// `release` can send at best.
+const RAW_AS_OURS_RELEASED: &str = "raw_as_ours_released";
 const CURATOR: &str = "curator";
 
 /// One round's figures, by contestant.
@@ -486,6 +512,11 @@ async fn round(
                 for (who, chain, sub) in [
                     (RAW_LOOP, Chain::Loop, "loop"),
                     (RAW_AS_OURS, Chain::AsOurs, "as-ours"),
+                    (
+                        RAW_AS_OURS_RELEASED,
+                        Chain::AsOursReleased,
+                        "as-ours-released",
+                    ),
                 ] {
                     let (per_s, handoff) = raw_lock::handoff_chain(
                         ctx.zk,
