@@ -18,21 +18,27 @@
 //!   even if the session's runtime were wedged. The workers are told apart cheaply: the task
 //!   records each thread it runs on (a handful), which costs one comparison per turn; other
 //!   threads ask tokio which runtime they are in.
+//!
+//! Whether the session task runs on the caller's thread (telling it then costs no wake-up of
+//! another thread) is a different question on a current-thread runtime: a thread may be in
+//! its context without driving it (one that entered it, as the blocking API's callers do, or
+//! one of its blocking-pool threads). So the task records its threads there too, and a
+//! caller is the session's only on a thread that ran it, in its runtime.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use tokio::runtime::{Handle, RuntimeFlavor};
 
-/// Threads of a multi-thread runtime remembered; past this (more workers than that have run
-/// the task), callers on the others keep their own timers.
+/// Threads remembered; past this (more threads than that have run the task), callers on the
+/// others keep their own timers (multi-thread runtime) or count as elsewhere (current-thread).
 const MAX_THREADS: usize = 32;
 
 /// The session runtime, as seen by the calls.
 #[derive(Debug)]
 pub(crate) struct SessionHome {
     runtime: Runtime,
-    /// Tokens of the threads the session task has run on (multi-thread runtime only).
+    /// Tokens of the threads the session task has run on.
     threads: [AtomicU64; MAX_THREADS],
     recorded: AtomicUsize,
 }
@@ -65,7 +71,7 @@ impl SessionHome {
 
     /// The session task runs on the calling thread now (the task alone calls this).
     pub fn record_thread(&self, token: u64) {
-        if !matches!(self.runtime, Runtime::MultiThread(_)) {
+        if matches!(self.runtime, Runtime::Unknown) {
             return;
         }
         let n = self.recorded.load(Ordering::Relaxed);
@@ -85,14 +91,14 @@ impl SessionHome {
     pub fn caller(&self) -> Caller {
         match &self.runtime {
             Runtime::CurrentThread(id) => {
-                let here = Handle::try_current().is_ok_and(|h| h.id() == *id);
+                let in_runtime = Handle::try_current().is_ok_and(|h| h.id() == *id);
                 Caller {
-                    session_here: here,
-                    keeps_deadline: here,
+                    session_here: in_runtime && self.ran_here(),
+                    keeps_deadline: in_runtime,
                 }
             }
             Runtime::MultiThread(id) => {
-                let worker = self.is_worker();
+                let worker = self.ran_here();
                 Caller {
                     session_here: worker,
                     keeps_deadline: worker || Handle::try_current().map_or(true, |h| h.id() == *id),
@@ -119,18 +125,20 @@ pub(crate) struct Caller {
 
 impl SessionHome {
     /// Whether the session task runs on the calling thread (one of the multi-thread runtime's
-    /// workers it ran on, or the current-thread runtime's thread, in it): telling the task
-    /// costs no wake-up of another thread there.
+    /// workers it ran on, or the thread driving its current-thread runtime, in it): telling
+    /// the task costs no wake-up of another thread there.
     pub fn runs_the_session_here(&self) -> bool {
         match &self.runtime {
-            Runtime::CurrentThread(id) => Handle::try_current().is_ok_and(|h| h.id() == *id),
-            Runtime::MultiThread(_) => self.is_worker(),
+            Runtime::CurrentThread(id) => {
+                Handle::try_current().is_ok_and(|h| h.id() == *id) && self.ran_here()
+            }
+            Runtime::MultiThread(_) => self.ran_here(),
             Runtime::Unknown => false,
         }
     }
 
-    /// The calling thread is one the session task ran on (multi-thread runtime only).
-    fn is_worker(&self) -> bool {
+    /// The calling thread is one the session task ran on.
+    fn ran_here(&self) -> bool {
         let token = thread_token();
         let n = self.recorded.load(Ordering::Acquire);
         self.threads[..n]
@@ -204,6 +212,42 @@ mod tests {
         // Recording is idempotent.
         home.record_thread(token);
         assert_eq!(home.recorded.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn a_thread_in_a_current_thread_runtime_without_driving_it_is_not_the_sessions() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let home = std::sync::Arc::new(rt.block_on(async {
+            let home = SessionHome::current();
+            home.record_thread(thread_token());
+            home
+        }));
+        let driving = rt.block_on(async { home.caller() });
+        assert!(driving.session_here && driving.keeps_deadline);
+        assert!(rt.block_on(async { home.runs_the_session_here() }));
+        // A thread that entered the runtime (as a blocking caller does) is in its context but
+        // does not run the session: telling the task would wake another thread. The thread
+        // driving the runtime keeps the deadline whatever this one does.
+        let handle = rt.handle().clone();
+        let h = home.clone();
+        let (entered, runs_here) = std::thread::spawn(move || {
+            let _entered = handle.enter();
+            (h.caller(), h.runs_the_session_here())
+        })
+        .join()
+        .unwrap();
+        assert!(!entered.session_here && entered.keeps_deadline);
+        assert!(!runs_here);
+        // Nor is one of its blocking-pool threads.
+        let pool = rt.block_on(async {
+            let h = home.clone();
+            tokio::task::spawn_blocking(move || h.caller())
+                .await
+                .unwrap()
+        });
+        assert!(!pool.session_here);
     }
 
     #[test]

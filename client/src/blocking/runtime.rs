@@ -3,7 +3,8 @@
 //!
 //! Calls do not go through this thread: a blocking call makes its request on the calling
 //! thread, which queues it on the session as an async call does (and writes it to the socket
-//! itself when the connection is idle), then parks until the reply's channel wakes it. The
+//! itself whenever the session lends the connection, replies in flight or not: this thread is
+//! not the session's, see `queue::lend`), then parks until the reply's channel wakes it. The
 //! runtime is *entered* around the call, so the call's timers and any task it spawns belong
 //! to this runtime; and since this thread always drives it, the session keeps the call's
 //! deadline as it does for a call made on its own runtime (see `home`).

@@ -6,7 +6,7 @@
 //! take the connection back.
 //!
 //! Who may use a lend depends on the caller. A caller on the session task's own threads (a
-//! worker that ran it, or the current-thread runtime's one thread) costs that task no
+//! worker that ran it, or the thread driving its current-thread runtime) costs that task no
 //! cross-thread wake-up to tell, and the task writes the requests of every caller it answered
 //! in one go: such a caller writes itself only under an *idle* lend (nothing in flight, a
 //! quiet turn before). A caller elsewhere (the body of `#[tokio::main]` on the multi-thread
@@ -141,6 +141,8 @@ mod tests {
         use tokio::io::AsyncReadExt;
         let (wire, mut server) = wire().await;
         let q = RequestQueue::new(8);
+        // The session task runs on this thread.
+        q.home.record_thread(crate::home::thread_token());
         assert!(q.lend(lend_of(&wire, i32::MAX, None)));
         let (a, _ra) = framed(16, 1, None);
         assert!(matches!(q.submit_request(a), Admission::Deferred));
@@ -268,6 +270,8 @@ mod tests {
             .unwrap();
         let (wire, _server) = home.block_on(wire());
         let q = home.block_on(async { RequestQueue::new(8) });
+        // The session task runs on the thread driving its runtime: this one.
+        q.home.record_thread(crate::home::thread_token());
         let busy = |xid| Lend {
             idle: false,
             ..lend_of(&wire, xid, None)
@@ -283,6 +287,26 @@ mod tests {
         });
         q.take_all(&mut items);
         assert!(matches!(&items[..], [Item::Staged(_)]), "{items:?}");
+        items.clear();
+
+        // In the runtime's context without driving it (a blocking caller, a blocking-pool
+        // thread): elsewhere, as the next caller outside the runtime is.
+        assert!(q.lend(busy(5)));
+        let handle = home.handle().clone();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let _entered = handle.enter();
+                let (a, _ra) = framed(16, 1, None);
+                assert!(matches!(q.submit_request(a), Admission::Deferred));
+                q.flush();
+                assert!(!woken(&q), "entered, not driving: written, nobody woken");
+            });
+        });
+        q.take_all(&mut items);
+        assert!(
+            matches!(&items[..], [Item::Written(w)] if w.xid == 5),
+            "{items:?}"
+        );
         items.clear();
 
         assert!(q.lend(busy(6)));
