@@ -28,11 +28,7 @@ fn connect_to(connect_string: &str) -> Client {
 /// Runs `f` on a thread of its own, failing the test if it has not returned within [`WAIT`]
 /// (a hang bound: a blocking call that never returns would otherwise hang the suite).
 fn on_thread<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    match rx.recv_timeout(WAIT * 3) {
+    match on_thread_handle(f).recv_timeout(WAIT * 3) {
         Ok(v) => v,
         Err(RecvTimeoutError::Timeout) => panic!("{what} did not return"),
         Err(RecvTimeoutError::Disconnected) => panic!("{what} panicked"),
@@ -101,6 +97,68 @@ fn threads_sharing_a_client_each_get_their_own_replies() {
         t.join().unwrap();
     }
     assert_eq!(c.get_children("/n").unwrap().0.len(), 200);
+}
+
+/// Threads sharing a client, each keeping a window of calls in flight through `block_on`,
+/// write their requests themselves while replies are in flight (they are not the session's
+/// thread): every reply still reaches its own caller.
+#[test]
+fn threads_pipelining_on_a_shared_client_each_get_their_own_replies() {
+    let c = connect("blocking_pipelined");
+    c.create("/p", b"", &CreateOptions::persistent()).unwrap();
+    const THREADS: usize = 4;
+    const NODES: usize = 50;
+    const CALLS: usize = 2_000;
+    const WINDOW: usize = 200;
+    for t in 0..THREADS {
+        for i in 0..NODES {
+            let path = format!("/p/{t}-{i}");
+            c.create(&path, path.as_bytes(), &CreateOptions::persistent())
+                .unwrap();
+        }
+    }
+    let threads: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let c = c.clone();
+            on_thread_handle(move || {
+                let client = c.as_async().clone();
+                c.block_on(async move {
+                    let mut in_flight = std::collections::VecDeque::new();
+                    let (mut sent, mut done) = (0, 0);
+                    while done < CALLS {
+                        while sent < CALLS && in_flight.len() < WINDOW {
+                            let path = format!("/p/{t}-{}", sent % NODES);
+                            in_flight.push_back((path.clone(), client.get_data(&path)));
+                            sent += 1;
+                        }
+                        let (path, reply) = in_flight.pop_front().unwrap();
+                        let (data, _) = reply.await.unwrap();
+                        assert_eq!(&data[..], path.as_bytes(), "thread {t}, call {done}");
+                        done += 1;
+                    }
+                    done
+                })
+            })
+        })
+        .collect();
+    for (t, rx) in threads.into_iter().enumerate() {
+        match rx.recv_timeout(WAIT * 3) {
+            Ok(done) => assert_eq!(done, CALLS),
+            Err(RecvTimeoutError::Timeout) => panic!("thread {t} did not finish"),
+            Err(RecvTimeoutError::Disconnected) => panic!("thread {t} panicked"),
+        }
+    }
+}
+
+/// Runs `f` on a thread of its own; its result arrives on the channel returned.
+fn on_thread_handle<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::sync::mpsc::Receiver<T> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx
 }
 
 /// One-shot and persistent watches set before the connection drops fire for a change made
