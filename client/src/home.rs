@@ -91,7 +91,7 @@ impl SessionHome {
     pub fn caller(&self) -> Caller {
         match &self.runtime {
             Runtime::CurrentThread(id) => {
-                let in_runtime = Handle::try_current().is_ok_and(|h| h.id() == *id);
+                let in_runtime = in_runtime(id);
                 Caller {
                     session_here: in_runtime && self.ran_here(),
                     keeps_deadline: in_runtime,
@@ -129,9 +129,7 @@ impl SessionHome {
     /// the task costs no wake-up of another thread there.
     pub fn runs_the_session_here(&self) -> bool {
         match &self.runtime {
-            Runtime::CurrentThread(id) => {
-                Handle::try_current().is_ok_and(|h| h.id() == *id) && self.ran_here()
-            }
+            Runtime::CurrentThread(id) => in_runtime(id) && self.ran_here(),
             Runtime::MultiThread(_) => self.ran_here(),
             Runtime::Unknown => false,
         }
@@ -145,6 +143,11 @@ impl SessionHome {
             .iter()
             .any(|t| t.load(Ordering::Relaxed) == token)
     }
+}
+
+/// Whether the calling thread is in the context of the runtime `id` (driving it or not).
+fn in_runtime(id: &tokio::runtime::Id) -> bool {
+    Handle::try_current().is_ok_and(|h| h.id() == *id)
 }
 
 /// A number for the calling thread, unique for the life of the process (never 0).

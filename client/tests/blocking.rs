@@ -28,7 +28,13 @@ fn connect_to(connect_string: &str) -> Client {
 /// Runs `f` on a thread of its own, failing the test if it has not returned within [`WAIT`]
 /// (a hang bound: a blocking call that never returns would otherwise hang the suite).
 fn on_thread<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    match on_thread_handle(f).recv_timeout(WAIT * 3) {
+    joined(what, on_thread_handle(f))
+}
+
+/// The result of a thread started by [`on_thread_handle`], failing the test if it has not
+/// arrived within [`WAIT`] (three times over) or the thread panicked.
+fn joined<T>(what: &str, result: std::sync::mpsc::Receiver<T>) -> T {
+    match result.recv_timeout(WAIT * 3) {
         Ok(v) => v,
         Err(RecvTimeoutError::Timeout) => panic!("{what} did not return"),
         Err(RecvTimeoutError::Disconnected) => panic!("{what} panicked"),
@@ -141,12 +147,8 @@ fn threads_pipelining_on_a_shared_client_each_get_their_own_replies() {
             })
         })
         .collect();
-    for (t, rx) in threads.into_iter().enumerate() {
-        match rx.recv_timeout(WAIT * 3) {
-            Ok(done) => assert_eq!(done, CALLS),
-            Err(RecvTimeoutError::Timeout) => panic!("thread {t} did not finish"),
-            Err(RecvTimeoutError::Disconnected) => panic!("thread {t} panicked"),
-        }
+    for (t, done) in threads.into_iter().enumerate() {
+        assert_eq!(joined(&format!("pipelining thread {t}"), done), CALLS);
     }
 }
 
