@@ -80,8 +80,8 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connecto
     let orphans = orphan::Orphans::default();
     let mut read_buf = BytesMut::with_capacity(READ_CHUNK);
     let mut items = Vec::new();
-    // One timer, re-armed only when the machine's deadline moves: registering a fresh timer on
-    // every turn would cost more than the turn itself under load.
+    // One timer for the whole session: registering a fresh timer on every turn would cost
+    // more than the turn itself under load.
     let timer = tokio::time::sleep(std::time::Duration::ZERO);
     tokio::pin!(timer);
     let mut armed: Option<Instant> = None;
@@ -122,12 +122,18 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connecto
             break;
         }
 
-        let deadline = session.next_deadline();
-        if deadline != armed {
-            if let Some(d) = deadline {
+        // Re-armed only when the machine's deadline comes sooner than the timer, or the timer
+        // has fired. The ping's and the read timeout's deadlines move later with every
+        // request and reply; following each move would cost a timer-wheel update per turn.
+        // A timer left earlier fires once for nothing due (`on_timeout` acts only on what
+        // is), and is then armed for the deadline of that moment.
+        match (session.next_deadline(), armed) {
+            (Some(d), Some(a)) if d >= a => {}
+            (Some(d), _) => {
                 timer.as_mut().reset(d.into());
+                armed = Some(d);
             }
-            armed = deadline;
+            (None, _) => armed = None,
         }
         if let (Some(xid), Some(wire)) = (
             session.lendable_xid(),
@@ -142,7 +148,7 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connecto
             lent = queue.lend(Lend {
                 wire: wire.clone(),
                 xid,
-                wakes_by: deadline,
+                wakes_by: armed,
                 idle,
             });
         }

@@ -86,6 +86,46 @@ async fn a_request_the_server_never_answers_fails_at_the_default_deadline() {
     assert_eq!(server.accepted(), 1);
 }
 
+/// The session's timer stays where an earlier deadline put it when the next one comes later:
+/// it fires once for nothing due, then keeps the later deadline. A call answered at once
+/// leaves the timer at its own deadline (1 s); the next call, never answered, fails at its
+/// own (5 s), not at the first one's and not at the ping's.
+#[tokio::test]
+async fn a_later_deadline_is_kept_after_the_timer_fires_for_an_earlier_one() {
+    let server = FakeServer::start(|mut peer| async move {
+        if peer.handshake_granting(HOUR_MS).await.is_none() {
+            return;
+        }
+        if let Some(first) = peer.next_request().await {
+            peer.reply(first.xid, 1, zookeeper_jute::ErrorCode::NoNode, &[])
+                .await;
+        }
+        while peer.next_request().await.is_some() {}
+    });
+    let client = within("connect", Client::connect(&server.connect_string()))
+        .await
+        .unwrap();
+    tokio::time::pause();
+    let short = client.with_request_timeout(Some(Duration::from_secs(1)));
+    assert_eq!(short.exists("/answered").await, Ok(None));
+    let deadline = Duration::from_secs(5);
+    let started = Instant::now();
+    let err = tokio::time::timeout(
+        deadline * 2,
+        client.with_request_timeout(Some(deadline)).get_data("/a"),
+    )
+    .await
+    .expect("the call ended")
+    .unwrap_err();
+    assert_eq!(err, ErrorKind::Timeout);
+    let took = started.elapsed();
+    assert!(
+        took >= deadline && took < deadline + Duration::from_secs(1),
+        "{took:?}"
+    );
+    assert_eq!(client.state(), SessionState::Connected);
+}
+
 /// With the deadline turned off, the same call waits as long as the session lives.
 #[tokio::test]
 async fn with_the_deadline_off_a_call_waits_while_the_session_lives() {
