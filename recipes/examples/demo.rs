@@ -62,7 +62,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 /// The demo against the server of `arg` (a connect string), or one it starts.
 async fn run(arg: Option<String>, story: &Story) -> Result<(), Box<dyn std::error::Error>> {
-    // Keep our own server alive for the whole demo.
+    // The chroot of a given connect string, kept in each participant's connect string.
     let chroot = arg
         .as_deref()
         .and_then(|c| c.find('/').map(|i| c[i..].to_owned()))
