@@ -183,7 +183,7 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connecto
                 r = finish_probe(probing.as_mut()) => Wake::Probed(r),
                 _ = &mut timer, if armed.is_some() => Wake::Timer,
                 r = write_some(writer.as_mut(), out), if has_output => Wake::Wrote(r),
-                _ = queue.notify.notified() => Wake::Queue,
+                _ = std::future::poll_fn(|cx| queue.poll_told(cx)) => Wake::Queue,
                 r = read_some(reader.as_mut(), &mut read_buf) => Wake::Read(r),
             }
         };

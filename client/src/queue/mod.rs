@@ -1,8 +1,9 @@
-//! The bounded hand-off from `Client` handles to the session task, in three mechanisms:
+//! The bounded hand-off from `Client` handles to the session task, in four mechanisms:
 //!
 //! - [`admission`]: tickets, so that requests leave in call order even when the queue is
 //!   full, and a flood of calls waits rather than piles up;
 //! - [`staging`]: the shared buffer requests admitted at call time are encoded into;
+//! - [`bell`]: how a caller wakes the session task for what it queued;
 //! - [`lend`]: the idle connection lent by the session task, through which a caller writes
 //!   what is queued to the socket itself.
 //!
@@ -15,14 +16,14 @@
 //! lend, the flush writes them itself instead of waking the session task.
 
 mod admission;
+mod bell;
 mod lend;
 mod staging;
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
 use bytes::BytesMut;
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::oneshot;
 
 use crate::error::Error;
 use crate::home::SessionHome;
@@ -33,6 +34,7 @@ pub(crate) use lend::Lend;
 pub(crate) use staging::{Request, Staged};
 
 use admission::Tickets;
+use bell::{Bell, Locked};
 
 /// What the session task takes from the queue.
 #[derive(Debug)]
@@ -59,6 +61,8 @@ struct Inner {
     closed: Option<Error>,
     /// The connection, while the session task lends it.
     lend: Option<Lend>,
+    /// A telling was made under the lock: the session task is woken once it is released.
+    ring_on_release: bool,
 }
 
 impl std::fmt::Debug for Inner {
@@ -78,14 +82,10 @@ impl std::fmt::Debug for Inner {
 #[derive(Debug)]
 pub(crate) struct RequestQueue {
     inner: Mutex<Inner>,
-    /// Wakes the session task when `items` becomes non-empty.
-    pub notify: Notify,
     /// Where the session task runs: whether a caller may leave its deadline to it.
     pub home: SessionHome,
-    /// The session task was woken for what is queued and has not taken it yet. Written under
-    /// the lock only; read without it by [`RequestQueue::flush`], where a `true` can only be
-    /// newer than the flushing caller's own request (it was `false` when that was queued).
-    told: AtomicBool,
+    /// Whether the session task was told (see `bell`).
+    bell: Bell,
 }
 
 impl RequestQueue {
@@ -97,17 +97,20 @@ impl RequestQueue {
                 tickets: Tickets::new(limit),
                 closed: None,
                 lend: None,
+                ring_on_release: false,
             }),
-            notify: Notify::new(),
             home: SessionHome::current(),
-            told: AtomicBool::new(false),
+            bell: Bell::default(),
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
+    fn lock(&self) -> Locked<'_> {
         // A panic while holding this lock cannot leave it inconsistent in a way that matters
         // more than refusing all further work would.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        Locked::new(
+            self.inner.lock().unwrap_or_else(|e| e.into_inner()),
+            &self.bell,
+        )
     }
 
     /// Has everything queued reach the connection (a caller, when it first waits for a reply
@@ -116,11 +119,11 @@ impl RequestQueue {
     /// was told, or took the queue.
     pub fn flush(&self) {
         // Most flushes of a busy session find it told by another caller's: no lock for those.
-        if self.told.load(Ordering::Acquire) {
+        if self.bell.told() {
             return;
         }
         let mut inner = self.lock();
-        if self.told.load(Ordering::Relaxed) || inner.items.is_empty() {
+        if self.bell.told() || inner.items.is_empty() {
             return;
         }
         if let Some(lend) = inner.lend.take() {
@@ -134,16 +137,6 @@ impl RequestQueue {
             }
         }
         self.tell(&mut inner);
-    }
-
-    /// Wakes the session task for what was just queued, unless it was woken since it last
-    /// took the queue. (Requests written under a lend may be queued without waking it.) Only
-    /// under the lock, which `_locked` stands for.
-    fn tell(&self, _locked: &mut Inner) {
-        if !self.told.load(Ordering::Relaxed) {
-            self.told.store(true, Ordering::Release);
-            self.notify.notify_one();
-        }
     }
 
     /// Queues a close request; it is not subject to the limit.
@@ -303,11 +296,10 @@ pub(super) mod tests {
         }
     }
 
-    /// Whether the session task would wake now (taking the wake-up).
+    /// Whether the session task, waiting now, would find itself told.
     pub(super) fn woken(q: &RequestQueue) -> bool {
-        let notified = std::pin::pin!(q.notify.notified());
         let waker = Waker::from(Arc::new(NoopWake));
-        notified.poll(&mut Context::from_waker(&waker)).is_ready()
+        q.poll_told(&mut Context::from_waker(&waker)).is_ready()
     }
 
     /// An ordinary request leaves waking the session to its caller's first wait; one queued
@@ -322,10 +314,9 @@ pub(super) mod tests {
         assert!(!woken(&q), "told before its caller waits");
         q.flush();
         assert!(woken(&q));
+        // Told already: the next request of the turn owes no flush.
         let (c, _rc) = framed(16, 3, None);
         assert!(matches!(q.submit_request(c), Admission::Admitted));
-        q.flush();
-        assert!(!woken(&q), "told twice for one turn");
 
         let mut items = Vec::new();
         let staged = q.take_all(&mut items);

@@ -2,7 +2,6 @@
 //! one buffer, so that they cost no allocation of their own, and the session task takes them
 //! all as one slice per turn.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
@@ -62,7 +61,7 @@ impl RequestQueue {
                 self.tell(&mut inner);
                 return Admission::Admitted;
             }
-            return if self.told.load(Ordering::Relaxed) {
+            return if self.bell.told() {
                 Admission::Admitted
             } else {
                 Admission::Deferred
@@ -83,7 +82,7 @@ impl RequestQueue {
     pub fn take_all(&self, out: &mut Vec<Item>) -> Bytes {
         let mut inner = self.lock();
         inner.lend = None;
-        self.told.store(false, Ordering::Relaxed);
+        self.untell(&mut inner);
         if out.is_empty() {
             std::mem::swap(&mut inner.items, out);
         } else {
