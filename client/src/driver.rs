@@ -187,6 +187,7 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connecto
                 r = read_some(reader.as_mut(), &mut read_buf) => Wake::Read(r),
             }
         };
+        queue.turn_begins();
         let now = tokio::time::Instant::now().into_std();
         if lent {
             // Before anything else, and above all before a reply that may answer it.
