@@ -18,9 +18,13 @@ use zookeeper_tokio::Client;
 /// Used only to check that something has *not* happened yet.
 const GLIMPSE: Duration = Duration::from_millis(300);
 
-async fn not_finished<T>(what: &str, task: &JoinHandle<T>) {
+async fn not_finished<T: std::fmt::Debug>(what: &str, task: &mut JoinHandle<T>) {
     tokio::time::sleep(GLIMPSE).await;
-    assert!(!task.is_finished(), "{what} went through too early");
+    if task.is_finished() {
+        // What it ended with tells a wrong release from a failure.
+        let outcome = task.await;
+        panic!("{what} went through too early: {outcome:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -44,7 +48,7 @@ async fn a_barrier_holds_its_waiters_until_it_is_removed() {
         let w = DistributedBarrier::new(&client(&connect).await, "/b/hold").unwrap();
         waiters.push(tokio::spawn(async move { w.wait_on_barrier().await }));
     }
-    not_finished("a waiter", &waiters[0]).await;
+    not_finished("a waiter", &mut waiters[0]).await;
     barrier.remove_barrier().await.unwrap();
     barrier.remove_barrier().await.unwrap();
     for w in waiters {
@@ -121,7 +125,7 @@ async fn double_barrier_members_enter_and_leave_together() {
         }
     })
     .await;
-    not_finished("an entering member", &entering[0]).await;
+    not_finished("an entering member", &mut entering[0]).await;
     let last = members[3].clone();
     entering.push(tokio::spawn(async move { last.enter().await }));
     for e in entering {
@@ -144,7 +148,7 @@ async fn double_barrier_members_enter_and_leave_together() {
             tokio::spawn(async move { m.leave().await })
         })
         .collect();
-    not_finished("a leaving member", &leaving[0]).await;
+    not_finished("a leaving member", &mut leaving[0]).await;
     let last = members[3].clone();
     leaving.push(tokio::spawn(async move { last.leave().await }));
     for l in leaving {
@@ -216,7 +220,7 @@ async fn a_reconnect_lets_no_member_through() {
     let proxy = Proxy::start(server.addr()).await.unwrap();
     let c = client(&format!("{}{}", proxy.connect_string(), chroot)).await;
     let first = std::sync::Arc::new(DistributedDoubleBarrier::new(&c, "/b", 2).unwrap());
-    let entering = {
+    let mut entering = {
         let first = first.clone();
         tokio::spawn(async move { first.enter().await })
     };
@@ -226,7 +230,7 @@ async fn a_reconnect_lets_no_member_through() {
     // is only a reason to look again.
     bounce_connection(&c, &proxy).await;
     bounce_connection(&c, &proxy).await;
-    not_finished("the first member", &entering).await;
+    not_finished("the first member", &mut entering).await;
     let second = DistributedDoubleBarrier::new(&observer, "/b", 2).unwrap();
     bounded("second enters", second.enter()).await.unwrap();
     bounded("first enters", entering).await.unwrap().unwrap();
@@ -248,7 +252,7 @@ async fn barriers_through_a_session_expiry() {
     let setter = DistributedBarrier::new(&other, "/hold").unwrap();
     setter.set_barrier().await.unwrap();
     let waiter = DistributedBarrier::new(&sessions, "/hold").unwrap();
-    let waiting = tokio::spawn(async move { waiter.wait_on_barrier().await });
+    let mut waiting = tokio::spawn(async move { waiter.wait_on_barrier().await });
     // A member entering when its session expires fails, and its node goes with the session.
     let member =
         std::sync::Arc::new(DistributedDoubleBarrier::new(&sessions, "/double", 2).unwrap());
@@ -261,7 +265,7 @@ async fn barriers_through_a_session_expiry() {
     let failed = bounded("enter fails", entering).await.unwrap();
     assert!(failed.unwrap_err().is_session_terminal());
     assert!(wait_empty(&other, "/double").await.is_empty());
-    not_finished("the barrier waiter", &waiting).await;
+    not_finished("the barrier waiter", &mut waiting).await;
     setter.remove_barrier().await.unwrap();
     bounded("waiter released", waiting).await.unwrap().unwrap();
     // Entering again takes the new session.
@@ -304,9 +308,9 @@ async fn barriers_through_a_member_kill() {
     let hold = DistributedBarrier::new(&clients[2], "/hold").unwrap();
     hold.set_barrier().await.unwrap();
     let waiter = DistributedBarrier::new(&clients[0], "/hold").unwrap();
-    let waiting = tokio::spawn(async move { waiter.wait_on_barrier().await });
+    let mut waiting = tokio::spawn(async move { waiter.wait_on_barrier().await });
     move_session(&ensemble, &clients[0]).await;
-    not_finished("the barrier waiter", &waiting).await;
+    not_finished("the barrier waiter", &mut waiting).await;
     hold.remove_barrier().await.unwrap();
     bounded("waiter released", waiting).await.unwrap().unwrap();
     bounded("third enters", members[2].enter()).await.unwrap();
@@ -324,4 +328,39 @@ async fn barriers_through_a_member_kill() {
         bounded("left", l).await.unwrap().unwrap();
     }
     assert!(children(&clients[2], "/b").await.is_empty());
+}
+
+/// A barrier set through one member holds a waiter whose member has not applied the set yet:
+/// that member is paused while the barrier is set, and the wait begins as it resumes, with
+/// the leader's commit and the waiter's read arriving together.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_barrier_set_through_another_member_holds_a_waiter_on_a_member_behind() {
+    let ensemble = Ensemble::start(3).await.unwrap();
+    bounded("ensemble serving", ensemble.wait_serving())
+        .await
+        .unwrap();
+    let leader = bounded("a leader", ensemble.leader()).await.unwrap();
+    let mut followers = (0..3).filter(|&i| i != leader);
+    let (behind, ahead) = (followers.next().unwrap(), followers.next().unwrap());
+    // One member each, and a session that outlasts the pause many times over.
+    let connect_to = |member: usize| {
+        Client::builder(&ensemble.addr(member).unwrap().to_string())
+            .session_timeout(Duration::from_secs(30))
+            .connect_timeout(common::CONNECT_TIMEOUT)
+            .connect()
+    };
+    let setter = bounded("connect", connect_to(ahead)).await.unwrap();
+    let watcher = bounded("connect", connect_to(behind)).await.unwrap();
+
+    ensemble.pause(behind).unwrap();
+    let hold = DistributedBarrier::new(&setter, "/hold").unwrap();
+    bounded("set while a follower is paused", hold.set_barrier())
+        .await
+        .unwrap();
+    let waiter = DistributedBarrier::new(&watcher, "/hold").unwrap();
+    let mut waiting = tokio::spawn(async move { waiter.wait_on_barrier().await });
+    ensemble.resume(behind).unwrap();
+    not_finished("the waiter on the member behind", &mut waiting).await;
+    hold.remove_barrier().await.unwrap();
+    bounded("waiter released", waiting).await.unwrap().unwrap();
 }
