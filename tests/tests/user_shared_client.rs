@@ -201,10 +201,21 @@ async fn run(fault: Fault) {
     }
     // A frozen server may not have cost the connection: the current state, not a change.
     let mut state = client.state_watcher();
-    tokio::time::timeout(hang * 2, state.wait_for(|s| *s == SessionState::Connected))
+    if tokio::time::timeout(hang * 2, state.wait_for(|s| *s == SessionState::Connected))
         .await
-        .expect("connected again")
-        .unwrap();
+        .is_err()
+    {
+        // What the client and the server each saw, to tell a refused reconnect from a slow
+        // restart or an expiry.
+        panic!(
+            "not connected again within {:?}: the client is {:?}, its calls failed with {:?}; \
+             the server's log ends:\n{}",
+            hang * 2,
+            client.state(),
+            tally.errors.lock().unwrap(),
+            server.log_tail(40)
+        );
+    }
     after.store(true, Ordering::Relaxed);
     // Every task succeeds again.
     let until = tokio::time::Instant::now() + hang * 2;
