@@ -329,38 +329,3 @@ async fn barriers_through_a_member_kill() {
     }
     assert!(children(&clients[2], "/b").await.is_empty());
 }
-
-/// A barrier set through one member holds a waiter whose member has not applied the set yet:
-/// that member is paused while the barrier is set, and the wait begins as it resumes, with
-/// the leader's commit and the waiter's read arriving together.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_barrier_set_through_another_member_holds_a_waiter_on_a_member_behind() {
-    let ensemble = Ensemble::start(3).await.unwrap();
-    bounded("ensemble serving", ensemble.wait_serving())
-        .await
-        .unwrap();
-    let leader = bounded("a leader", ensemble.leader()).await.unwrap();
-    let mut followers = (0..3).filter(|&i| i != leader);
-    let (behind, ahead) = (followers.next().unwrap(), followers.next().unwrap());
-    // One member each, and a session that outlasts the pause many times over.
-    let connect_to = |member: usize| {
-        Client::builder(&ensemble.addr(member).unwrap().to_string())
-            .session_timeout(Duration::from_secs(30))
-            .connect_timeout(common::CONNECT_TIMEOUT)
-            .connect()
-    };
-    let setter = bounded("connect", connect_to(ahead)).await.unwrap();
-    let watcher = bounded("connect", connect_to(behind)).await.unwrap();
-
-    ensemble.pause(behind).unwrap();
-    let hold = DistributedBarrier::new(&setter, "/hold").unwrap();
-    bounded("set while a follower is paused", hold.set_barrier())
-        .await
-        .unwrap();
-    let waiter = DistributedBarrier::new(&watcher, "/hold").unwrap();
-    let mut waiting = tokio::spawn(async move { waiter.wait_on_barrier().await });
-    ensemble.resume(behind).unwrap();
-    not_finished("the waiter on the member behind", &mut waiting).await;
-    hold.remove_barrier().await.unwrap();
-    bounded("waiter released", waiting).await.unwrap().unwrap();
-}

@@ -17,9 +17,7 @@ use crate::session::wait::{by_deadline, terminal_error};
 ///
 /// A wait survives reconnects and, with renewing [`Sessions`], session expiry (the node is
 /// persistent, so the wait goes on in the new session). A timed wait returns by its deadline
-/// whatever the connection does. A wait begins with a `sync`, so that a barrier set before
-/// it, through any server of the ensemble, holds it (Curator's reads the node at once, and
-/// a server behind the leader lets the waiter through).
+/// whatever the connection does.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -103,18 +101,9 @@ impl DistributedBarrier {
     async fn wait_until(&self, deadline: Option<Instant>) -> Result<bool> {
         let wait = async {
             let mut client = self.sessions.live().await?;
-            // The first look of each session follows a sync: a barrier set before the wait
-            // began, through another server, holds it even when this one has not applied the
-            // set yet. Later looks, on this server or one the session moves to (which has seen
-            // as much), need none.
-            let mut synced = false;
             loop {
                 // Each wakeup is only a reason to look again: the answer is the node.
                 let step = async {
-                    if !synced {
-                        client.sync(&self.path).await?;
-                        synced = true;
-                    }
                     let (stat, watcher) = client.exists_and_watch(&self.path).await?;
                     if stat.is_none() {
                         return Ok(true);
@@ -130,8 +119,6 @@ impl DistributedBarrier {
                     Ok(false) => {}
                     Err(e) if e.is_session_terminal() && self.sessions.renews() => {
                         client = self.sessions.replace(&client).await?;
-                        // A new session may start on a server further behind.
-                        synced = false;
                     }
                     Err(e) if e.is_retryable() => {
                         crate::session::wait::wait_connected(&client).await?
