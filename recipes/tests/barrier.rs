@@ -307,6 +307,9 @@ async fn barriers_through_a_member_kill() {
     // A barrier waiter on the session that moves.
     let hold = DistributedBarrier::new(&clients[2], "/hold").unwrap();
     hold.set_barrier().await.unwrap();
+    // The waiter's member may not have applied the set yet, and the wait's first look reads
+    // it as it is: this case is about the member kill, so that member catches up first.
+    clients[0].sync("/hold").await.unwrap();
     let waiter = DistributedBarrier::new(&clients[0], "/hold").unwrap();
     let mut waiting = tokio::spawn(async move { waiter.wait_on_barrier().await });
     move_session(&ensemble, &clients[0]).await;
