@@ -201,10 +201,11 @@ async fn run(fault: Fault) {
     }
     // A frozen server may not have cost the connection: the current state, not a change.
     let mut state = client.state_watcher();
-    if tokio::time::timeout(hang * 2, state.wait_for(|s| *s == SessionState::Connected))
-        .await
-        .is_err()
-    {
+    let connected =
+        tokio::time::timeout(hang * 2, state.wait_for(|s| *s == SessionState::Connected)).await;
+    if let Ok(watched) = connected {
+        watched.unwrap();
+    } else {
         // What the client and the server each saw, to tell a refused reconnect from a slow
         // restart or an expiry.
         panic!(
