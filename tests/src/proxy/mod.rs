@@ -86,6 +86,8 @@ impl Cut {
 #[derive(Debug)]
 struct ArmedCut {
     opcode: i32,
+    /// Refuse new connections from the moment the request is forwarded.
+    refuse_after: bool,
     done: oneshot::Sender<i32>,
 }
 
@@ -111,7 +113,11 @@ impl Shared {
     fn take_cut(&self, opcode: i32) -> Option<oneshot::Sender<i32>> {
         let mut armed = self.armed_cut.lock().unwrap_or_else(|e| e.into_inner());
         if armed.as_ref().is_some_and(|cut| cut.opcode == opcode) {
-            armed.take().map(|cut| cut.done)
+            let cut = armed.take()?;
+            if cut.refuse_after {
+                self.refuse.store(true, Ordering::SeqCst);
+            }
+            Some(cut.done)
         } else {
             None
         }
@@ -262,12 +268,28 @@ impl Proxy {
     /// closes that connection. The request took effect, but the client never hears so.
     /// Replaces a cut armed earlier and not yet fired.
     pub fn cut_after_next(&self, opcode: i32) -> Cut {
+        self.arm_cut(opcode, false)
+    }
+
+    /// Like [`cut_after_next`](Self::cut_after_next), and the proxy refuses new connections
+    /// (as [`refuse`](Self::refuse)`(true)`) from the moment that request is forwarded: the
+    /// client cannot reconnect until the test lets it, so what happens to its session in
+    /// between (an expiry, say) is the test's to arrange.
+    pub fn cut_after_next_and_refuse(&self, opcode: i32) -> Cut {
+        self.arm_cut(opcode, true)
+    }
+
+    fn arm_cut(&self, opcode: i32, refuse_after: bool) -> Cut {
         let (done, rx) = oneshot::channel();
         *self
             .shared
             .armed_cut
             .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some(ArmedCut { opcode, done });
+            .unwrap_or_else(|e| e.into_inner()) = Some(ArmedCut {
+            opcode,
+            refuse_after,
+            done,
+        });
         Cut { done: rx }
     }
 
