@@ -307,9 +307,6 @@ async fn barriers_through_a_member_kill() {
     // A barrier waiter on the session that moves.
     let hold = DistributedBarrier::new(&clients[2], "/hold").unwrap();
     hold.set_barrier().await.unwrap();
-    // The waiter's member may not have applied the set yet, and the wait's first look reads
-    // it as it is: this case is about the member kill, so that member catches up first.
-    clients[0].sync("/hold").await.unwrap();
     let waiter = DistributedBarrier::new(&clients[0], "/hold").unwrap();
     let mut waiting = tokio::spawn(async move { waiter.wait_on_barrier().await });
     move_session(&ensemble, &clients[0]).await;
@@ -331,4 +328,100 @@ async fn barriers_through_a_member_kill() {
         bounded("left", l).await.unwrap().unwrap();
     }
     assert!(children(&clients[2], "/b").await.is_empty());
+}
+
+/// A barrier set through one member holds a waiter whose member has not applied the set yet:
+/// that member is paused while the barrier is set, and the wait begins as it resumes, with
+/// the leader's commit and the waiter's read arriving together.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_barrier_set_through_another_member_holds_a_waiter_on_a_member_behind() {
+    let ensemble = Ensemble::start(3).await.unwrap();
+    bounded("ensemble serving", ensemble.wait_serving())
+        .await
+        .unwrap();
+    let leader = bounded("a leader", ensemble.leader()).await.unwrap();
+    let mut followers = (0..3).filter(|&i| i != leader);
+    let (behind, ahead) = (followers.next().unwrap(), followers.next().unwrap());
+    // One member each, and a session that outlasts the pause many times over.
+    let connect_to = |member: usize| {
+        Client::builder(&ensemble.addr(member).unwrap().to_string())
+            .session_timeout(Duration::from_secs(30))
+            .connect_timeout(common::CONNECT_TIMEOUT)
+            .connect()
+    };
+    let setter = bounded("connect", connect_to(ahead)).await.unwrap();
+    let watcher = bounded("connect", connect_to(behind)).await.unwrap();
+
+    ensemble.pause(behind).unwrap();
+    let hold = DistributedBarrier::new(&setter, "/hold").unwrap();
+    bounded("set while a follower is paused", hold.set_barrier())
+        .await
+        .unwrap();
+    let waiter = DistributedBarrier::new(&watcher, "/hold").unwrap();
+    let mut waiting = tokio::spawn(async move { waiter.wait_on_barrier().await });
+    ensemble.resume(behind).unwrap();
+    not_finished("the waiter on the member behind", &mut waiting).await;
+    hold.remove_barrier().await.unwrap();
+    bounded("waiter released", waiting).await.unwrap().unwrap();
+}
+
+/// A wait whose request is on its way when the session expires goes on in the next session:
+/// its connection drops with the request unanswered, and waiting to reconnect ends with the
+/// expiry, which renewing sessions answer like an expiry seen by the watch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_barrier_wait_in_the_middle_of_a_request_goes_on_through_an_expiry() {
+    const SYNC: i32 = 9;
+    let common::faults::ExpiryRig {
+        proxy,
+        direct,
+        sessions,
+    } = common::faults::expiry_rig("barrier_expiry_mid_request").await;
+    let other = client(&direct).await;
+    let setter = DistributedBarrier::new(&other, "/hold").unwrap();
+    setter.set_barrier().await.unwrap();
+
+    proxy.record_frames(true);
+    proxy.hold_replies(true);
+    let waiter = DistributedBarrier::new(&sessions, "/hold").unwrap();
+    let mut waiting = tokio::spawn(async move { waiter.wait_on_barrier().await });
+    bounded(
+        "the wait's first request sent",
+        proxy.wait_for_frames(|log| {
+            log.iter().any(|f| {
+                matches!(f, zookeeper_testkit::FrameEvent::ClientToServer { opcode, .. }
+                    if *opcode == SYNC)
+            })
+        }),
+    )
+    .await;
+    // The connection drops with the sync unanswered; new connections are refused until the
+    // session is closed behind the client's back, so its reconnect is told it expired.
+    let victim = sessions.client();
+    let mut states = victim.state_changes();
+    proxy.refuse(true);
+    proxy.drop_all();
+    bounded(
+        "disconnected",
+        states.wait_for(|s| s == zookeeper_tokio::SessionState::Disconnected),
+    )
+    .await
+    .unwrap();
+    proxy.hold_replies(false);
+    let twin = bounded(
+        "resume",
+        Client::builder(&direct)
+            .session(victim.session_id(), &victim.session_password())
+            .connect_timeout(common::CONNECT_TIMEOUT)
+            .connect(),
+    )
+    .await
+    .unwrap();
+    twin.close().await;
+    proxy.refuse(false);
+    bounded("expired", states.wait_for(|s| s.is_terminal()))
+        .await
+        .unwrap();
+    not_finished("the barrier waiter", &mut waiting).await;
+    setter.remove_barrier().await.unwrap();
+    bounded("waiter released", waiting).await.unwrap().unwrap();
 }

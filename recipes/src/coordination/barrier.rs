@@ -4,12 +4,12 @@
 use std::time::Duration;
 
 use tokio::time::Instant;
-use zookeeper_tokio::{CreateOptions, ErrorKind, EventType};
+use zookeeper_tokio::{Client, CreateOptions, ErrorKind, EventType};
 
 use crate::error::{Error, Result};
 use crate::node::ensure_path::{ensure_path, validate};
 use crate::session::sessions::Sessions;
-use crate::session::wait::{by_deadline, terminal_error};
+use crate::session::wait::{by_deadline, retried, terminal_error, wait_connected};
 
 /// Holds waiters back while its node exists (Curator's `DistributedBarrier`: `<path>`,
 /// persistent, its parents as containers). Whoever sets it removes it, and everyone waiting
@@ -17,7 +17,9 @@ use crate::session::wait::{by_deadline, terminal_error};
 ///
 /// A wait survives reconnects and, with renewing [`Sessions`], session expiry (the node is
 /// persistent, so the wait goes on in the new session). A timed wait returns by its deadline
-/// whatever the connection does.
+/// whatever the connection does. A wait begins with a `sync`, so that a barrier set before
+/// it, through any server of the ensemble, holds it (Curator's and kazoo's barriers read the
+/// node at once, and a server behind the leader lets their waiter through).
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -99,34 +101,38 @@ impl DistributedBarrier {
     }
 
     async fn wait_until(&self, deadline: Option<Instant>) -> Result<bool> {
-        let wait = async {
-            let mut client = self.sessions.live().await?;
-            loop {
-                // Each wakeup is only a reason to look again: the answer is the node.
-                let step = async {
-                    let (stat, watcher) = client.exists_and_watch(&self.path).await?;
-                    if stat.is_none() {
-                        return Ok(true);
-                    }
-                    let event = watcher.await;
-                    if event.event_type == EventType::None {
-                        return Err(terminal_error(event.state));
-                    }
-                    Ok::<bool, Error>(false)
-                };
-                match step.await {
-                    Ok(true) => return Ok(true),
-                    Ok(false) => {}
-                    Err(e) if e.is_session_terminal() && self.sessions.renews() => {
-                        client = self.sessions.replace(&client).await?;
-                    }
-                    Err(e) if e.is_retryable() => {
-                        crate::session::wait::wait_connected(&client).await?
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-        };
+        // A session that ends under the wait, at any step (a request, the watch, waiting to
+        // reconnect), gives way to the next one when the sessions renew: the node is
+        // persistent, so the wait goes on there.
+        let wait = self.sessions.each_session(|client| self.wait_in(client));
         by_deadline(deadline, wait).await.unwrap_or(Ok(false))
+    }
+
+    /// Waits in one session until the barrier is gone.
+    async fn wait_in(&self, client: Client) -> Result<bool> {
+        // The first look follows a sync: a barrier set before the wait began, through another
+        // server, then holds it even when this one has not applied the set yet. Later looks,
+        // on this server or one the session moves to (which has seen as much), need none.
+        retried(&client, || client.sync(&self.path)).await?;
+        loop {
+            // Each wakeup is only a reason to look again: the answer is the node.
+            let step = async {
+                let (stat, watcher) = client.exists_and_watch(&self.path).await?;
+                if stat.is_none() {
+                    return Ok(true);
+                }
+                let event = watcher.await;
+                if event.event_type == EventType::None {
+                    return Err(terminal_error(event.state));
+                }
+                Ok::<bool, Error>(false)
+            };
+            match step.await {
+                Ok(true) => return Ok(true),
+                Ok(false) => {}
+                Err(e) if e.is_retryable() => wait_connected(&client).await?,
+                Err(e) => return Err(e),
+            }
+        }
     }
 }
