@@ -299,6 +299,46 @@ async fn observer_on_renewing_sessions_carries_on_after_its_session_expires() {
     until_leader(&mut changes, "nobody", Option::is_none).await;
 }
 
+/// The next session ends too, during its first read: its connection drops with the read
+/// unanswered and the session is closed behind its back before it can reconnect. The
+/// observer goes on to a third session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observer_on_renewing_sessions_carries_on_when_a_new_session_expires_in_its_first_read() {
+    let rig = common::faults::expiry_rig("observer_expiry_first_read").await;
+    let (a_client, b_client) = (client(&rig.direct).await, client(&rig.direct).await);
+    let observer = LeaderObserver::start(&rig.sessions, "/election", ElectionLayout::Latch)
+        .await
+        .unwrap();
+    let mut changes = observer.changes();
+    let a = LeaderLatch::start(&a_client, "/election", "a")
+        .await
+        .unwrap();
+    bounded("a leads", a.await_leadership()).await.unwrap();
+    until_leader(&mut changes, "a seen", data_is("a")).await;
+
+    // The next session's first listing is answered by the server, never delivered, and its
+    // connection dropped; the proxy refuses new connections from then on.
+    let cut = rig.proxy.cut_after_next_and_refuse(common::GET_CHILDREN2);
+    let first = rig.sessions.client();
+    common::faults::expire(&rig.proxy, &rig.direct, &first).await;
+    bounded("the next session's first read cut", cut.wait())
+        .await
+        .expect("the cut fired");
+    let second = rig.sessions.client();
+    assert_ne!(second.session_id(), first.session_id());
+    common::faults::close_behind(&rig.proxy, &rig.direct, &second).await;
+
+    let b = LeaderLatch::start(&b_client, "/election", "b")
+        .await
+        .unwrap();
+    a.resign().await.unwrap();
+    bounded("b leads", b.await_leadership()).await.unwrap();
+    until_leader(&mut changes, "b seen in a third session", data_is("b")).await;
+    let third = rig.sessions.client().session_id();
+    assert!(third != first.session_id() && third != second.session_id());
+    assert_eq!(observer.error(), None);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn observer_on_a_bare_client_ends_with_its_session_and_says_why() {
     let chroot = chroot_for("observer_expiry_fixed");

@@ -390,21 +390,13 @@ impl Follow {
     ) {
         let mut first = Some(first);
         let error = loop {
-            let (watches, mut states) = match first.take() {
-                Some(first) => first,
-                None => {
-                    // A new session: its transitions from before its first read on.
-                    let states = client.state_changes();
-                    match self.read(&client).await {
-                        Ok((leader, watches)) => {
-                            publish(&tx, leader);
-                            (watches, states)
-                        }
-                        Err(e) => break e,
-                    }
+            let end = match first.take() {
+                Some((watches, mut states)) => {
+                    self.follow(&client, watches, &mut states, &tx).await
                 }
+                None => self.follow_anew(&client, &tx).await,
             };
-            match self.follow(&client, watches, &mut states, &tx).await {
+            match end {
                 End::Session(e) if sessions.renews() => match sessions.replace(&client).await {
                     Ok(next) => client = next,
                     Err(_) => break e,
@@ -414,6 +406,22 @@ impl Follow {
         };
         warn!(path = %self.path, error = %error, "no longer observing the election");
         *ended.lock().unwrap_or_else(|e| e.into_inner()) = Some(error);
+    }
+
+    /// Follows the election on a session it has not read in yet: its first read, then
+    /// [`follow`](Self::follow). A session that ends during that read ends like one that
+    /// ends later, so renewing sessions go on to the next.
+    async fn follow_anew(&self, client: &Client, tx: &watch::Sender<Option<Leader>>) -> End {
+        // Its transitions from before its first read on.
+        let mut states = client.state_changes();
+        match self.read(client).await {
+            Ok((leader, watches)) => {
+                publish(tx, leader);
+                self.follow(client, watches, &mut states, tx).await
+            }
+            Err(e) if e.is_session_terminal() => End::Session(e),
+            Err(e) => End::Failed(e),
+        }
     }
 
     /// Follows the election on one session: waits for a watch to fire, or for the connection

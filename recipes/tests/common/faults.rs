@@ -49,6 +49,14 @@ pub async fn expire(proxy: &Proxy, connect: &str, victim: &Client) {
     )
     .await
     .unwrap();
+    close_behind(proxy, connect, victim).await;
+}
+
+/// The end of [`expire`], for a `victim` already cut off behind a `proxy` that refuses new
+/// connections: its session is resumed and closed through `connect`, then the proxy lets the
+/// victim reconnect, to be told its session expired.
+pub async fn close_behind(proxy: &Proxy, connect: &str, victim: &Client) {
+    let mut states = victim.state_changes();
     let twin = bounded(
         "resume",
         Client::builder(connect)
