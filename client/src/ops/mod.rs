@@ -5,6 +5,7 @@ mod acl;
 mod children;
 mod config;
 mod delete_tree;
+mod kept_path;
 mod multi;
 mod node;
 mod parents;

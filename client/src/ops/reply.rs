@@ -4,6 +4,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use super::kept_path::KeptPath;
 use crate::client::Call;
 use crate::error::{Error, ErrorKind, Result};
 use crate::metrics::RequestTimer;
@@ -76,7 +77,7 @@ pub(crate) trait Locate: Unpin {
 /// A [`Locate`] for an operation and, if it takes one, its path as the caller gave it.
 pub(crate) struct At {
     operation: &'static str,
-    path: Option<String>,
+    path: Option<KeptPath>,
 }
 
 impl Locate for At {
@@ -85,7 +86,7 @@ impl Locate for At {
     }
 
     fn locate(self, e: Error) -> Error {
-        e.at(self.operation, self.path)
+        e.at(self.operation, self.path.map(KeptPath::into_string))
     }
 }
 
@@ -94,7 +95,7 @@ impl Locate for At {
 pub(crate) fn at(operation: &'static str, path: &str) -> At {
     At {
         operation,
-        path: Some(path.to_owned()),
+        path: Some(KeptPath::new(path)),
     }
 }
 
