@@ -380,47 +380,16 @@ async fn a_barrier_wait_in_the_middle_of_a_request_goes_on_through_an_expiry() {
     let setter = DistributedBarrier::new(&other, "/hold").unwrap();
     setter.set_barrier().await.unwrap();
 
-    proxy.record_frames(true);
-    proxy.hold_replies(true);
+    // The wait's sync is answered by the server, never delivered, and its connection
+    // dropped; the proxy refuses new connections until the session is closed behind the
+    // client's back, so that its reconnect is told it expired.
+    let cut = proxy.cut_after_next_and_refuse(SYNC);
     let waiter = DistributedBarrier::new(&sessions, "/hold").unwrap();
     let mut waiting = tokio::spawn(async move { waiter.wait_on_barrier().await });
-    bounded(
-        "the wait's first request sent",
-        proxy.wait_for_frames(|log| {
-            log.iter().any(|f| {
-                matches!(f, zookeeper_testkit::FrameEvent::ClientToServer { opcode, .. }
-                    if *opcode == SYNC)
-            })
-        }),
-    )
-    .await;
-    // The connection drops with the sync unanswered; new connections are refused until the
-    // session is closed behind the client's back, so its reconnect is told it expired.
-    let victim = sessions.client();
-    let mut states = victim.state_changes();
-    proxy.refuse(true);
-    proxy.drop_all();
-    bounded(
-        "disconnected",
-        states.wait_for(|s| s == zookeeper_tokio::SessionState::Disconnected),
-    )
-    .await
-    .unwrap();
-    proxy.hold_replies(false);
-    let twin = bounded(
-        "resume",
-        Client::builder(&direct)
-            .session(victim.session_id(), &victim.session_password())
-            .connect_timeout(common::CONNECT_TIMEOUT)
-            .connect(),
-    )
-    .await
-    .unwrap();
-    twin.close().await;
-    proxy.refuse(false);
-    bounded("expired", states.wait_for(|s| s.is_terminal()))
+    bounded("the wait's sync cut", cut.wait())
         .await
-        .unwrap();
+        .expect("the cut fired");
+    common::faults::close_behind(&proxy, &direct, &sessions.client()).await;
     not_finished("the barrier waiter", &mut waiting).await;
     setter.remove_barrier().await.unwrap();
     bounded("waiter released", waiting).await.unwrap().unwrap();

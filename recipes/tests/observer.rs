@@ -12,6 +12,7 @@ use zookeeper_recipes::{
     LeaderObserver, LeaderSelector, Mutex,
 };
 use zookeeper_testkit::{chroot_for, shared_server, Proxy};
+use zookeeper_tokio::Client;
 
 /// Reads the observer's changes until one satisfies `want`; returns it.
 async fn until_leader(
@@ -251,11 +252,7 @@ async fn observer_finds_changes_made_while_its_connection_was_down() {
     )
     .await
     .unwrap();
-    let b = LeaderLatch::start(&b_client, "/election", "b")
-        .await
-        .unwrap();
-    a.resign().await.unwrap();
-    bounded("b leads", b.await_leadership()).await.unwrap();
+    let b = hand_over(a, &b_client).await;
     b.proclaim(b"b after the drop").await.unwrap();
     assert_eq!(observer.leader().unwrap().data.as_ref(), b"a");
     proxy.refuse(false);
@@ -271,9 +268,11 @@ async fn observer_finds_changes_made_while_its_connection_was_down() {
     until_leader(&mut changes, "nobody", Option::is_none).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn observer_on_renewing_sessions_carries_on_after_its_session_expires() {
-    let rig = common::faults::expiry_rig("observer_expiry").await;
+/// An observer on the rig's renewing sessions that has seen `a` lead (from a session of its
+/// own), and a client for the next leader.
+async fn observing_a(
+    rig: &common::faults::ExpiryRig,
+) -> (LeaderObserver, LeaderChanges, LeaderLatch, Client) {
     let (a_client, b_client) = (client(&rig.direct).await, client(&rig.direct).await);
     let observer = LeaderObserver::start(&rig.sessions, "/election", ElectionLayout::Latch)
         .await
@@ -284,14 +283,27 @@ async fn observer_on_renewing_sessions_carries_on_after_its_session_expires() {
         .unwrap();
     bounded("a leads", a.await_leadership()).await.unwrap();
     until_leader(&mut changes, "a seen", data_is("a")).await;
+    (observer, changes, a, b_client)
+}
 
-    let first = rig.sessions.client();
-    common::faults::expire(&rig.proxy, &rig.direct, &first).await;
-    let b = LeaderLatch::start(&b_client, "/election", "b")
+/// `b` joins on `b_client`, `a` resigns, and `b` leads.
+async fn hand_over(a: LeaderLatch, b_client: &Client) -> LeaderLatch {
+    let b = LeaderLatch::start(b_client, "/election", "b")
         .await
         .unwrap();
     a.resign().await.unwrap();
     bounded("b leads", b.await_leadership()).await.unwrap();
+    b
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observer_on_renewing_sessions_carries_on_after_its_session_expires() {
+    let rig = common::faults::expiry_rig("observer_expiry").await;
+    let (observer, mut changes, a, b_client) = observing_a(&rig).await;
+
+    let first = rig.sessions.client();
+    common::faults::expire(&rig.proxy, &rig.direct, &first).await;
+    let b = hand_over(a, &b_client).await;
     until_leader(&mut changes, "b seen in the next session", data_is("b")).await;
     assert_ne!(rig.sessions.client().session_id(), first.session_id());
     assert_eq!(observer.error(), None);
@@ -305,16 +317,7 @@ async fn observer_on_renewing_sessions_carries_on_after_its_session_expires() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn observer_on_renewing_sessions_carries_on_when_a_new_session_expires_in_its_first_read() {
     let rig = common::faults::expiry_rig("observer_expiry_first_read").await;
-    let (a_client, b_client) = (client(&rig.direct).await, client(&rig.direct).await);
-    let observer = LeaderObserver::start(&rig.sessions, "/election", ElectionLayout::Latch)
-        .await
-        .unwrap();
-    let mut changes = observer.changes();
-    let a = LeaderLatch::start(&a_client, "/election", "a")
-        .await
-        .unwrap();
-    bounded("a leads", a.await_leadership()).await.unwrap();
-    until_leader(&mut changes, "a seen", data_is("a")).await;
+    let (observer, mut changes, a, b_client) = observing_a(&rig).await;
 
     // The next session's first listing is answered by the server, never delivered, and its
     // connection dropped; the proxy refuses new connections from then on.
@@ -328,11 +331,7 @@ async fn observer_on_renewing_sessions_carries_on_when_a_new_session_expires_in_
     assert_ne!(second.session_id(), first.session_id());
     common::faults::close_behind(&rig.proxy, &rig.direct, &second).await;
 
-    let b = LeaderLatch::start(&b_client, "/election", "b")
-        .await
-        .unwrap();
-    a.resign().await.unwrap();
-    bounded("b leads", b.await_leadership()).await.unwrap();
+    let _b = hand_over(a, &b_client).await;
     until_leader(&mut changes, "b seen in a third session", data_is("b")).await;
     let third = rig.sessions.client().session_id();
     assert!(third != first.session_id() && third != second.session_id());
