@@ -49,10 +49,21 @@ mod tests {
     #[test]
     fn a_path_comes_back_as_it_was_given_whatever_its_length() {
         let long = format!("/{}", "é".repeat(20));
-        for path in ["", "/", "/a", &"/x".repeat(11), &"/x".repeat(12), "/ñode/é", &long] {
+        for path in [
+            "",
+            "/",
+            "/a",
+            &"/x".repeat(11),
+            &"/x".repeat(12),
+            "/ñode/é",
+            &long,
+        ] {
             assert_eq!(KeptPath::new(path).into_string(), path);
         }
-        assert!(matches!(KeptPath::new(&"/x".repeat(11)), KeptPath::Short { .. }));
+        assert!(matches!(
+            KeptPath::new(&"/x".repeat(11)),
+            KeptPath::Short { .. }
+        ));
         assert!(matches!(KeptPath::new(&"/x".repeat(12)), KeptPath::Long(_)));
         assert_eq!(
             std::mem::size_of::<Option<KeptPath>>(),
