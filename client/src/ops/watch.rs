@@ -23,7 +23,8 @@ impl Client {
     /// watch is set, keeps what it read up to date from the events, and reads again after
     /// every reconnect. Changes made while it was cut off are then reported once per node and
     /// kind of change (two missed data changes give one `NodeDataChanged`; a node created while
-    /// cut off gives `NodeCreated` only), and a change whose event did arrive is never
+    /// cut off gives `NodeCreated` only; a node created and deleted again while cut off gives
+    /// nothing, as it was never there to be read), and a change whose event did arrive is never
     /// reported again. The call returns once that first read is done, so from then on no
     /// change goes unreported. A recursive watch therefore costs a listing of its subtree on
     /// every reconnect and the subtree's paths in memory; and before 3.9, whose notifications
