@@ -52,24 +52,49 @@ enum Wake {
     Timer,
 }
 
-/// Ends the queue when the task ends: queued requests and later calls fail with `err`. Also
-/// when the task is dropped unfinished (its runtime shut down), with `Closed`, instead of
-/// leaving them to wait for a task that is gone.
-struct CloseOnDrop {
+/// The session as the task holds it. When the task ends, and also when it is dropped
+/// unfinished (its runtime shut down), the session ends with it: handles then read `Closed`
+/// rather than the state it last had, watchers get their terminal event, and queued requests
+/// and later calls fail with the session's terminal error, instead of waiting for a task that
+/// is gone.
+struct Held {
+    session: Session,
     queue: Arc<RequestQueue>,
-    err: crate::ErrorKind,
 }
 
-impl Drop for CloseOnDrop {
-    fn drop(&mut self) {
-        self.queue.close(self.err.clone().into());
+impl std::ops::Deref for Held {
+    type Target = Session;
+
+    fn deref(&self) -> &Session {
+        &self.session
     }
 }
 
-async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connector) {
-    let mut close_on_drop = CloseOnDrop {
+impl std::ops::DerefMut for Held {
+    fn deref_mut(&mut self) -> &mut Session {
+        &mut self.session
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // Nothing will run the session again.
+        self.session.abandon();
+        let err = match self.session.state() {
+            crate::SessionState::Expired => crate::ErrorKind::SessionExpired,
+            crate::SessionState::AuthFailed => crate::ErrorKind::AuthFailed,
+            _ => crate::ErrorKind::Closed,
+        };
+        // Whatever is still queued fails with the session's terminal error.
+        self.queue.close(err.into());
+        self.queue.release(self.session.take_completed());
+    }
+}
+
+async fn run(session: Session, queue: Arc<RequestQueue>, connector: Connector) {
+    let mut session = Held {
+        session,
         queue: queue.clone(),
-        err: crate::ErrorKind::Closed,
     };
     // The thread of the last turn: the session's home learns each new one (see `home`).
     let mut thread = 0;
@@ -266,15 +291,6 @@ async fn run(mut session: Session, queue: Arc<RequestQueue>, connector: Connecto
         }
     }
     debug!("session task ends");
-    // Whatever is still queued fails with the session's terminal error.
-    let err = match session.state() {
-        crate::SessionState::Expired => crate::ErrorKind::SessionExpired,
-        crate::SessionState::AuthFailed => crate::ErrorKind::AuthFailed,
-        _ => crate::ErrorKind::Closed,
-    };
-    close_on_drop.err = err;
-    drop(close_on_drop);
-    queue.release(session.take_completed());
 }
 
 /// Pending once: it wakes its own task, which the runtime queues behind the tasks already

@@ -121,7 +121,7 @@ pub enum ErrorKind {
     /// The session expired: ephemerals and watches are gone. A new client is needed.
     #[error("session expired")]
     SessionExpired,
-    /// The client was closed.
+    /// The client was closed, or the runtime that ran its session shut down.
     #[error("client closed")]
     Closed,
     /// Authentication failed; the session is unusable.

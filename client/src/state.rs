@@ -27,7 +27,8 @@ pub enum SessionState {
     Expired,
     /// Authentication failed.
     AuthFailed,
-    /// The client was closed.
+    /// The client was closed, or the runtime that ran its session shut down (nothing can
+    /// renew it then; the server expires it a session timeout later).
     Closed,
 }
 

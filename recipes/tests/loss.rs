@@ -174,6 +174,61 @@ fn a_holder_paused_past_its_lease_reads_lost_on_its_first_look() {
     });
 }
 
+/// The runtime that ran the holder's session shuts down while its guards live on (a service
+/// dropping the runtime it connected on): nothing will renew the session again, so every
+/// guard reads lost on its first look, and not only once the lease has run out, a session
+/// timeout later. A write guarded by the lock is refused on the spot.
+#[test]
+fn a_holder_whose_sessions_runtime_shut_down_reads_lost_on_its_first_look() {
+    let holder = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let connect = common::chroot_connect("loss_runtime_gone");
+    // A lease far longer than the test: a loss read below cannot be the lease's end.
+    let (g, lease_guard, latch) = holder.block_on(async {
+        let c = session(&connect, Duration::from_secs(30)).await;
+        let g = bounded("acquire", Mutex::new(&c, "/lock").unwrap().acquire())
+            .await
+            .unwrap();
+        let sem = Semaphore::new(&c, "/sem", 1).unwrap();
+        let lease_guard = bounded("lease", sem.acquire()).await.unwrap();
+        let latch = bounded("latch", LeaderLatch::start(&c, "/election", "gone"))
+            .await
+            .unwrap();
+        bounded("leads", latch.await_leadership()).await.unwrap();
+        (g, lease_guard, latch)
+    });
+    assert_eq!(g.state(), Holding::Held);
+
+    drop(holder);
+
+    let closed = Holding::Lost(LossReason::SessionClosed);
+    assert_eq!(g.state(), closed);
+    assert_eq!(lease_guard.state(), closed);
+    assert_eq!(latch.state(), closed);
+    assert!(!latch.has_leadership());
+    let others = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    others.block_on(async {
+        assert_eq!(
+            tokio::time::timeout(Duration::ZERO, g.lost()).await.ok(),
+            Some(closed)
+        );
+        let stale = g
+            .guarded_multi(vec![MultiOp::create(
+                "/stale",
+                b"",
+                &CreateOptions::persistent(),
+            )])
+            .await;
+        assert!(stale.is_err(), "{stale:?}");
+        drop((g, lease_guard, latch));
+    });
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_our_node_from_outside_is_a_loss() {
     let connect = common::chroot_connect("loss_deleted");

@@ -147,6 +147,13 @@ impl Session {
         }
     }
 
+    /// Ends the session where it stands, for a task that will never run it again (dropped
+    /// unfinished when its runtime shut down): as far as its handles can tell, it is closed.
+    /// Nothing for a session already ended.
+    pub(crate) fn abandon(&mut self) {
+        self.terminate(SessionState::Closed);
+    }
+
     pub(super) fn terminate(&mut self, state: SessionState) {
         self.answers.send_all();
         if self.phase == Phase::Terminated {
