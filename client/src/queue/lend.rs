@@ -81,7 +81,11 @@ impl RequestQueue {
         };
         metrics::bytes_sent(written);
         // The session writes it before anything else; the frames it ends stay in order.
-        let mut rest = Bytes::copy_from_slice(&inner.staging[written..]);
+        let mut rest = if written == inner.staging.len() {
+            Bytes::new()
+        } else {
+            Bytes::copy_from_slice(&inner.staging[written..])
+        };
         inner.staging.clear();
         let complete = rest.is_empty();
         let mut tell = !complete;
