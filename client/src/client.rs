@@ -264,7 +264,10 @@ impl Client {
         self.inner().random.next_u64()
     }
 
-    /// The session state now.
+    /// The session state, as the session's task last saw it. A task that has not run since
+    /// (a paused process, a runtime blocked by a task that never yields) has not seen what
+    /// happened meanwhile, and this still reads `Connected`: whether the session may be gone
+    /// by now is [`lease_deadline`](Self::lease_deadline)'s to tell, from the clock alone.
     pub fn state(&self) -> SessionState {
         *self.inner.state_rx.borrow()
     }
