@@ -537,6 +537,8 @@ impl ClientBuilder {
             request_timeout,
         );
         let mut failures_rx = failures.clone();
+        // The real clock beside the runtime's, for the failure's text only (see `clock_note`).
+        let began = std::time::Instant::now();
         let outcome = tokio::time::timeout(
             connect_timeout,
             first_session(&mut changes, &mut failures_rx),
@@ -557,6 +559,7 @@ impl ClientBuilder {
                     .unwrap_or_else(|| {
                         let mut failure = info.connect_failure(&hosts, connect_timeout);
                         failure.push_str(connect_rule.as_deref().unwrap_or_default());
+                        failure.push_str(&clock_note(connect_timeout, began.elapsed()));
                         ErrorKind::Connect(failure)
                     })
                     .into())
@@ -564,6 +567,21 @@ impl ClientBuilder {
         }
         // On failure `client` drops here, which stops the session task.
     }
+}
+
+/// What a connect failure adds when the runtime's clock ran `waited` while far less real
+/// time went by. A paused clock (`#[tokio::test(start_paused = true)]`, `time::pause`)
+/// jumps to the next timer whenever the runtime waits, so every attempt's timeout passes at
+/// once while a server on a real network is still answering; the failure would otherwise
+/// read as if no server had answered for the whole connect timeout.
+fn clock_note(waited: Duration, real: Duration) -> String {
+    if real >= waited / 2 {
+        return String::new();
+    }
+    format!(
+        "; the runtime's clock ran {waited:?} in {real:.1?} of real time: it is paused or \
+         simulated, and its timeouts pass before a server on a real network can answer"
+    )
 }
 
 /// Waits until a server accepts the session (`Ok`, even if the connection is gone again by the
@@ -614,6 +632,21 @@ mod tests {
         )
         .await;
         assert!(matches!(waited, Ok(Ok(()))), "{waited:?}");
+    }
+
+    #[test]
+    fn a_clock_that_ran_ahead_of_real_time_is_named_and_a_real_one_is_not() {
+        let note = clock_note(Duration::from_secs(5), Duration::from_micros(250));
+        assert!(note.contains("paused or simulated"), "{note}");
+        assert_eq!(
+            clock_note(Duration::from_secs(5), Duration::from_secs(5)),
+            ""
+        );
+        // A real clock's timer fires late, never early.
+        assert_eq!(
+            clock_note(Duration::from_secs(5), Duration::from_millis(5_020)),
+            ""
+        );
     }
 
     #[tokio::test]

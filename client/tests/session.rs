@@ -260,6 +260,43 @@ async fn silent_servers_each_get_a_share_of_the_connect_wait() {
     }
 }
 
+/// On a runtime whose clock is paused (as in `#[tokio::test(start_paused = true)]`), every
+/// timeout passes as soon as the runtime waits, so `connect` fails at once against a server
+/// on a real network; its error says that the clock ran ahead, rather than only that no
+/// server answered for the whole connect timeout. On a real clock it says nothing of the kind.
+#[test]
+fn a_connect_failure_on_a_paused_clock_says_the_clock_ran_ahead() {
+    let connect = |runtime: tokio::runtime::Runtime, timeout: Duration| {
+        runtime.block_on(async {
+            // Accepted by the kernel, never answered: the failure is the clock's alone.
+            let silent = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let err = within(
+                "connect",
+                Client::builder(&silent.local_addr().unwrap().to_string())
+                    .connect_timeout(timeout)
+                    .connect(),
+            )
+            .await
+            .unwrap_err();
+            assert!(matches!(err.kind(), ErrorKind::Connect(_)), "{err:?}");
+            err.to_string()
+        })
+    };
+    let paused = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    let text = connect(paused, Duration::from_secs(5));
+    assert!(text.contains("paused or simulated"), "{text}");
+    let real = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let text = connect(real, Duration::from_millis(300));
+    assert!(!text.contains("paused"), "{text}");
+}
+
 /// A silent server listed before a live one does not use up the connect wait.
 #[tokio::test]
 async fn a_silent_server_in_the_list_does_not_stop_connect() {
