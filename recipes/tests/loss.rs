@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{blip_rig, bounce_connection, bounded, children, client, BlipRig};
-use zookeeper_recipes::{Holding, LeaderLatch, LossReason, Mutex, Semaphore};
+use zookeeper_recipes::{Holding, LeaderLatch, Lease, LockGuard, LossReason, Mutex, Semaphore};
 use zookeeper_testkit::{Ensemble, Proxy, ZkServer};
 use zookeeper_tokio::{Client, CreateOptions, MultiOp, SessionState};
 
@@ -24,6 +24,32 @@ async fn session(connect: &str, timeout: Duration) -> Client {
     )
     .await
     .expect("connect")
+}
+
+/// A lock, a semaphore's lease and a latch's leadership, all on `c`.
+async fn hold_three(c: &Client) -> (LockGuard, Lease, LeaderLatch) {
+    let g = bounded("acquire", Mutex::new(c, "/lock").unwrap().acquire())
+        .await
+        .unwrap();
+    let sem = Semaphore::new(c, "/sem", 1).unwrap();
+    let lease_guard = bounded("lease", sem.acquire()).await.unwrap();
+    let latch = bounded("latch", LeaderLatch::start(c, "/election", "holder"))
+        .await
+        .unwrap();
+    bounded("leads", latch.await_leadership()).await.unwrap();
+    (g, lease_guard, latch)
+}
+
+/// A write guarded by a lock that is lost is refused (a node named `/stale` stays absent).
+async fn assert_stale_write_refused(g: &LockGuard) {
+    let stale = g
+        .guarded_multi(vec![MultiOp::create(
+            "/stale",
+            b"",
+            &CreateOptions::persistent(),
+        )])
+        .await;
+    assert!(stale.is_err(), "{stale:?}");
 }
 
 /// A holder cut off from the server is told the lock is lost before anyone else holds it:
@@ -115,15 +141,7 @@ fn a_holder_paused_past_its_lease_reads_lost_on_its_first_look() {
     // to expire the session, which is what makes the test take these 6 s.
     let (holder_client, g, lease_guard, latch) = paused.block_on(async {
         let c = session(&connect, Duration::from_secs(6)).await;
-        let g = bounded("acquire", Mutex::new(&c, "/lock").unwrap().acquire())
-            .await
-            .unwrap();
-        let sem = Semaphore::new(&c, "/sem", 1).unwrap();
-        let lease_guard = bounded("lease", sem.acquire()).await.unwrap();
-        let latch = bounded("latch", LeaderLatch::start(&c, "/election", "paused"))
-            .await
-            .unwrap();
-        bounded("leads", latch.await_leadership()).await.unwrap();
+        let (g, lease_guard, latch) = hold_three(&c).await;
         (c, g, lease_guard, latch)
     });
     assert_eq!(g.state(), Holding::Held);
@@ -158,14 +176,7 @@ fn a_holder_paused_past_its_lease_reads_lost_on_its_first_look() {
             Some(Holding::Lost(LossReason::LeaseExpired))
         );
         // A write guarded by the lock is refused by the server.
-        let stale = g
-            .guarded_multi(vec![MultiOp::create(
-                "/stale",
-                b"",
-                &CreateOptions::persistent(),
-            )])
-            .await;
-        assert!(stale.is_err(), "{stale:?}");
+        assert_stale_write_refused(&g).await;
         drop((g, lease_guard, latch));
         holder_client.close().await;
     });
@@ -188,16 +199,7 @@ fn a_holder_whose_sessions_runtime_shut_down_reads_lost_on_its_first_look() {
     // A lease far longer than the test: a loss read below cannot be the lease's end.
     let (g, lease_guard, latch) = holder.block_on(async {
         let c = session(&connect, Duration::from_secs(30)).await;
-        let g = bounded("acquire", Mutex::new(&c, "/lock").unwrap().acquire())
-            .await
-            .unwrap();
-        let sem = Semaphore::new(&c, "/sem", 1).unwrap();
-        let lease_guard = bounded("lease", sem.acquire()).await.unwrap();
-        let latch = bounded("latch", LeaderLatch::start(&c, "/election", "gone"))
-            .await
-            .unwrap();
-        bounded("leads", latch.await_leadership()).await.unwrap();
-        (g, lease_guard, latch)
+        hold_three(&c).await
     });
     assert_eq!(g.state(), Holding::Held);
 
@@ -217,14 +219,7 @@ fn a_holder_whose_sessions_runtime_shut_down_reads_lost_on_its_first_look() {
             tokio::time::timeout(Duration::ZERO, g.lost()).await.ok(),
             Some(closed)
         );
-        let stale = g
-            .guarded_multi(vec![MultiOp::create(
-                "/stale",
-                b"",
-                &CreateOptions::persistent(),
-            )])
-            .await;
-        assert!(stale.is_err(), "{stale:?}");
+        assert_stale_write_refused(&g).await;
         drop((g, lease_guard, latch));
     });
 }
