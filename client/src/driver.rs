@@ -80,13 +80,8 @@ impl Drop for Held {
     fn drop(&mut self) {
         // Nothing will run the session again.
         self.session.abandon();
-        let err = match self.session.state() {
-            crate::SessionState::Expired => crate::ErrorKind::SessionExpired,
-            crate::SessionState::AuthFailed => crate::ErrorKind::AuthFailed,
-            _ => crate::ErrorKind::Closed,
-        };
         // Whatever is still queued fails with the session's terminal error.
-        self.queue.close(err.into());
+        self.queue.close(self.session.terminal_error());
         self.queue.release(self.session.take_completed());
     }
 }

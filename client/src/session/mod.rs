@@ -641,7 +641,8 @@ impl Session {
         xid
     }
 
-    fn terminal_error(&self) -> Error {
+    /// What calls fail with once the session has ended.
+    pub(crate) fn terminal_error(&self) -> Error {
         match self.state {
             SessionState::Expired => ErrorKind::SessionExpired,
             SessionState::AuthFailed => ErrorKind::AuthFailed,
