@@ -283,10 +283,6 @@ impl Session {
 
     // ----- what the driver reads -----
 
-    pub fn state(&self) -> SessionState {
-        self.state
-    }
-
     pub fn session_id(&self) -> i64 {
         self.session_id
     }
