@@ -73,7 +73,7 @@ where
 /// call, and so has sent every event of them: a `sync` on the watch's connection. After a
 /// reconnect it also means the watches are set again (they go first on a new connection).
 async fn fence(client: &Client) {
-    retried("sync", None, || bounded("sync", client.sync("/w"))).await;
+    retried("sync /w", None, || bounded("sync", client.sync("/w"))).await;
 }
 
 /// Each node `/w/n{i}` is created, changed once, and (all but the last few) deleted, while
@@ -130,17 +130,19 @@ async fn a_recursive_watch_reports_each_change_once_across_member_and_leader_res
             while i < end.load(Ordering::SeqCst) {
                 begin.send_replace(i);
                 let path = format!("/w/n{i}");
-                retried("create", Some(ErrorKind::NodeExists), || {
-                    writer.create(&path, b"a", &CreateOptions::persistent())
-                })
+                retried(
+                    &format!("create {path}"),
+                    Some(ErrorKind::NodeExists),
+                    || writer.create(&path, b"a", &CreateOptions::persistent()),
+                )
                 .await;
-                retried("set", Some(ErrorKind::BadVersion), || {
+                retried(&format!("set {path}"), Some(ErrorKind::BadVersion), || {
                     writer.set_data(&path, b"b", Some(0))
                 })
                 .await;
                 if i >= KEPT {
                     let old = format!("/w/n{}", i - KEPT);
-                    retried("delete", Some(ErrorKind::NoNode), || {
+                    retried(&format!("delete {old}"), Some(ErrorKind::NoNode), || {
                         writer.delete(&old, None)
                     })
                     .await;
@@ -182,7 +184,7 @@ async fn a_recursive_watch_reports_each_change_once_across_member_and_leader_res
     end.store(faults.last().unwrap().1 + 1 + STRETCH, Ordering::SeqCst);
     let nodes = bounded("writes", writes).await.unwrap();
     eprintln!("{nodes} nodes written; the faults spanned {faults:?}");
-    retried("create", None, || {
+    retried("create /w/end", None, || {
         writer.create("/w/end", b"", &CreateOptions::persistent())
     })
     .await;
