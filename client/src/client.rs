@@ -35,7 +35,8 @@ use crate::state::{SessionId, SessionState, StateChanges, StatePublisher};
 /// What is queued goes out when a caller first waits for a reply (polls one of the futures
 /// whose reply is not in yet), in one write: a caller's requests made back to back reach the
 /// server together.
-/// Dropping a returned future does not cancel a request that was already sent. Requests are
+/// Dropping a returned future does not cancel a request that was already sent; one dropped
+/// before its request went out (never awaited, say) withdraws it: it is never sent. Requests are
 /// pipelined; at most [`ClientBuilder::max_outstanding`] are queued or in flight at once, and
 /// calls beyond that wait (still in call order) for room.
 ///
@@ -159,6 +160,8 @@ impl Future for Call {
         // when first polled never registers a timer at all. The session task never drops a
         // request without answering it; a closed channel means the task itself is gone.
         if let Poll::Ready(r) = Pin::new(&mut this.rx).poll(cx) {
+            // Answered: nothing of it is left in the queue to flush or withdraw.
+            this.flush = None;
             let gone = || Error::from(ErrorKind::Closed).unanswered(this.write);
             return Poll::Ready(r.unwrap_or_else(|_| Err(gone())));
         }
@@ -171,6 +174,19 @@ impl Future for Call {
             queue.flush();
         }
         this.poll_deadline(cx)
+    }
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        // Dropped before it ever waited: its request may still be queued, not sent. Withdrawn
+        // now, it is never sent and its room is free at once (see `withdraw_dropped`); the
+        // closed channel is how the queue, and the session for what it took, tell a dropped
+        // call.
+        if let Some(queue) = self.flush.take() {
+            self.rx.close();
+            queue.withdraw_dropped();
+        }
     }
 }
 

@@ -77,6 +77,37 @@ impl RequestQueue {
         })
     }
 
+    /// Withdraws the queued requests whose caller dropped its future (a closed reply channel)
+    /// before they went out: their frames leave the staging buffer, and their room in the
+    /// queue is free at once. Left queued, they would go out with whatever a later call
+    /// flushes, at an arbitrary moment and past their deadline, and hold their room until
+    /// then. What the session task took, or a caller wrote under a lend, went out already.
+    pub fn withdraw_dropped(&self) {
+        let mut inner = self.lock();
+        let inner = &mut *inner;
+        let mut offset = 0;
+        let mut withdrawn = 0;
+        inner.items.retain(|item| {
+            let (len, dropped) = match item {
+                Item::Staged(s) => (s.len, s.envelope.reply.is_closed()),
+                Item::Packet(p) => (0, p.envelope.reply.is_closed()),
+                _ => (0, false),
+            };
+            if !dropped {
+                offset += len;
+                return true;
+            }
+            if len > 0 {
+                let end = inner.staging.len();
+                inner.staging.copy_within(offset + len..end, offset);
+                inner.staging.truncate(end - len);
+            }
+            withdrawn += 1;
+            false
+        });
+        inner.tickets.release(withdrawn);
+    }
+
     /// Takes back the lent connection and moves every queued item into `out` (session task),
     /// and returns the staged frames.
     pub fn take_all(&self, out: &mut Vec<Item>) -> Bytes {
@@ -138,6 +169,43 @@ mod tests {
         let frames = q.take_all(&mut items);
         assert!(frames.is_empty());
         assert!(matches!(&items[..], [Item::Packet(p)] if p.frame[..] == [3, 3, 3]));
+    }
+
+    /// A dropped caller's request leaves the queue with its frame, the others' frames stay
+    /// whole and in order, and its room is free for the next call at once.
+    #[test]
+    fn a_dropped_callers_request_is_withdrawn_with_its_frame_and_its_room() {
+        let q = RequestQueue::new(3);
+        let (a, _ra) = framed(12, 1, None);
+        let (b, mut rb) = framed(10, 2, None);
+        let (c, _rc) = framed(9, 3, None);
+        for r in [a, b, c] {
+            assert!(matches!(q.submit_request(r), Admission::Deferred));
+        }
+        let (full, _rd) = framed(8, 4, None);
+        let Admission::Wait(mut waiting) = q.submit_request(full) else {
+            panic!("over the limit")
+        };
+        rb.close();
+        q.withdraw_dropped();
+        assert_eq!(q.outstanding(), 2);
+        assert!(
+            poll(&mut waiting).is_ready(),
+            "the room went to the next call"
+        );
+        let mut items = Vec::new();
+        let frames = q.take_all(&mut items);
+        let frame = |len: usize, tag: u8| {
+            let mut f = (len as i32 - 4).to_be_bytes().to_vec();
+            f.extend([0; 4]);
+            f.resize(len, tag);
+            f
+        };
+        assert_eq!(&frames[..], [frame(12, 1), frame(9, 3)].concat());
+        assert!(
+            matches!(&items[..], [Item::Staged(x), Item::Staged(y), Item::Packet(_)]
+            if x.len == 12 && y.len == 9)
+        );
     }
 
     /// Taking a batch must not make the next request's encoding allocate a new buffer: the
