@@ -34,7 +34,7 @@ async fn grants_at_most_n_leases_and_hands_one_over_per_release() {
     // The failed attempts leave no lease behind: their nodes are deleted in the background
     // (another session sees that some time after `acquire_timeout` returns).
     until_children(&cs[0], "/sem/leases", 2).await;
-    // A release returns once its delete is queued: another session sees the gate go after it.
+    // The gate goes in the background: another session sees it go after the acquisition.
     assert!(
         common::wait_empty(&cs[0], "/sem/locks").await.is_empty(),
         "gate released"

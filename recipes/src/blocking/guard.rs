@@ -130,8 +130,8 @@ impl LockGuard {
         self.client.block_on(self.inner().guarded_multi(ops))
     }
 
-    /// Releases this hold (see [`crate::LockGuard::release`]): returns once the delete of
-    /// our node is queued on the session, followed on the session's thread until done.
+    /// Releases this hold (see [`crate::LockGuard::release`]): returns once our node is gone
+    /// (or the session ended).
     pub fn release(mut self) -> Result<()> {
         let inner = self.inner.take().expect("present until released");
         self.client.block_on(inner.release())

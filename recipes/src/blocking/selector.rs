@@ -457,12 +457,12 @@ impl<F: FnMut(LeaderContext) + Send + 'static> Selection<F> {
             }
         }
         if let TermEnd::Closed = end {
-            let _ = guard.release_until_gone().await;
+            let _ = guard.release().await;
         } else {
             tokio::select! {
                 biased;
                 _ = self.shared.close.cancelled() => {}
-                _ = guard.release_until_gone() => {}
+                _ = guard.release() => {}
             }
         }
         end

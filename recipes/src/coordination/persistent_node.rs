@@ -10,6 +10,7 @@ use tracing::{debug, info, warn};
 use zookeeper_tokio::{Client, CreateOptions, ErrorKind, EventType, Stat};
 
 use crate::error::{Error, Result};
+use crate::node::cleanup::run_detached;
 use crate::node::ensure_path::{ensure_path, validate};
 use crate::node::release::delete_until_gone;
 use crate::session::sessions::Sessions;
@@ -216,22 +217,16 @@ impl Drop for PersistentNode {
         };
         task.abort();
         let inner = self.inner.clone();
-        match tokio::runtime::Handle::try_current() {
-            Ok(rt) => {
-                rt.spawn(async move {
-                    let _ = task.await;
-                    inner.state.send_replace(PersistentNodeState::Ended(Error::Closed));
-                    let client = inner.sessions.client();
-                    if let Err(e) = delete_until_gone(&client, &inner.path).await {
-                        warn!(path = inner.path, error = %e, "could not delete a dropped persistent node");
-                    }
-                });
+        run_detached(async move {
+            let _ = task.await;
+            inner
+                .state
+                .send_replace(PersistentNodeState::Ended(Error::Closed));
+            let client = inner.sessions.client();
+            if let Err(e) = delete_until_gone(&client, &inner.path).await {
+                warn!(path = inner.path, error = %e, "could not delete a dropped persistent node");
             }
-            Err(_) => warn!(
-                path = inner.path,
-                "persistent node dropped outside a tokio runtime: it stays until its session ends"
-            ),
-        }
+        });
     }
 }
 

@@ -510,12 +510,12 @@ where
         // While closing, wait for the deletion (bounded by the session); otherwise not beyond
         // a close: the deletion goes on in the background.
         if let TermEnd::Closed = end {
-            let _ = guard.release_until_gone().await;
+            let _ = guard.release().await;
         } else {
             tokio::select! {
                 biased;
                 _ = self.shared.close.cancelled() => {}
-                _ = guard.release_until_gone() => {}
+                _ = guard.release() => {}
             }
         }
         end

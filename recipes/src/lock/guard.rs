@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::hold::{FencingToken, HoldState, Holding, HoldingChanges, StateWatcher};
 use crate::lock::loss_monitor::LossMonitor;
 use crate::metrics::{Hold, Recipe};
-use crate::node::release::{delete_and_wait, delete_queued, spawn_delete};
+use crate::node::release::{delete_and_wait, spawn_delete};
 use crate::spans::{self, Op};
 
 /// A node we hold, shared by every reentrant guard on it.
@@ -372,29 +372,17 @@ impl LockGuard {
         self.node.clone()
     }
 
-    /// Releases this hold. When it is the last hold on the node, deletes the node.
+    /// Releases this hold. When it is the last hold on the node, deletes the node, and returns
+    /// once the node is gone: the next contender can be granted, and the process may exit,
+    /// the moment this returns.
     ///
-    /// Returns once the delete is queued on the session, without waiting for its reply: the
-    /// client sends requests in call order, so every later request of this client (acquiring
-    /// this lock again included) reaches the server after the delete, and other contenders
-    /// learn of the release from the server, never before the node is gone. The delete is
-    /// followed in a background task, retried across reconnects until the node or the session
-    /// is gone; a failure retrying cannot mend (the parent's ACL forbidding the delete) is
-    /// logged, and the node then goes with the session. Outside a tokio runtime the delete is
-    /// awaited here instead, and its failure returned.
+    /// The delete is retried across reconnects until the node or the session is gone (a
+    /// session that ended took the node with it: that is a success too); it waits at most
+    /// twice the session timeout for a server. A failure retrying cannot mend (the parent's
+    /// ACL forbidding the delete) is returned, and the node then goes with the session. If
+    /// this future is dropped before it is done, the delete goes on in the background, as it
+    /// does for a guard dropped without a release.
     pub async fn release(mut self) -> Result<()> {
-        let Some(node) = self.let_go() else {
-            return Ok(());
-        };
-        let path = node.path.clone();
-        let releasing = async move { delete_queued(&node.client, &node.path).await };
-        spans::traced(Op::Release, "lock", &path, releasing).await
-    }
-
-    /// [`release`](Self::release), returning only once the node is gone (or our session
-    /// ended): for a recipe whose caller is promised that the next contender can be granted
-    /// when it returns, as a leader selector's `close` is.
-    pub(crate) async fn release_until_gone(mut self) -> Result<()> {
         let Some(node) = self.let_go() else {
             return Ok(());
         };

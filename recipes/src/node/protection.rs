@@ -19,6 +19,7 @@ use tracing::debug;
 use zookeeper_tokio::{Client, CreateOptions, ErrorKind, Stat};
 
 use crate::error::{Error, Result};
+use crate::node::cleanup::run_detached;
 use crate::node::ensure_path::ensure_path;
 use crate::node::path::join;
 use crate::node::release::delete_until_gone;
@@ -161,15 +162,9 @@ impl Drop for PendingNode {
             return;
         }
         let cleanup = self.cleanup();
-        match tokio::runtime::Handle::try_current() {
-            Ok(rt) => {
-                rt.spawn(cleanup);
-            }
-            Err(_) => tracing::warn!(
-                dir = %self.dir,
-                "acquisition dropped outside a tokio runtime: its node stays until the session ends"
-            ),
-        }
+        run_detached(async move {
+            let _ = cleanup.await;
+        });
     }
 }
 

@@ -1,19 +1,19 @@
 //! Guaranteed deletion of our node: retried across reconnects until the node or the session
-//! is gone, in a task of its own so that neither a dropped guard nor a cancelled `release`
-//! leaves the node behind.
+//! is gone, and carried on in the background when the guard is dropped or the release
+//! cancelled, so that neither leaves the node behind.
 //!
-//! The first delete is queued on the session when the release happens, not when the task
+//! The first delete is queued on the session when the release happens, not when a task
 //! first runs: the client puts requests on the wire in call order, so whatever this process
 //! asks of the session afterwards (a new acquisition's create included) reaches the server
-//! after the delete. That is what lets a release return without waiting for the reply.
+//! after the delete.
 
 use std::future::Future;
 
-use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 use zookeeper_tokio::{Client, ErrorKind};
 
 use crate::error::{Error, Result};
+use crate::node::cleanup::run_detached;
 use crate::session::wait::wait_connected;
 
 /// Deletes `path`, retrying on connection loss. Succeeds once the node is gone: deleted by us,
@@ -49,45 +49,37 @@ async fn follow_delete(
     }
 }
 
-/// Queues the delete of `path` and returns, the delete followed to the end in the background
-/// ([`spawn_delete`]); outside a tokio runtime, deletes it here.
-pub(crate) async fn delete_queued(client: &Client, path: &str) -> Result<()> {
-    match spawn_delete(client.clone(), path.to_owned()) {
-        Some(_following) => Ok(()),
-        None => delete_until_gone(client, path).await,
+/// Queues the delete of `path` now; the future returned follows it to the end
+/// ([`delete_until_gone`]) and logs a failure retrying cannot mend.
+fn queued_delete(
+    client: Client,
+    path: String,
+) -> impl Future<Output = Result<()>> + Send + 'static {
+    let first = client.delete(&path, None);
+    async move {
+        let outcome = follow_delete(&client, &path, first).await;
+        if let Err(e) = &outcome {
+            warn!(path, error = %e, "could not delete lock node");
+        }
+        outcome
     }
 }
 
 /// Deletes `path` and returns once it is gone (or the session ended). The delete goes on in
 /// the background if this future is dropped.
 pub(crate) async fn delete_and_wait(client: &Client, path: &str) -> Result<()> {
-    match spawn_delete(client.clone(), path.to_owned()) {
-        Some(task) => task.await.unwrap_or(Ok(())),
-        None => delete_until_gone(client, path).await,
+    let follow = queued_delete(client.clone(), path.to_owned());
+    match tokio::runtime::Handle::try_current() {
+        Ok(rt) => rt.spawn(follow).await.unwrap_or(Ok(())),
+        Err(_) => follow.await,
     }
 }
 
-/// Queues the delete of `path` now and follows it to the end ([`delete_until_gone`]) in a
-/// background task. Outside a tokio runtime nothing can follow it (and a request nobody
-/// awaits is not sent): the node then lives until the session ends, and a warning says so.
-pub(crate) fn spawn_delete(client: Client, path: String) -> Option<JoinHandle<Result<()>>> {
-    match tokio::runtime::Handle::try_current() {
-        Ok(rt) => {
-            let first = client.delete(&path, None);
-            Some(rt.spawn(async move {
-                let r = follow_delete(&client, &path, first).await;
-                if let Err(e) = &r {
-                    warn!(path, error = %e, "could not delete lock node");
-                }
-                r
-            }))
-        }
-        Err(_) => {
-            warn!(
-                path,
-                "dropped outside a tokio runtime: the lock node stays until the session ends"
-            );
-            None
-        }
-    }
+/// Queues the delete of `path` now and follows it to the end in the background, inside a
+/// tokio runtime or not (see `cleanup`).
+pub(crate) fn spawn_delete(client: Client, path: String) {
+    let follow = queued_delete(client, path);
+    run_detached(async move {
+        let _ = follow.await;
+    });
 }

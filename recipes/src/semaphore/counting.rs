@@ -217,11 +217,11 @@ impl Semaphore {
             return Ok(None);
         };
         let lease = self.take_lease(&client, patience).await;
-        // The gate's delete keeps retrying in the background if this fails; a lease we hold
-        // is not given up for it.
-        if let Err(e) = gate.release().await {
-            tracing::warn!(error = %e, "could not release the semaphore gate");
-        }
+        // The gate goes in the background, retried until it is gone (a failure is logged),
+        // so the acquisition waits no round trip for it. Its delete is queued now: every
+        // later request of this session, the lease's release included, reaches the server
+        // after it.
+        drop(gate);
         lease
     }
 
