@@ -505,10 +505,10 @@ async fn cut_off_leader_loses_leadership_and_the_next_leads() {
     assert!(next.fencing_token() > leader.fencing_token());
 }
 
-/// A release cut off from the server returns at once (it does not wait for its delete's
-/// reply) and the delete keeps being tried in the background: the node goes as soon as the
-/// connection is back, with the session still alive (so the node went by our delete, not by
-/// expiry). Same for a guard dropped while disconnected.
+/// A release cut off from the server waits for it, and returns once the connection is back
+/// and the node gone, with the session still alive (so the node went by our delete, not by
+/// expiry). A guard dropped while disconnected has its delete tried in the background: the
+/// node goes as soon as the connection is back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn release_during_connection_loss_completes_in_the_background() {
     let server = ZkServer::start().await.unwrap();
@@ -527,12 +527,22 @@ async fn release_during_connection_loss_completes_in_the_background() {
             .unwrap();
         if by_drop {
             drop(g);
+            assert_eq!(children(&direct, &path).await.len(), 1);
+            proxy.refuse(false);
+            assert!(common::wait_empty(&direct, &path).await.is_empty());
         } else {
-            bounded("release while cut off", g.release()).await.unwrap();
+            let releasing = tokio::spawn(g.release());
+            assert_eq!(children(&direct, &path).await.len(), 1);
+            proxy.refuse(false);
+            bounded("release once back", releasing)
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(
+                children(&direct, &path).await.is_empty(),
+                "gone when release returned"
+            );
         }
-        assert_eq!(children(&direct, &path).await.len(), 1);
-        proxy.refuse(false);
-        assert!(common::wait_empty(&direct, &path).await.is_empty());
         assert_eq!(holder.state(), SessionState::Connected, "same session");
     }
 }

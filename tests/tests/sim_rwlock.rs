@@ -75,9 +75,10 @@ async fn contender(host: Host, holders: Holders<bool>) -> turmoil::Result {
                     record.step();
                     tokio::time::sleep(Duration::from_millis(rng.below(400))).await;
                 }
-                if guard.release().await.is_ok() {
-                    holders.released(i);
-                }
+                // It acts no more from here: the node goes, and the next holder may act,
+                // before the release returns.
+                holders.released(i);
+                let _ = guard.release().await;
             }
             Ok(None) => {}
             Err(e) => server.note(format!("{who}: acquire failed: {e}")),

@@ -69,11 +69,10 @@ async fn contender(host: Host, holders: Holders<()>) -> turmoil::Result {
                     record.step();
                     tokio::time::sleep(Duration::from_millis(rng.below(400))).await;
                 }
-                // Released: no longer a holder (a failed release leaves the lease to run out,
-                // as recorded).
-                if lease.release().await.is_ok() {
-                    holders.released(i);
-                }
+                // It acts no more from here: the lease goes, and another holder may act,
+                // before the release returns.
+                holders.released(i);
+                let _ = lease.release().await;
             }
             Ok(None) => {}
             Err(e) => server.note(format!("{who}: acquire failed: {e}")),

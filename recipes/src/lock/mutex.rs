@@ -154,8 +154,9 @@ impl Mutex {
 
     /// Waits at most `timeout`; `None` on timeout, with our node deleted. The bound holds
     /// whatever the connection does (a partition, refused connections, a slow server): the
-    /// call returns within `timeout` plus at most 50 ms, and a node it could not delete by
-    /// then is deleted in the background, retried until it or the session is gone.
+    /// call returns within `timeout` plus 50 ms (and a timer's lateness on a busy machine),
+    /// and a node it could not delete by then is deleted in the background, retried until it
+    /// or the session is gone.
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<LockGuard>> {
         self.acquire_with(deadline_after(timeout)).await
     }
