@@ -239,6 +239,26 @@ async fn unknown_auth_scheme_fails_the_session() {
     assert_eq!(c.get_data("/").await.unwrap_err(), ErrorKind::AuthFailed);
 }
 
+/// The caller waits off the workers (the body of `main`), woken by the session task from a
+/// worker: the state it reads the moment its call failed is the one that failure reports.
+#[test]
+fn a_refused_auth_reads_auth_failed_the_moment_it_returns() {
+    let runtime = common::multi_thread();
+    for attempt in 0..30 {
+        runtime.block_on(async {
+            let c = client(&format!("auth_failed_state_{attempt}")).await;
+            let e = c.add_auth("no-such-scheme", b"x").await.unwrap_err();
+            let state = c.state();
+            assert_eq!(e, ErrorKind::AuthFailed);
+            assert_eq!(
+                state,
+                zookeeper_tokio::SessionState::AuthFailed,
+                "attempt {attempt}"
+            );
+        });
+    }
+}
+
 #[tokio::test]
 async fn builder_auth_with_unknown_scheme_fails_connect() {
     let err = Client::builder(&zookeeper_testkit::shared_server().connect_string())
@@ -466,7 +486,9 @@ async fn request_timeout_fails_with_timeout() {
         .await
         .unwrap();
     proxy.set_latency(Duration::from_millis(500));
-    let quick = c.with_request_timeout(Some(Duration::from_millis(100)));
+    let quick = c
+        .with_request_timeout(Some(Duration::from_millis(100)))
+        .expect("a timeout in range");
     assert_eq!(
         quick.get_data("/").await.map(|_| ()).unwrap_err(),
         ErrorKind::Timeout

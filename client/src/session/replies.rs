@@ -166,11 +166,12 @@ impl Session {
             return;
         }
         warn!(scheme = auth.scheme, err = ?header.err, "authentication failed");
+        // The state first: a caller woken on another thread by the failure reads it at once.
+        self.terminate(SessionState::AuthFailed);
         if let Some(reply) = auth.reply {
             self.completed += 1;
             let _ = reply.send(Err(ErrorKind::AuthFailed.into()));
         }
-        self.terminate(SessionState::AuthFailed);
     }
 
     pub(super) fn on_ordered_reply(&mut self, header: ReplyHeader, body: Bytes, now: Instant) {
