@@ -29,7 +29,9 @@ async fn until_writable(probe: &Sessions, since: Instant) -> Duration {
         let Some(client) = live(probe).await else {
             break;
         };
-        let client = client.with_request_timeout(Some(Duration::from_secs(1)));
+        let client = client
+            .with_request_timeout(Some(Duration::from_secs(1)))
+            .expect("a timeout in range");
         if client.set_data("/chaos", b"", None).await.is_ok() {
             break;
         }

@@ -311,11 +311,17 @@ impl Client {
     /// [`Client::connect`]; for a current-thread one, also a call made outside any runtime),
     /// or a future first polled on another thread than the call's: those count from the first
     /// poll. A request that was not yet sent when its deadline passed is never sent.
-    pub fn with_request_timeout(&self, timeout: Option<Duration>) -> Client {
-        Client {
+    ///
+    /// Fails with [`ErrorKind::InvalidArgument`] for a timeout the builder refuses too: under
+    /// 1 ms or over [`MAX_TIMEOUT`](crate::MAX_TIMEOUT).
+    pub fn with_request_timeout(&self, timeout: Option<Duration>) -> Result<Client> {
+        let request_timeout = timeout
+            .map(|t| crate::limits::timeout("request timeout", t))
+            .transpose()?;
+        Ok(Client {
             inner: self.inner.clone(),
-            request_timeout: timeout,
-        }
+            request_timeout,
+        })
     }
 
     /// Closes the session: requests made before are answered first, then the server deletes
@@ -505,6 +511,7 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::MAX_TIMEOUT;
     use zookeeper_jute::GetDataRequest;
 
     fn offline_client(chroot: Option<&str>) -> (Client, Arc<RequestQueue>) {
@@ -525,6 +532,21 @@ mod tests {
             None,
         );
         (client, queue)
+    }
+
+    #[test]
+    fn a_handles_request_timeout_takes_the_builders_range() {
+        let (client, _queue) = offline_client(None);
+        for refused in [Duration::ZERO, Duration::from_micros(999), MAX_TIMEOUT * 2] {
+            let e = client.with_request_timeout(Some(refused)).unwrap_err();
+            assert!(matches!(e.kind(), ErrorKind::InvalidArgument(_)), "{e}");
+        }
+        for taken in [None, Some(Duration::from_millis(1)), Some(MAX_TIMEOUT)] {
+            assert_eq!(
+                client.with_request_timeout(taken).unwrap().request_timeout,
+                taken
+            );
+        }
     }
 
     fn queued_frame(queue: &RequestQueue) -> bytes::Bytes {

@@ -249,7 +249,9 @@ fn a_request_nobody_answers_times_out() {
     c.create("/n", b"", &CreateOptions::persistent()).unwrap();
 
     const TIMEOUT: Duration = Duration::from_millis(500);
-    let short = c.with_request_timeout(Some(TIMEOUT));
+    let short = c
+        .with_request_timeout(Some(TIMEOUT))
+        .expect("a timeout in range");
     proxy.hold_replies(true);
     let start = Instant::now();
     let err = on_thread("the held call", move || short.get_data("/n")).unwrap_err();

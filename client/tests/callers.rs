@@ -169,7 +169,9 @@ fn a_call_writes_itself_while_the_sessions_runtime_stands_still() {
 
     // Only the stalled call has a short deadline: the calls the server does answer get the
     // default one, which a loaded machine cannot miss.
-    let elsewhere = client.with_request_timeout(Some(Duration::from_millis(300)));
+    let elsewhere = client
+        .with_request_timeout(Some(Duration::from_millis(300)))
+        .expect("a timeout in range");
     let outcome = std::thread::spawn(move || {
         common::current_thread().block_on(async {
             tokio::time::timeout(common::WAIT, elsewhere.set_data("/n", b"after", None)).await

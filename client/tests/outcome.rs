@@ -115,7 +115,9 @@ async fn a_write_timed_out_on_the_wire_may_have_been_applied_and_was() {
     proxy.hold_replies(true);
     // The deadline only has to outlast the request's way to the socket, which the next turn
     // of the session takes; three seconds leave a loaded machine ample room.
-    let patient = c.with_request_timeout(Some(Duration::from_secs(3)));
+    let patient = c
+        .with_request_timeout(Some(Duration::from_secs(3)))
+        .expect("a timeout in range");
     let err = within("timeout", patient.create("/late", b"", &persistent()))
         .await
         .unwrap_err();
@@ -132,7 +134,9 @@ async fn writes_that_never_left_the_client_are_definite() {
     proxy.refuse(true);
     proxy.drop_all();
     wait_state(&c, |s| s == SessionState::Disconnected).await;
-    let hasty = c.with_request_timeout(Some(Duration::from_millis(200)));
+    let hasty = c
+        .with_request_timeout(Some(Duration::from_millis(200)))
+        .expect("a timeout in range");
     let err = within("timeout", hasty.create("/held", b"", &persistent()))
         .await
         .unwrap_err();
@@ -201,7 +205,9 @@ fn writes_held_back_and_timed_out_off_the_workers_are_definite() {
     proxy.refuse(true);
     proxy.drop_all();
     runtime.block_on(wait_state(&c, |s| s == SessionState::Disconnected));
-    let hasty = c.with_request_timeout(Some(Duration::from_millis(200)));
+    let hasty = c
+        .with_request_timeout(Some(Duration::from_millis(200)))
+        .expect("a timeout in range");
     let err = runtime
         .block_on(within("timeout", hasty.create("/held", b"", &persistent())))
         .unwrap_err();
@@ -228,7 +234,9 @@ fn writes_held_back_and_timed_out_off_the_workers_are_definite() {
     while blocking.state() != SessionState::Disconnected {
         states.next().expect("the session goes on");
     }
-    let hasty = blocking.with_request_timeout(Some(Duration::from_millis(200)));
+    let hasty = blocking
+        .with_request_timeout(Some(Duration::from_millis(200)))
+        .expect("a timeout in range");
     let err = hasty
         .create("/outcome_held_blocking", b"", &persistent())
         .unwrap_err();

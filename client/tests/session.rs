@@ -326,7 +326,9 @@ async fn request_deadline_while_disconnected_and_never_sent_after() {
     proxy.refuse(true);
     proxy.drop_all();
     wait_state(&c, |s| s == SessionState::Disconnected).await;
-    let quick = c.with_request_timeout(Some(Duration::from_millis(200)));
+    let quick = c
+        .with_request_timeout(Some(Duration::from_millis(200)))
+        .expect("a timeout in range");
     assert_eq!(
         quick
             .create("/ghost", b"", &CreateOptions::persistent())

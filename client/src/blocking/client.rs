@@ -128,12 +128,13 @@ impl Client {
 
     /// A handle on the same session whose requests fail with [`ErrorKind::Timeout`] when no
     /// reply arrived within `timeout` of the call (`None`: wait as long as the session
-    /// lives); see [`Client::with_request_timeout`](crate::Client::with_request_timeout).
-    pub fn with_request_timeout(&self, timeout: Option<Duration>) -> Client {
-        Client {
-            client: self.client.with_request_timeout(timeout),
+    /// lives); see [`Client::with_request_timeout`](crate::Client::with_request_timeout),
+    /// whose range it takes.
+    pub fn with_request_timeout(&self, timeout: Option<Duration>) -> Result<Client> {
+        Ok(Client {
+            client: self.client.with_request_timeout(timeout)?,
             runtime: self.runtime.clone(),
-        }
+        })
     }
 
     /// Replaces the server list (see

@@ -213,7 +213,9 @@ async fn every_setting_is_taken_or_refused_with_a_typed_error() {
                 match within(&name, client.exists("/x")).await {
                     Ok(None) => Expect::Works,
                     Err(e) if *e.kind() == ErrorKind::Timeout => {
-                        let patient = client.with_request_timeout(None);
+                        let patient = client
+                            .with_request_timeout(None)
+                            .expect("a timeout in range");
                         match within(&name, patient.exists("/x")).await {
                             Ok(None) => Expect::TimedOut,
                             other => panic!("{name}: timed out, then exists gave {other:?}"),

@@ -135,7 +135,9 @@ fn calls_on_and_off_a_multi_thread_runtime_end_at_their_deadline() {
 fn calls_fail_with_closed_once_the_sessions_runtime_is_gone() {
     let server = never_answers();
     let home = current_thread();
-    let client = connect_on(&home, &server).with_request_timeout(None);
+    let client = connect_on(&home, &server)
+        .with_request_timeout(None)
+        .expect("a timeout in range");
     let elsewhere = current_thread();
     let queued = client.get_data("/queued");
     drop(home);

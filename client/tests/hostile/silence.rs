@@ -97,12 +97,17 @@ async fn a_later_deadline_is_kept_after_the_timer_fires_for_an_earlier_one() {
     let client = within("connect", Client::connect(&server.connect_string()))
         .await
         .unwrap();
-    let short = client.with_request_timeout(Some(Duration::from_secs(10)));
+    let short = client
+        .with_request_timeout(Some(Duration::from_secs(10)))
+        .expect("a timeout in range");
     assert_eq!(short.exists("/answered").await, Ok(None));
     tokio::time::pause();
     let deadline = Duration::from_secs(30);
     fails_at_deadline(
-        client.with_request_timeout(Some(deadline)).get_data("/a"),
+        client
+            .with_request_timeout(Some(deadline))
+            .expect("a timeout in range")
+            .get_data("/a"),
         deadline,
     )
     .await;
