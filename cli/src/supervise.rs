@@ -214,6 +214,10 @@ pub async fn run(
     };
     let _ = watchdog.wait().await;
     let status = ExitStatus::from_raw(raw_status);
+    // A SIGKILL sent is not one that ended the command: back from a stop, `zk` can find the
+    // kill due and the command's status in at once, the command having exited on the first
+    // signal meanwhile.
+    let killed = killed && status.signal() == Some(libc::SIGKILL);
     Ok(match stopping {
         None => End::Exited(status),
         Some((_, Stop::Lost { reason, kill_cause })) => End::Stopped {

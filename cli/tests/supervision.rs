@@ -109,6 +109,12 @@ async fn stopped_holder_trial(trial: usize) {
         Some(75),
         "trial {trial}: zk reports the lock lost"
     );
+    // The command exited on SIGTERM: nothing killed it.
+    let stderr = first.stderr().await;
+    assert!(
+        stderr.contains("stopped with SIGTERM") && !stderr.contains("SIGKILL"),
+        "trial {trial}: {stderr}"
+    );
 }
 
 /// `ZK_TEST_TRIALS` runs more trials than the suite's five.
