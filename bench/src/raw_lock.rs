@@ -38,11 +38,14 @@ use crate::{wire, BenchError};
 pub const CHAIN_SESSIONS: usize = 8;
 
 /// `cycles` uncontended acquire+release cycles on a lock under `dir`; returns cycles per
-/// second.
+/// second. `released`: each release's delete is answered before the next acquisition goes
+/// out, as a caller's whose `release` returns once the node is gone (two round trips a
+/// cycle); otherwise the delete goes with the next create and listing (one).
 pub async fn uncontended(
     addr: std::net::SocketAddr,
     dir: &str,
     cycles: u64,
+    released: bool,
 ) -> Result<f64, BenchError> {
     let mut raw = RawSession::connect(addr).await?;
     raw.ensure_path(dir).await?;
@@ -57,7 +60,7 @@ pub async fn uncontended(
     let mut held: Option<String> = None;
     for cycle in 0..cycles {
         // The previous cycle's delete (sent with this acquisition) answers first.
-        if cycle > 0 {
+        if cycle > 0 && !released {
             expect_ok(&raw.next_frame().await?, "delete")?;
         }
         let created = raw.next_frame().await?;
@@ -66,13 +69,21 @@ pub async fn uncontended(
             .ok_or("create reply without a path")?
             .to_string();
         expect_ok(&raw.next_frame().await?, "getChildren2")?;
-        // Held: nobody else uses this lock. Release, and acquire again in the same write.
+        // Held: nobody else uses this lock. Release, and acquire again in the same write
+        // (or once the release is answered).
         let mut frames = wire::delete_request(3, &node);
+        if released {
+            raw.send(&frames).await?;
+            expect_ok(&raw.next_frame().await?, "delete")?;
+            frames.clear();
+        }
         if cycle + 1 < cycles {
             frames.extend_from_slice(&acquire);
         }
-        raw.send(&frames).await?;
-        held = Some(node);
+        if !frames.is_empty() {
+            raw.send(&frames).await?;
+        }
+        held = Some(node).filter(|_| !released);
     }
     if held.is_some() {
         expect_ok(&raw.next_frame().await?, "delete")?;

@@ -68,8 +68,9 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
                 .map_or("-".to_string(), |v| format!("{v:.0}/s"))
         };
         println!(
-            "# locks round {r}: uncontended raw {} ours {} ours_mt {} curator {}; contended raw {} raw_loop {} raw_as_ours {} raw_as_ours_released {} ours {} ours_mt {} curator {}",
+            "# locks round {r}: uncontended raw {} raw_as_ours_released {} ours {} ours_mt {} curator {}; contended raw {} raw_loop {} raw_as_ours {} raw_as_ours_released {} ours {} ours_mt {} curator {}",
             show(RAW, "uncontended.ops_per_s"),
+            show(RAW_AS_OURS_RELEASED, "uncontended.ops_per_s"),
             show("ours", "uncontended.ops_per_s"),
             show("ours_mt", "uncontended.ops_per_s"),
             show(CURATOR, "uncontended.ops_per_s"),
@@ -130,6 +131,14 @@ pub async fn run(ctx: &Ctx, report: &mut Report) -> Result<(), BenchError> {
     for (who, of, key, target) in [
         ("ours", RAW, "uncontended.ops_per_s", Some(0.9)),
         ("ours_mt", RAW, "uncontended.ops_per_s", Some(0.9)),
+        ("ours", RAW_AS_OURS_RELEASED, "uncontended.ops_per_s", None),
+        (
+            "ours_mt",
+            RAW_AS_OURS_RELEASED,
+            "uncontended.ops_per_s",
+            None,
+        ),
+        (RAW_AS_OURS_RELEASED, RAW, "uncontended.ops_per_s", None),
         ("ours", RAW, "contended8.acq_per_s", Some(0.9)),
         ("ours_mt", RAW, "contended8.acq_per_s", Some(0.9)),
         ("ours", RAW, "waiters100.handoffs_per_s", Some(0.9)),
@@ -184,7 +193,8 @@ const RAW_LOOP: &str = "raw_loop";
 const RAW_AS_OURS: &str = "raw_as_ours";
 /// The contention loop as ours, each owner queueing again once its delete is answered
 /// (`raw_lock::Chain::AsOursReleased`): what our contended workload's loop of `acquire` and
-/// `release` can send at best.
+/// `release` can send at best; and the uncontended cycle whose release is answered before
+/// the next acquisition, as ours is since `release` returns once the node is gone.
 const RAW_AS_OURS_RELEASED: &str = "raw_as_ours_released";
 const CURATOR: &str = "curator";
 
@@ -492,10 +502,23 @@ async fn round(
                     ctx.zk,
                     &format!("{raw_base}/uncontended"),
                     counts.uncontended,
+                    false,
                 )
                 .await
                 .map_err(|e| format!("raw uncontended cycle: {e}"))?;
                 raw.insert("uncontended.ops_per_s", per_s);
+                let per_s = raw_lock::uncontended(
+                    ctx.zk,
+                    &format!("{raw_base}/uncontended-released"),
+                    counts.uncontended,
+                    true,
+                )
+                .await
+                .map_err(|e| format!("raw uncontended cycle, released: {e}"))?;
+                figures
+                    .entry(RAW_AS_OURS_RELEASED)
+                    .or_default()
+                    .insert("uncontended.ops_per_s", per_s);
             }
             Part::Contended => {
                 let (per_s, handoff) = raw_lock::handoff_chain(

@@ -382,6 +382,11 @@ impl LockGuard {
     /// ACL forbidding the delete) is returned, and the node then goes with the session. If
     /// this future is dropped before it is done, the delete goes on in the background, as it
     /// does for a guard dropped without a release.
+    ///
+    /// Dropping the guard instead releases without waiting: the delete is queued at once,
+    /// ahead of anything this session asks next (acquiring again included: both go out in one
+    /// write, a round trip saved), and followed in the background, so the program must not
+    /// stop its runtime before it is answered.
     pub async fn release(mut self) -> Result<()> {
         let Some(node) = self.let_go() else {
             return Ok(());
