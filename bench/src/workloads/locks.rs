@@ -498,27 +498,24 @@ async fn round(
         let raw_base = format!("/zookeeper-bench/locks/raw-{tag}");
         match part {
             Part::Uncontended => {
-                let per_s = raw_lock::uncontended(
-                    ctx.zk,
-                    &format!("{raw_base}/uncontended"),
-                    counts.uncontended,
-                    false,
-                )
-                .await
-                .map_err(|e| format!("raw uncontended cycle: {e}"))?;
-                raw.insert("uncontended.ops_per_s", per_s);
-                let per_s = raw_lock::uncontended(
-                    ctx.zk,
-                    &format!("{raw_base}/uncontended-released"),
-                    counts.uncontended,
-                    true,
-                )
-                .await
-                .map_err(|e| format!("raw uncontended cycle, released: {e}"))?;
-                figures
-                    .entry(RAW_AS_OURS_RELEASED)
-                    .or_default()
-                    .insert("uncontended.ops_per_s", per_s);
+                // The pipelined cycle, then the one that awaits each release, as ours does.
+                for (who, released, sub) in [
+                    (RAW, false, "uncontended"),
+                    (RAW_AS_OURS_RELEASED, true, "uncontended-released"),
+                ] {
+                    let per_s = raw_lock::uncontended(
+                        ctx.zk,
+                        &format!("{raw_base}/{sub}"),
+                        counts.uncontended,
+                        released,
+                    )
+                    .await
+                    .map_err(|e| format!("raw uncontended cycle ({sub}): {e}"))?;
+                    figures
+                        .entry(who)
+                        .or_default()
+                        .insert("uncontended.ops_per_s", per_s);
+                }
             }
             Part::Contended => {
                 let (per_s, handoff) = raw_lock::handoff_chain(
