@@ -11,10 +11,12 @@ use std::future::Future;
 
 use tracing::warn;
 
-/// Runs `cleanup` to its end in the background, wherever this is called.
+/// Runs `cleanup` to its end in the background, wherever this is called. Its output is
+/// dropped, as that of a task nobody joins is.
 pub(crate) fn run_detached<F>(cleanup: F)
 where
-    F: Future<Output = ()> + Send + 'static,
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
 {
     if let Ok(rt) = tokio::runtime::Handle::try_current() {
         rt.spawn(cleanup);
@@ -29,7 +31,7 @@ where
                 .enable_time()
                 .build()
             {
-                Ok(rt) => rt.block_on(cleanup),
+                Ok(rt) => drop(rt.block_on(cleanup)),
                 Err(e) => warn!(error = %e, "no runtime for a cleanup: the node stays until the session ends"),
             }
         });

@@ -161,10 +161,7 @@ impl Drop for PendingNode {
         if self.settled {
             return;
         }
-        let cleanup = self.cleanup();
-        run_detached(async move {
-            let _ = cleanup.await;
-        });
+        run_detached(self.cleanup());
     }
 }
 

@@ -78,8 +78,5 @@ pub(crate) async fn delete_and_wait(client: &Client, path: &str) -> Result<()> {
 /// Queues the delete of `path` now and follows it to the end in the background, inside a
 /// tokio runtime or not (see `cleanup`).
 pub(crate) fn spawn_delete(client: Client, path: String) {
-    let follow = queued_delete(client, path);
-    run_detached(async move {
-        let _ = follow.await;
-    });
+    run_detached(queued_delete(client, path));
 }
