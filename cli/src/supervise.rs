@@ -156,6 +156,9 @@ pub async fn run(
     renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut stopping: Option<(Instant, Stop)> = None;
     let mut killed = false;
+    // When `zk` last renewed. A renewal overdue by a whole period means `zk` stood still
+    // (stopped or starved): that, more than whatever it finds on waking, is why the lock went.
+    let mut renewed_at = Instant::now();
     let raw_status = loop {
         let deadline = stopping.as_ref().map(|(d, _)| *d);
         tokio::select! {
@@ -164,11 +167,17 @@ pub async fn run(
                     if let Some(raw) = line.strip_prefix("status ").and_then(|r| r.parse().ok()) {
                         break raw;
                     }
-                    // The watchdog stopped the command while `zk` stood still: the lease ran
-                    // out before `zk` could look (the group has had its signal already).
+                    // The watchdog stopped the command as the lease ran out, before `zk`
+                    // did (the group has had its signal already): either because `zk` stood
+                    // still, or by a hair, the two keeping the same deadline.
                     if line == "stopped" && stopping.is_none() {
+                        let stall = stood_still(renewed_at, timing);
+                        let reason = match stall {
+                            Some(_) => WATCHDOG_STOPPED,
+                            None => LEASE_RUNNING_OUT,
+                        };
                         stopping = Some((Instant::now() + timing.grace, Stop::Lost {
-                            reason: STOOD_STILL.to_owned(),
+                            reason: told(reason.to_owned(), stall),
                             kill_cause: "the session's lease ran out before it exited".to_owned(),
                         }));
                     }
@@ -184,6 +193,7 @@ pub async fn run(
                 }
             },
             reason = &mut untrusted, if stopping.is_none() => {
+                let reason = told(reason, stood_still(renewed_at, timing));
                 stopping = Some(stop(client, group, timing, reason));
             }
             signal = interrupts.next() => {
@@ -200,11 +210,10 @@ pub async fn run(
                 }
                 let running_out = left.map_or(true, |left| left <= timing.grace + MARGIN);
                 if stopping.is_none() && running_out {
-                    let reason = "the session's lease is running out: no server answered \
-                                  within the session timeout"
-                        .to_owned();
+                    let reason = told(LEASE_RUNNING_OUT.to_owned(), stood_still(renewed_at, timing));
                     stopping = Some(stop(client, group, timing, reason));
                 }
+                renewed_at = Instant::now();
             }
             _ = sleep_until(deadline), if !killed => {
                 kill_group(group, libc::SIGKILL);
@@ -229,9 +238,31 @@ pub async fn run(
     })
 }
 
-/// Why the lock was lost when the watchdog, not `zk`, stopped the command.
-const STOOD_STILL: &str = "zk stood still until the session's lease ran out, and its watchdog \
-                           stopped the command";
+/// Why the lock was lost when no server answered for so long that the lease is near its end.
+const LEASE_RUNNING_OUT: &str =
+    "the session's lease is running out: no server answered within the session timeout";
+
+/// Why the lock was lost when the watchdog stopped the command while `zk` stood still.
+const WATCHDOG_STOPPED: &str = "its watchdog stopped the command as the session's lease ran out";
+
+/// How long `zk` has stood still, if its renewals fell a whole period behind: `None` while it
+/// keeps its pace, as it does whenever the server alone is silent.
+fn stood_still(renewed_at: Instant, timing: &Timing) -> Option<Duration> {
+    let behind = renewed_at.elapsed();
+    (behind > timing.session_timeout / 4).then_some(behind)
+}
+
+/// A loss's reason as reported: `reason`, after how long `zk` stood still if it did, since
+/// an operator must look at what froze `zk` rather than at the ensemble.
+fn told(reason: String, stall: Option<Duration>) -> String {
+    match stall {
+        None => reason,
+        Some(behind) => format!(
+            "zk stood still for {} (stopped or starved), and meanwhile {reason}",
+            humantime::format_duration(Duration::from_millis(behind.as_millis() as u64))
+        ),
+    }
+}
 
 /// The time left on the session's lease; `None` once the session ended.
 fn lease_left(client: &Client) -> Option<Duration> {

@@ -115,6 +115,42 @@ async fn stopped_holder_trial(trial: usize) {
         stderr.contains("stopped with SIGTERM") && !stderr.contains("SIGKILL"),
         "trial {trial}: {stderr}"
     );
+    // The operator learns that zk froze, not that the ensemble went silent.
+    assert!(
+        stderr.contains("zk stood still for"),
+        "trial {trial}: the loss is not put down to zk standing still: {stderr}"
+    );
+}
+
+/// The converse: `zk` runs on while its server goes silent (a black hole, nothing refused or
+/// closed), so the lease runs out with `zk` watching; the loss is the ensemble's silence,
+/// whether `zk` or its watchdog, keeping the same deadline, gets there first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_server_is_reported_as_silent_not_as_zk_standing_still() {
+    let chroot = chroot_for("cli_silent_server");
+    let proxy = Proxy::start(shared_server().addr()).await.unwrap();
+    let connect = format!("{}{chroot}", proxy.connect_string());
+    let dir = scratch("silent_server");
+    let log = dir.join("log");
+    let script = format!(
+        "trap 'echo signalled >> {log}; exit 0' TERM; echo start >> {log}; \
+         while :; do sleep 0.05; done",
+        log = log.display()
+    );
+    let mut cmd = zk(&connect);
+    cmd.args(["--session-timeout", "4s", "lock", "/l", "--"])
+        .args(sh(&script));
+    let mut tool = Running::start(cmd);
+    wait_line(&log, "start").await;
+    proxy.black_hole(true);
+    let status = tool.wait().await;
+    let stderr = tool.stderr().await;
+    assert_eq!(status.code(), Some(75), "the lock is reported lost: {stderr}");
+    assert_eq!(log_lines(&log), ["start", "signalled"], "{stderr}");
+    assert!(
+        stderr.contains("no server answered") && !stderr.contains("stood still"),
+        "the loss is not put down to the silent server: {stderr}"
+    );
 }
 
 /// `ZK_TEST_TRIALS` runs more trials than the suite's five.
