@@ -138,17 +138,17 @@ impl WatchRegistry {
 
     pub fn add_data(&mut self, path: String, tx: OneshotTx) {
         metrics::watch_registered(WatchKind::Data);
-        self.data.entry(path).or_default().push(tx);
+        push_pruned(self.data.entry(path).or_default(), tx, OneshotTx::is_closed);
     }
 
     pub fn add_exist(&mut self, path: String, tx: OneshotTx) {
         metrics::watch_registered(WatchKind::Exist);
-        self.exist.entry(path).or_default().push(tx);
+        push_pruned(self.exist.entry(path).or_default(), tx, OneshotTx::is_closed);
     }
 
     pub fn add_child(&mut self, path: String, tx: OneshotTx) {
         metrics::watch_registered(WatchKind::Child);
-        self.child.entry(path).or_default().push(tx);
+        push_pruned(self.child.entry(path).or_default(), tx, OneshotTx::is_closed);
     }
 
     /// A reconnect sent its `setWatches` in `batches` frames.
@@ -175,7 +175,7 @@ impl WatchRegistry {
                     held: vec![],
                     walk: 0,
                 });
-            entry.txs.push(tx);
+            push_pruned(&mut entry.txs, tx, StreamTx::is_closed);
             if entry.cache.needs_walk() {
                 Learn::Subtree
             } else if entry.cache.is_walking() {
@@ -185,7 +185,7 @@ impl WatchRegistry {
             }
         } else {
             let entry = self.persistent.entry(path).or_default();
-            entry.txs.push(tx);
+            push_pruned(&mut entry.txs, tx, StreamTx::is_closed);
             if entry.node.is_unknown() {
                 Learn::Node
             } else {
@@ -650,6 +650,18 @@ fn send_missed(txs: &mut Vec<StreamTx>, missed: Vec<Missed>, chroot: &Chroot) {
     }
 }
 
+/// Adds `tx` to the watchers of one watch, first dropping those whose receiver is gone each
+/// time the list has doubled. A watcher dropped unfired (a wait that timed out, and the watch
+/// armed again) would otherwise stay until its node changes, which may be never; a path's
+/// entry itself stays, as the server keeps its watch there. Doubling keeps the walks linear in
+/// the watchers added, however many stay alive.
+fn push_pruned<T>(txs: &mut Vec<T>, tx: T, closed: impl Fn(&T) -> bool) {
+    if txs.len() >= 4 && txs.len().is_power_of_two() {
+        txs.retain(|tx| !closed(tx));
+    }
+    txs.push(tx);
+}
+
 /// Drops closed watchers; true while any is left.
 fn prune<T>(txs: &mut Vec<T>, closed: impl Fn(&T) -> bool) -> bool {
     txs.retain(|tx| !closed(tx));
@@ -703,6 +715,47 @@ mod tests {
             event_type,
             state: SessionState::Connected,
             path: path.into(),
+        }
+    }
+
+    #[test]
+    fn watchers_dropped_unfired_do_not_pile_up_on_a_quiet_path() {
+        let mut reg = WatchRegistry::default();
+        let root = Chroot::new(None);
+        // A service's loop: arm, wait in vain, drop, arm again; the node never changes.
+        for _ in 0..10_000 {
+            let (d, dr) = oneshot::channel();
+            reg.add_data("/config".into(), d);
+            drop(dr);
+            let (e, er) = oneshot::channel();
+            reg.add_exist("/config".into(), e);
+            drop(er);
+            let (c, cr) = oneshot::channel();
+            reg.add_child("/config".into(), c);
+            drop(cr);
+            let (p, pr) = event_queue::channel(16);
+            reg.add_persistent("/config".into(), false, p);
+            drop(pr);
+            let (r, rr) = event_queue::channel(16);
+            reg.add_persistent("/config".into(), true, r);
+            drop(rr);
+        }
+        assert!(reg.data["/config"].len() <= 4);
+        assert!(reg.exist["/config"].len() <= 4);
+        assert!(reg.child["/config"].len() <= 4);
+        assert!(reg.persistent["/config"].txs.len() <= 4);
+        assert!(reg.recursive["/config"].txs.len() <= 4);
+        // Live watchers are all kept, and fire.
+        let live: Vec<_> = (0..100)
+            .map(|_| {
+                let (d, dr) = oneshot::channel();
+                reg.add_data("/config".into(), d);
+                dr
+            })
+            .collect();
+        reg.dispatch(EventType::NodeDataChanged, "/config", -1, &root);
+        for mut dr in live {
+            assert_eq!(dr.try_recv().unwrap().event_type, EventType::NodeDataChanged);
         }
     }
 
