@@ -130,6 +130,9 @@ pub async fn run(
     timing: &Timing,
     interrupts: &mut Interrupts,
 ) -> Result<End, Failure> {
+    // From before the command starts: a `zk` that stands still from then on, before its
+    // first renewal, stood still all the same.
+    let mut pace = Pace::new(timing.session_timeout);
     let (ours, theirs) = std::os::unix::net::UnixStream::pair()?;
     let left = lease_left(client);
     let mut watchdog = spawn_watchdog(command, env, timing, left, theirs.as_raw_fd())?;
@@ -156,9 +159,6 @@ pub async fn run(
     renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut stopping: Option<(Instant, Stop)> = None;
     let mut killed = false;
-    // When `zk` last renewed. A renewal overdue by a whole period means `zk` stood still
-    // (stopped or starved): that, more than whatever it finds on waking, is why the lock went.
-    let mut renewed_at = Instant::now();
     let raw_status = loop {
         let deadline = stopping.as_ref().map(|(d, _)| *d);
         tokio::select! {
@@ -171,7 +171,7 @@ pub async fn run(
                     // did (the group has had its signal already): either because `zk` stood
                     // still, or by a hair, the two keeping the same deadline.
                     if line == "stopped" && stopping.is_none() {
-                        let stall = stood_still(renewed_at, timing);
+                        let stall = pace.stall();
                         let reason = match stall {
                             Some(_) => WATCHDOG_STOPPED,
                             None => LEASE_RUNNING_OUT,
@@ -193,7 +193,7 @@ pub async fn run(
                 }
             },
             reason = &mut untrusted, if stopping.is_none() => {
-                let reason = told(reason, stood_still(renewed_at, timing));
+                let reason = told(reason, pace.stall());
                 stopping = Some(stop(client, group, timing, reason));
             }
             signal = interrupts.next() => {
@@ -209,11 +209,12 @@ pub async fn run(
                     let _ = write.write_all(line.as_bytes()).await;
                 }
                 let running_out = left.map_or(true, |left| left <= timing.grace + MARGIN);
+                let stall = pace.stall();
                 if stopping.is_none() && running_out {
-                    let reason = told(LEASE_RUNNING_OUT.to_owned(), stood_still(renewed_at, timing));
+                    let reason = told(LEASE_RUNNING_OUT.to_owned(), stall);
                     stopping = Some(stop(client, group, timing, reason));
                 }
-                renewed_at = Instant::now();
+                pace.renewed();
             }
             _ = sleep_until(deadline), if !killed => {
                 kill_group(group, libc::SIGKILL);
@@ -245,11 +246,42 @@ const LEASE_RUNNING_OUT: &str =
 /// Why the lock was lost when the watchdog stopped the command while `zk` stood still.
 const WATCHDOG_STOPPED: &str = "its watchdog stopped the command as the session's lease ran out";
 
-/// How long `zk` has stood still, if its renewals fell a whole period behind: `None` while it
-/// keeps its pace, as it does whenever the server alone is silent.
-fn stood_still(renewed_at: Instant, timing: &Timing) -> Option<Duration> {
-    let behind = renewed_at.elapsed();
-    (behind > timing.session_timeout / 4).then_some(behind)
+/// Whether `zk` keeps the pace of its renewals, due every eighth of the session timeout. One
+/// overdue by a whole period more means `zk` stood still (stopped or starved): that, more than
+/// whatever it finds on waking, is why a lock goes then, and for a session timeout after, as
+/// the lease it let run down may end only later.
+struct Pace {
+    session_timeout: Duration,
+    renewed_at: Instant,
+    /// The last time `zk` stood still: when it was seen, and for how long.
+    last_stall: Option<(Instant, Duration)>,
+}
+
+impl Pace {
+    fn new(session_timeout: Duration) -> Pace {
+        Pace {
+            session_timeout,
+            renewed_at: Instant::now(),
+            last_stall: None,
+        }
+    }
+
+    fn renewed(&mut self) {
+        self.renewed_at = Instant::now();
+    }
+
+    /// How long `zk` stood still, if it stands still now or did within a session timeout:
+    /// `None` while it keeps its pace, as it does whenever the servers alone are silent.
+    fn stall(&mut self) -> Option<Duration> {
+        let now = Instant::now();
+        let behind = now - self.renewed_at;
+        if behind > self.session_timeout / 4 {
+            self.last_stall = Some((now, behind));
+        }
+        self.last_stall
+            .filter(|(seen, _)| now - *seen < self.session_timeout)
+            .map(|(_, stood)| stood)
+    }
 }
 
 /// A loss's reason as reported: `reason`, after how long `zk` stood still if it did, since

@@ -122,6 +122,46 @@ async fn stopped_holder_trial(trial: usize) {
     );
 }
 
+/// `zk` stopped for less than its session timeout, with its server answering all along: if the
+/// lease it let run down costs it the lock, the loss is put down to `zk` standing still, not
+/// to the server, even when the lease runs out only after `zk` has run on for a while.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_stop_of_zk_that_costs_the_lock_is_put_down_to_zk() {
+    for (trial, stop_ms) in [1500u64, 2500].into_iter().enumerate() {
+        let chroot = chroot_for(&format!("cli_short_stop_{trial}"));
+        let connect = shared_server().connect_string_with_chroot(&chroot);
+        let dir = scratch(&format!("short_stop_{trial}"));
+        let log = dir.join("log");
+        let script = format!(
+            "trap 'echo signalled >> {log}; exit 0' TERM; echo start >> {log}; \
+             while :; do sleep 0.05; done",
+            log = log.display()
+        );
+        let mut cmd = zk(&connect);
+        cmd.args(["--session-timeout", "4s", "lock", "/l", "--"])
+            .args(sh(&script));
+        let mut tool = Running::start(cmd);
+        wait_line(&log, "start").await;
+        tool.signal(libc::SIGSTOP);
+        // The length of the stop is the fault itself, not a wait for anything.
+        tokio::time::sleep(Duration::from_millis(stop_ms)).await;
+        tool.signal(libc::SIGCONT);
+        // Past the session timeout from the stop's end, a loss it caused has been reported.
+        let exited = tokio::time::timeout(Duration::from_secs(8), tool.wait()).await;
+        if exited.is_err() {
+            // It kept the lock: nothing to put down to anyone.
+            tool.signal(libc::SIGTERM);
+            assert_eq!(tool.wait().await.code(), Some(0), "stop of {stop_ms} ms");
+            continue;
+        }
+        let stderr = tool.stderr().await;
+        assert!(
+            stderr.contains("zk stood still for"),
+            "stop of {stop_ms} ms: the loss is not put down to zk standing still: {stderr}"
+        );
+    }
+}
+
 /// The converse: `zk` runs on while its server goes silent (a black hole, nothing refused or
 /// closed), so the lease runs out with `zk` watching; the loss is the ensemble's silence,
 /// whether `zk` or its watchdog, keeping the same deadline, gets there first.
@@ -145,7 +185,11 @@ async fn a_silent_server_is_reported_as_silent_not_as_zk_standing_still() {
     proxy.black_hole(true);
     let status = tool.wait().await;
     let stderr = tool.stderr().await;
-    assert_eq!(status.code(), Some(75), "the lock is reported lost: {stderr}");
+    assert_eq!(
+        status.code(),
+        Some(75),
+        "the lock is reported lost: {stderr}"
+    );
     assert_eq!(log_lines(&log), ["start", "signalled"], "{stderr}");
     assert!(
         stderr.contains("no server answered") && !stderr.contains("stood still"),
