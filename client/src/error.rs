@@ -520,6 +520,13 @@ impl Error {
         self
     }
 
+    /// This error as one of `operation` on `path`, unless it names where it failed already.
+    /// For layers built on the client whose own waits end with the session (a recipe's watch,
+    /// a cache), so that their errors say where too: `watch /config: session expired`.
+    pub fn at_operation(self, operation: &'static str, path: &str) -> Error {
+        self.at(operation, Some(path.to_owned()))
+    }
+
     /// Names the operation and the caller's path, unless a context closer to the failure was
     /// already set.
     pub(crate) fn at(mut self, operation: &'static str, path: Option<String>) -> Error {

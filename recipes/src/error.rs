@@ -128,6 +128,15 @@ impl Error {
         }
     }
 
+    /// A client error as one of `operation` on `path`, unless it names where it failed
+    /// already (see [`zookeeper_tokio::Error::at_operation`]); other errors as they are.
+    pub(crate) fn at(self, operation: &'static str, path: &str) -> Error {
+        match self {
+            Error::Client(e) => Error::Client(e.at_operation(operation, path)),
+            other => other,
+        }
+    }
+
     /// True when the session behind the recipe is finished (expired, closed, failed
     /// authentication), whether a request failed on it or a wait ended with it: a new client
     /// is needed.

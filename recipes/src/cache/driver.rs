@@ -17,7 +17,7 @@ use super::shared::Shared;
 use crate::cache::view::{CachedNode, NodeState};
 use crate::error::Error;
 use crate::session::sessions::Sessions;
-use crate::session::wait::{terminal_error, wait_connected};
+use crate::session::wait::{reconnected_or_ended, terminal_error, watch_ended};
 
 /// What a cache watches and keeps.
 #[derive(Clone, Debug)]
@@ -57,8 +57,20 @@ enum End {
     WatchRemoved,
 }
 
-/// Runs until no session can be had; returns why.
+/// Runs until no session can be had; returns why, naming the cache.
 async fn run(sessions: Sessions, options: Options, shared: Arc<Shared>) -> Error {
+    let what = if options.recursive {
+        "tree cache"
+    } else {
+        "node cache"
+    };
+    let root = options.root.clone();
+    follow_sessions(sessions, options, shared)
+        .await
+        .at(what, &root)
+}
+
+async fn follow_sessions(sessions: Sessions, options: Options, shared: Arc<Shared>) -> Error {
     let mut engine = Engine::new(
         &options.root,
         options.recursive,
@@ -122,7 +134,7 @@ async fn session(client: &Client, engine: &mut Engine, options: &Options) -> End
         match client.add_watch(&options.root, mode).await {
             Ok(watch) => break watch,
             Err(e) if e.is_retryable() => {
-                if let Err(e) = wait_connected(client).await {
+                if let Err(e) = reconnected_or_ended(client).await {
                     return End::Session(e);
                 }
             }
@@ -271,7 +283,7 @@ fn take(
                 break;
             }
             EventType::None => {
-                end = Some(End::Session(terminal_error(event.state)));
+                end = Some(End::Session(watch_ended(&event)));
                 break;
             }
             _ => {}

@@ -76,7 +76,10 @@ impl NodeCacheBuilder {
         self
     }
 
-    /// Starts the cache and waits for the node's first read.
+    /// Starts the cache and waits for the node's first read. Fails if the session ends
+    /// before (and no new one can be had), or the path is invalid. On renewing [`Sessions`]
+    /// it waits across expiries for as long as no server can be reached: bound it with
+    /// `tokio::time::timeout` where the ensemble may be down.
     pub async fn start(self) -> Result<NodeCache> {
         let cache = self.spawn()?;
         cache.running.ready().await?;

@@ -94,7 +94,9 @@ impl TreeCacheBuilder {
     }
 
     /// Starts the cache and waits for its first complete view. Fails if the session ends
-    /// before (and no new one can be had), or the path is invalid.
+    /// before (and no new one can be had), or the path is invalid. On renewing [`Sessions`]
+    /// it waits across expiries for as long as no server can be reached: bound it with
+    /// `tokio::time::timeout` where the ensemble may be down.
     pub async fn start(self) -> Result<TreeCache> {
         let cache = self.spawn()?;
         cache.running.ready().await?;

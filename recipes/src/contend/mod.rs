@@ -32,7 +32,7 @@ use crate::error::{Error, Result};
 use crate::node::naming::Layout;
 use crate::node::path::{child_name, join};
 use crate::node::protection::{list_children, PendingNode};
-use crate::session::wait::{terminal_error, wait_connected};
+use crate::session::wait::{wait_connected, watch_ended};
 
 pub(crate) use rule::{
     assess, predecessor, AheadRule, Assessment, Far, Rule, Verdict, Watch, WholeRule,
@@ -248,7 +248,7 @@ pub(crate) async fn wait_turn(
                     if event.event_type == EventType::None =>
                 {
                     if event.state.is_terminal() {
-                        return Err(terminal_error(event.state));
+                        return Err(watch_ended(&event));
                     }
                     break;
                 }

@@ -9,7 +9,7 @@ use zookeeper_tokio::{Client, CreateOptions, ErrorKind, EventType};
 use crate::error::{Error, Result};
 use crate::node::ensure_path::{ensure_path, validate};
 use crate::session::sessions::Sessions;
-use crate::session::wait::{by_deadline, retried, terminal_error, wait_connected};
+use crate::session::wait::{by_deadline, retried, wait_connected, watch_ended};
 
 /// Holds waiters back while its node exists (Curator's `DistributedBarrier`: `<path>`,
 /// persistent, its parents as containers). Whoever sets it removes it, and everyone waiting
@@ -123,7 +123,7 @@ impl DistributedBarrier {
                 }
                 let event = watcher.await;
                 if event.event_type == EventType::None {
-                    return Err(terminal_error(event.state));
+                    return Err(watch_ended(&event));
                 }
                 Ok::<bool, Error>(false)
             };

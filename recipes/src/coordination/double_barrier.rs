@@ -13,7 +13,7 @@ use crate::node::ensure_path::{ensure_path, validate};
 use crate::node::protection::list_children;
 use crate::node::release::spawn_delete;
 use crate::session::sessions::Sessions;
-use crate::session::wait::{by_deadline, retried, terminal_error};
+use crate::session::wait::{by_deadline, retried, watch_ended};
 
 /// The node the member that completes the count creates.
 const READY: &str = "ready";
@@ -277,7 +277,7 @@ impl DistributedDoubleBarrier {
 async fn wake(watcher: OneshotWatcher) -> Result<()> {
     let event = watcher.await;
     if event.event_type == EventType::None {
-        return Err(terminal_error(event.state));
+        return Err(watch_ended(&event));
     }
     Ok(())
 }

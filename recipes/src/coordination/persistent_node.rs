@@ -14,7 +14,7 @@ use crate::node::cleanup::run_detached;
 use crate::node::ensure_path::{ensure_path, validate};
 use crate::node::release::delete_until_gone;
 use crate::session::sessions::Sessions;
-use crate::session::wait::{terminal_error, wait_connected};
+use crate::session::wait::{wait_connected, watch_ended};
 
 /// The first wait after a create the server refused for a reason other than a conflict (an
 /// ACL, say); doubled up to 5 seconds.
@@ -312,7 +312,7 @@ async fn keep_once(inner: &Inner, client: &Client) -> Result<()> {
             biased;
             event = watcher => {
                 if event.event_type == EventType::None {
-                    return Err(terminal_error(event.state));
+                    return Err(watch_ended(&event));
                 }
             }
             _ = inner.data_changed.notified() => {
@@ -362,7 +362,7 @@ async fn adopt(inner: &Inner, client: &Client, data: &[u8]) -> Result<Option<Sta
     });
     let event = watcher.await;
     if event.event_type == EventType::None {
-        return Err(terminal_error(event.state));
+        return Err(watch_ended(&event));
     }
     Ok(None)
 }

@@ -11,7 +11,7 @@ use super::{decode_i32, encode_i32};
 use crate::error::{Error, Result};
 use crate::node::ensure_path::{ensure_path, validate};
 use crate::session::sessions::Sessions;
-use crate::session::wait::wait_connected;
+use crate::session::wait::{retried, wait_connected, watch_ended};
 
 /// A count and the node version it was read at: what [`SharedCount::try_set_count`] compares
 /// against (Curator's `VersionedValue<Integer>`).
@@ -80,7 +80,9 @@ impl std::fmt::Debug for SharedCount {
 
 impl SharedCount {
     /// Creates the node with `seed` if it does not exist (its missing parents as containers,
-    /// as Curator does), reads it, and keeps it watched.
+    /// as Curator does), reads it, and keeps it watched. A lost connection is waited out, and
+    /// on renewing [`Sessions`] an expiry too, for as long as no server can be reached: bound
+    /// it with `tokio::time::timeout` where the ensemble may be down.
     pub async fn start(
         sessions: impl Into<Sessions>,
         path: &str,
@@ -88,20 +90,27 @@ impl SharedCount {
     ) -> Result<SharedCount> {
         validate(path)?;
         let sessions = sessions.into();
-        let client = sessions.client();
-        if let Some(parent) = crate::node::path::parent(path).filter(|p| *p != "/") {
-            ensure_path(&client, parent).await?;
-        }
-        match client
-            .create(path, &encode_i32(seed), &CreateOptions::persistent())
-            .await
-        {
-            Ok(_) => {}
-            Err(e) if e == ErrorKind::NodeExists => {}
-            Err(e) => return Err(e.into()),
-        }
-        let (data, stat) = client.get_data(path).await?;
-        let first = versioned(path, &data, &stat)?;
+        // Across lost connections, and on renewing sessions across expiries, as the count is
+        // followed afterwards: every step may be repeated.
+        let first = sessions
+            .each_session(|client| async move {
+                if let Some(parent) = crate::node::path::parent(path).filter(|p| *p != "/") {
+                    ensure_path(&client, parent).await?;
+                }
+                let seeded = retried(&client, || async {
+                    match client
+                        .create(path, &encode_i32(seed), &CreateOptions::persistent())
+                        .await
+                    {
+                        Err(e) if e == ErrorKind::NodeExists => Ok(()),
+                        other => other.map(drop),
+                    }
+                });
+                seeded.await?;
+                let (data, stat) = retried(&client, || client.get_data(path)).await?;
+                versioned(path, &data, &stat)
+            })
+            .await?;
         let inner = Arc::new(Inner {
             sessions,
             path: path.to_owned(),
@@ -305,7 +314,7 @@ async fn read_and_wait(client: &Client, path: &str, inner: &std::sync::Weak<Inne
     };
     let event = watcher.await;
     if event.event_type == EventType::None {
-        return Err(crate::session::wait::terminal_error(event.state));
+        return Err(watch_ended(&event));
     }
     Ok(())
 }

@@ -28,7 +28,7 @@ use crate::node::ensure_path::validate;
 use crate::node::naming::{peer_queue, Layout, CURATOR_LATCH, CURATOR_LOCK, KAZOO_LOCK};
 use crate::node::path::join;
 use crate::session::sessions::Sessions;
-use crate::session::wait::{terminal_error, wait_connected};
+use crate::session::wait::{reconnected_or_ended, terminal_error, watch_ended};
 
 /// Which election an observer follows: how its participants name their nodes and order
 /// themselves. Each is the layout of a recipe here and of the peers that share its path.
@@ -139,7 +139,9 @@ impl LeaderObserver {
     /// Starts observing the election on `path` in `layout`, on `sessions` (a `&Client`, or
     /// renewing [`Sessions`]). Returns once the leader has been read a first time (the path
     /// need not exist: nobody leads then), so [`leader`](Self::leader) is current from the
-    /// start. Must be called within a tokio runtime.
+    /// start. On renewing `Sessions` that first read carries on across expiries, for as long
+    /// as no server can be reached: bound it with `tokio::time::timeout` where the ensemble
+    /// may be down. Must be called within a tokio runtime.
     pub async fn start(
         sessions: impl Into<Sessions>,
         path: &str,
@@ -147,13 +149,22 @@ impl LeaderObserver {
     ) -> Result<LeaderObserver> {
         validate(path)?;
         let sessions = sessions.into();
-        let client = sessions.live().await?;
         let follow = Follow {
             path: path.to_owned(),
             layout,
         };
-        let states = client.state_changes();
-        let (leader, watches) = follow.read(&client).await?;
+        // On renewing sessions the first read carries on in the next session, as everything
+        // after it does.
+        let (client, states, (leader, watches)) = sessions
+            .each_session(|client| {
+                let follow = &follow;
+                async move {
+                    let states = client.state_changes();
+                    let read = follow.read(&client).await?;
+                    Ok((client, states, read))
+                }
+            })
+            .await?;
         let (tx, rx) = watch::channel(leader);
         let ended = Arc::new(StdMutex::new(None));
         let stop = CancellationToken::new();
@@ -317,7 +328,7 @@ impl Follow {
                 Ok(Some(read)) => return Ok(read),
                 // The leader went between the listing and its read: the listing is stale.
                 Ok(None) => continue,
-                Err(e) if e.is_retryable() => wait_connected(client).await?,
+                Err(e) if e.is_retryable() => reconnected_or_ended(client).await?,
                 Err(e) => return Err(Error::Client(e)),
             }
         }
@@ -401,7 +412,7 @@ impl Follow {
                     Ok(next) => client = next,
                     Err(_) => break e,
                 },
-                End::Session(e) | End::Failed(e) => break e,
+                End::Session(e) | End::Failed(e) => break e.at("observe", &self.path),
             }
         };
         warn!(path = %self.path, error = %error, "no longer observing the election");
@@ -456,7 +467,7 @@ impl Follow {
                 biased;
                 event = watches.fired() => {
                     if event.state.is_terminal() {
-                        return End::Session(terminal_error(event.state));
+                        return End::Session(watch_ended(&event));
                     }
                     debug!(path = %self.path, %event, "election changed: reading it again");
                 }

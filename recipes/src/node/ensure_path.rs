@@ -4,7 +4,7 @@
 use zookeeper_tokio::{Client, CreateOptions, ErrorKind};
 
 use crate::error::{Error, Result};
-use crate::session::wait::wait_connected;
+use crate::session::wait::reconnected_or_ended;
 
 /// How many times the creates are sent again after losing the connection, before its error
 /// is returned (a bound for a server that keeps dropping us; each time waits to reconnect).
@@ -40,7 +40,7 @@ pub(crate) async fn ensure_path(client: &Client, path: &str) -> Result<()> {
             Some(e) if attempt == ATTEMPTS => return Err(Error::Client(e)),
             Some(_) => {
                 attempt += 1;
-                wait_connected(client).await?;
+                reconnected_or_ended(client).await?;
             }
         }
     }

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use tokio::time::Instant;
-use zookeeper_tokio::{Client, ErrorKind, SessionState};
+use zookeeper_tokio::{Client, ErrorKind, SessionState, WatchedEvent};
 
 use crate::error::{Error, Result};
 
@@ -39,6 +39,23 @@ pub(crate) async fn wait_connected(client: &Client) -> Result<()> {
     }
 }
 
+/// Waits out a lost connection before a call is made again. When the session ends instead,
+/// returns as if it had reconnected: the call made again then fails at once with the
+/// session's end, naming its operation and path, which the wait alone cannot. Fails when the
+/// bound passes.
+pub(crate) async fn reconnected_or_ended(client: &Client) -> Result<()> {
+    match wait_connected(client).await {
+        Err(Error::Client(e)) if e.is_session_terminal() => Ok(()),
+        other => other,
+    }
+}
+
+/// The error of a watch that ended with its session: the session's end, naming the watch's
+/// path.
+pub(crate) fn watch_ended(event: &WatchedEvent) -> Error {
+    terminal_error(event.state).at("watch", &event.path)
+}
+
 /// The client error that matches a terminal session state.
 pub(crate) fn terminal_error(state: SessionState) -> Error {
     Error::Client(
@@ -61,7 +78,7 @@ where
     loop {
         match call().await {
             Ok(v) => return Ok(v),
-            Err(e) if e.is_retryable() => wait_connected(client).await?,
+            Err(e) if e.is_retryable() => reconnected_or_ended(client).await?,
             Err(e) => return Err(e.into()),
         }
     }
