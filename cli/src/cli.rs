@@ -132,9 +132,10 @@ pub enum Command {
                       standard error, as the client reads again what it watches: one event per node and\n\
                       kind of change (several data changes give one NodeDataChanged; a node created\n\
                       meanwhile gives NodeCreated only, one deleted and created again NodeDeleted then\n\
-                      NodeCreated, one created and deleted again nothing), a node before its children\n\
-                      and children in name order. That is not the order in which the server applied\n\
-                      them, and changes made after the reconnect may come among them."
+                      NodeCreated, one created and deleted again nothing), a node before its children;\n\
+                      of a node's children, those deleted first, then those created, each in name order.\n\
+                      That is not the order in which the server applied them, and changes made after the\n\
+                      reconnect may come among them."
     )]
     Watch(watch::Watch),
     /// Run a command while holding a lock.

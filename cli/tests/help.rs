@@ -86,7 +86,7 @@ async fn watch_help_says_in_what_order_missed_changes_come() {
     for said in [
         "--data",
         "After a reconnect",
-        "a node before its children and children in name order",
+        "a node before its children; of a node's children, those deleted first, then those created, each in name order",
         "not the order in which the server applied them",
     ] {
         assert!(text.contains(said), "{said:?} in {help}");

@@ -37,19 +37,55 @@ impl Captured {
     }
 }
 
+/// A subscriber writing this thread's events at `level` and above to a buffer, this thread's
+/// default until the guard drops. The test runtime runs the session task on this thread too.
+fn capture(level: tracing::Level) -> (Captured, tracing::subscriber::DefaultGuard) {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    (captured, tracing::subscriber::set_default(subscriber))
+}
+
+/// A server that requires SASL answers a refused login with "authentication required": the
+/// log says the login was refused, so the operator looks at the password rather than at a
+/// login that was never configured.
+#[cfg(feature = "sasl-digest")]
+#[tokio::test]
+async fn a_login_refused_by_a_server_that_requires_one_is_logged_as_refused() {
+    let (captured, _guard) = capture(tracing::Level::WARN);
+    let server = zookeeper_testkit::ZkServer::builder()
+        .sasl_digest(&[("bob", "bob-secret")])
+        .require_sasl()
+        .start()
+        .await
+        .unwrap();
+    let refused = Client::builder(&server.connect_string())
+        .session_timeout(Duration::from_secs(10))
+        .sasl_digest("bob", "not-bobs")
+        .connect()
+        .await
+        .unwrap_err();
+    assert_eq!(refused, zookeeper_tokio::ErrorKind::AuthFailed);
+    let lines = captured.lines();
+    assert!(
+        lines.iter().any(|l| l.contains("the server refused the SASL login")),
+        "{lines:#?}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.contains("requires SASL authentication")),
+        "a refused login read as one never made: {lines:#?}"
+    );
+}
+
 /// A session's log lines name it once each (through the session task's span, not repeated by
 /// the event), in hex; a lost connection names the server it was to.
 #[tokio::test]
 async fn log_lines_name_the_session_once_and_a_lost_connection_its_server() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::DEBUG)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    // This thread's default: the test runtime runs the session task on this thread too.
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = capture(tracing::Level::DEBUG);
 
     let proxy = Proxy::start(shared_server().addr()).await.unwrap();
     let chroot = chroot_for("log_lines");

@@ -81,6 +81,11 @@ impl Mutex {
 }
 
 /// A distributed read-write lock for threads (see [`crate::ReadWriteLock`]).
+///
+/// A handle cannot tell which of the threads sharing it holds its read lock: while any does,
+/// a write through the same handle fails with
+/// [`Error::UpgradeWouldDeadlock`](crate::Error::UpgradeWouldDeadlock). Threads that write
+/// take a handle each, on the same path.
 #[derive(Debug)]
 pub struct ReadWriteLock {
     inner: crate::ReadWriteLock,
