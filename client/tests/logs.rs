@@ -72,11 +72,15 @@ async fn a_login_refused_by_a_server_that_requires_one_is_logged_as_refused() {
     assert_eq!(refused, zookeeper_tokio::ErrorKind::AuthFailed);
     let lines = captured.lines();
     assert!(
-        lines.iter().any(|l| l.contains("the server refused the SASL login")),
+        lines
+            .iter()
+            .any(|l| l.contains("the server refused the SASL login")),
         "{lines:#?}"
     );
     assert!(
-        !lines.iter().any(|l| l.contains("requires SASL authentication")),
+        !lines
+            .iter()
+            .any(|l| l.contains("requires SASL authentication")),
         "a refused login read as one never made: {lines:#?}"
     );
 }

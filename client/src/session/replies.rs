@@ -28,7 +28,8 @@ impl Session {
         // A login's own reply goes to the login even when it carries this code: a server that
         // requires SASL answers a refused login so, and the operator must read that the
         // login was refused, not that none was made.
-        if header.err == ErrorCode::SessionClosedRequireSaslAuth && !self.is_sasl_reply(header.xid) {
+        if header.err == ErrorCode::SessionClosedRequireSaslAuth && !self.is_sasl_reply(header.xid)
+        {
             // The server requires a login (`zookeeper.enforce.auth.enabled`) that this session
             // did not make, answers any request (pings too) with this and drops the
             // connection. Every reconnect would go the same way while the state read

@@ -143,12 +143,20 @@ impl WatchRegistry {
 
     pub fn add_exist(&mut self, path: String, tx: OneshotTx) {
         metrics::watch_registered(WatchKind::Exist);
-        push_pruned(self.exist.entry(path).or_default(), tx, OneshotTx::is_closed);
+        push_pruned(
+            self.exist.entry(path).or_default(),
+            tx,
+            OneshotTx::is_closed,
+        );
     }
 
     pub fn add_child(&mut self, path: String, tx: OneshotTx) {
         metrics::watch_registered(WatchKind::Child);
-        push_pruned(self.child.entry(path).or_default(), tx, OneshotTx::is_closed);
+        push_pruned(
+            self.child.entry(path).or_default(),
+            tx,
+            OneshotTx::is_closed,
+        );
     }
 
     /// A reconnect sent its `setWatches` in `batches` frames.
@@ -755,7 +763,10 @@ mod tests {
             .collect();
         reg.dispatch(EventType::NodeDataChanged, "/config", -1, &root);
         for mut dr in live {
-            assert_eq!(dr.try_recv().unwrap().event_type, EventType::NodeDataChanged);
+            assert_eq!(
+                dr.try_recv().unwrap().event_type,
+                EventType::NodeDataChanged
+            );
         }
     }
 
