@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::{bounded, chroot, log_lines, run, scratch, wait_file, zk, Running};
@@ -13,6 +13,23 @@ use zookeeper_testkit::{chroot_for, shared_server, Proxy};
 
 fn sh(script: &str) -> [&str; 3] {
     ["sh", "-c", script]
+}
+
+/// `zk lock /l` on a 4 s session, holding, its command logging `start` and, on SIGTERM,
+/// `signalled` (then exiting 0) to the returned log, in scratch directory `name`.
+async fn holder(connect: &str, name: &str) -> (Running, PathBuf) {
+    let log = scratch(name).join("log");
+    let script = format!(
+        "trap 'echo signalled >> {log}; exit 0' TERM; echo start >> {log}; \
+         while :; do sleep 0.05; done",
+        log = log.display()
+    );
+    let mut cmd = zk(connect);
+    cmd.args(["--session-timeout", "4s", "lock", "/l", "--"])
+        .args(sh(&script));
+    let tool = Running::start(cmd);
+    wait_line(&log, "start").await;
+    (tool, log)
 }
 
 /// Whether any process of group `group` still exists.
@@ -130,18 +147,7 @@ async fn a_short_stop_of_zk_that_costs_the_lock_is_put_down_to_zk() {
     for (trial, stop_ms) in [1500u64, 2500].into_iter().enumerate() {
         let chroot = chroot_for(&format!("cli_short_stop_{trial}"));
         let connect = shared_server().connect_string_with_chroot(&chroot);
-        let dir = scratch(&format!("short_stop_{trial}"));
-        let log = dir.join("log");
-        let script = format!(
-            "trap 'echo signalled >> {log}; exit 0' TERM; echo start >> {log}; \
-             while :; do sleep 0.05; done",
-            log = log.display()
-        );
-        let mut cmd = zk(&connect);
-        cmd.args(["--session-timeout", "4s", "lock", "/l", "--"])
-            .args(sh(&script));
-        let mut tool = Running::start(cmd);
-        wait_line(&log, "start").await;
+        let (mut tool, _) = holder(&connect, &format!("short_stop_{trial}")).await;
         tool.signal(libc::SIGSTOP);
         // The length of the stop is the fault itself, not a wait for anything.
         tokio::time::sleep(Duration::from_millis(stop_ms)).await;
@@ -170,18 +176,7 @@ async fn a_silent_server_is_reported_as_silent_not_as_zk_standing_still() {
     let chroot = chroot_for("cli_silent_server");
     let proxy = Proxy::start(shared_server().addr()).await.unwrap();
     let connect = format!("{}{chroot}", proxy.connect_string());
-    let dir = scratch("silent_server");
-    let log = dir.join("log");
-    let script = format!(
-        "trap 'echo signalled >> {log}; exit 0' TERM; echo start >> {log}; \
-         while :; do sleep 0.05; done",
-        log = log.display()
-    );
-    let mut cmd = zk(&connect);
-    cmd.args(["--session-timeout", "4s", "lock", "/l", "--"])
-        .args(sh(&script));
-    let mut tool = Running::start(cmd);
-    wait_line(&log, "start").await;
+    let (mut tool, log) = holder(&connect, "silent_server").await;
     proxy.black_hole(true);
     let status = tool.wait().await;
     let stderr = tool.stderr().await;
@@ -227,18 +222,7 @@ async fn short_outages_do_not_stop_the_command() {
         let chroot = chroot_for(&format!("cli_outage_{trial}"));
         let proxy = Proxy::start(shared_server().addr()).await.unwrap();
         let connect = format!("{}{chroot}", proxy.connect_string());
-        let dir = scratch(&format!("outage_{trial}"));
-        let log = dir.join("log");
-        let script = format!(
-            "trap 'echo signalled >> {log}; exit 0' TERM; echo start >> {log}; \
-             while :; do sleep 0.05; done",
-            log = log.display()
-        );
-        let mut cmd = zk(&connect);
-        cmd.args(["--session-timeout", "4s", "lock", "/l", "--"])
-            .args(sh(&script));
-        let mut tool = Running::start(cmd);
-        wait_line(&log, "start").await;
+        let (mut tool, _) = holder(&connect, &format!("outage_{trial}")).await;
         let accepted = proxy.accepted();
         proxy.refuse(true);
         proxy.drop_all();
