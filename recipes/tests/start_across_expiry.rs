@@ -10,24 +10,29 @@ use common::{bounded, client, CONNECT_TIMEOUT};
 use zookeeper_recipes::{ElectionLayout, LeaderObserver, NodeCache, SharedCount, TreeCache};
 use zookeeper_recipes::{SessionState, Sessions};
 use zookeeper_testkit::{chroot_for, shared_server, Proxy};
-use zookeeper_tokio::{Client, CreateOptions};
+use zookeeper_tokio::{Client, ClientBuilder, CreateOptions};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn recipes_started_during_an_outage_start_on_the_next_session() {
-    let chroot = chroot_for("start_across_expiry");
+/// A chroot for `test` holding `/config` ("v1") and `/config/a`, and a 2 s session's builder
+/// through a proxy of its own onto it.
+async fn rig(test: &str) -> (Proxy, ClientBuilder) {
+    let chroot = chroot_for(test);
     let direct = client(&shared_server().connect_string_with_chroot(&chroot)).await;
-    direct
-        .create("/config", b"v1", &CreateOptions::persistent())
-        .await
-        .unwrap();
-    direct
-        .create("/config/a", b"", &CreateOptions::persistent())
-        .await
-        .unwrap();
+    for (path, data) in [("/config", &b"v1"[..]), ("/config/a", b"")] {
+        direct
+            .create(path, data, &CreateOptions::persistent())
+            .await
+            .unwrap();
+    }
     let proxy = Proxy::start(shared_server().addr()).await.unwrap();
     let builder = Client::builder(&format!("{}{chroot}", proxy.connect_string()))
         .session_timeout(Duration::from_secs(2))
         .connect_timeout(CONNECT_TIMEOUT);
+    (proxy, builder)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recipes_started_during_an_outage_start_on_the_next_session() {
+    let (proxy, builder) = rig("start_across_expiry").await;
     let sessions = bounded("connect", Sessions::connect(builder))
         .await
         .unwrap();
@@ -86,19 +91,8 @@ async fn recipes_started_during_an_outage_start_on_the_next_session() {
 /// On one fixed session the same starts fail when it ends, and say which call it ended.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn starts_ended_by_the_session_name_their_call() {
-    let chroot = chroot_for("start_ended_by_expiry");
-    let direct = client(&shared_server().connect_string_with_chroot(&chroot)).await;
-    direct
-        .create("/config", b"v1", &CreateOptions::persistent())
-        .await
-        .unwrap();
-    let proxy = Proxy::start(shared_server().addr()).await.unwrap();
-    let fixed = Client::builder(&format!("{}{chroot}", proxy.connect_string()))
-        .session_timeout(Duration::from_secs(2))
-        .connect_timeout(CONNECT_TIMEOUT)
-        .connect()
-        .await
-        .unwrap();
+    let (proxy, builder) = rig("start_ended_by_expiry").await;
+    let fixed = builder.connect().await.unwrap();
 
     proxy.black_hole(true);
     let observer = LeaderObserver::start(&fixed, "/election", ElectionLayout::Latch);

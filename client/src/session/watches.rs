@@ -665,7 +665,7 @@ fn send_missed(txs: &mut Vec<StreamTx>, missed: Vec<Missed>, chroot: &Chroot) {
 /// the watchers added, however many stay alive.
 fn push_pruned<T>(txs: &mut Vec<T>, tx: T, closed: impl Fn(&T) -> bool) {
     if txs.len() >= 4 && txs.len().is_power_of_two() {
-        txs.retain(|tx| !closed(tx));
+        prune(txs, closed);
     }
     txs.push(tx);
 }

@@ -4,12 +4,12 @@
 use std::time::Duration;
 
 use tokio::time::Instant;
-use zookeeper_tokio::{Client, CreateOptions, ErrorKind, EventType};
+use zookeeper_tokio::{Client, CreateOptions, ErrorKind};
 
 use crate::error::{Error, Result};
 use crate::node::ensure_path::{ensure_path, validate};
 use crate::session::sessions::Sessions;
-use crate::session::wait::{by_deadline, retried, wait_connected, watch_ended};
+use crate::session::wait::{by_deadline, fired, retried, wait_connected};
 
 /// Holds waiters back while its node exists (Curator's `DistributedBarrier`: `<path>`,
 /// persistent, its parents as containers). Whoever sets it removes it, and everyone waiting
@@ -121,10 +121,7 @@ impl DistributedBarrier {
                 if stat.is_none() {
                     return Ok(true);
                 }
-                let event = watcher.await;
-                if event.event_type == EventType::None {
-                    return Err(watch_ended(&event));
-                }
+                fired(watcher).await?;
                 Ok::<bool, Error>(false)
             };
             match step.await {

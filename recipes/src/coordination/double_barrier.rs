@@ -6,14 +6,14 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 use tracing::debug;
-use zookeeper_tokio::{Client, CreateOptions, ErrorKind, EventType, OneshotWatcher};
+use zookeeper_tokio::{Client, CreateOptions, ErrorKind};
 
 use crate::error::{Error, Result};
 use crate::node::ensure_path::{ensure_path, validate};
 use crate::node::protection::list_children;
 use crate::node::release::spawn_delete;
 use crate::session::sessions::Sessions;
-use crate::session::wait::{by_deadline, retried, watch_ended};
+use crate::session::wait::{by_deadline, fired, retried};
 
 /// The node the member that completes the count creates.
 const READY: &str = "ready";
@@ -151,7 +151,7 @@ impl DistributedDoubleBarrier {
                     }
                     return Ok(());
                 }
-                wake(watcher).await?;
+                fired(watcher).await?;
             }
         };
         match by_deadline(deadline, entering).await {
@@ -209,7 +209,7 @@ impl DistributedDoubleBarrier {
                 let path = format!("{}/{watched}", self.path);
                 let (stat, watcher) = retried(&client, || client.exists_and_watch(&path)).await?;
                 if stat.is_some() {
-                    wake(watcher).await?;
+                    fired(watcher).await?;
                 }
             }
             retried(&client, || client.delete(&self.ready_path(), None))
@@ -271,13 +271,4 @@ impl DistributedDoubleBarrier {
         names.sort();
         Ok(names)
     }
-}
-
-/// Waits for a watch; the end of the session is an error.
-async fn wake(watcher: OneshotWatcher) -> Result<()> {
-    let event = watcher.await;
-    if event.event_type == EventType::None {
-        return Err(watch_ended(&event));
-    }
-    Ok(())
 }

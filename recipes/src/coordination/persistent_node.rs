@@ -14,7 +14,7 @@ use crate::node::cleanup::run_detached;
 use crate::node::ensure_path::{ensure_path, validate};
 use crate::node::release::delete_until_gone;
 use crate::session::sessions::Sessions;
-use crate::session::wait::{wait_connected, watch_ended};
+use crate::session::wait::{fired, wait_connected, watch_ended};
 
 /// The first wait after a create the server refused for a reason other than a conflict (an
 /// ACL, say); doubled up to 5 seconds.
@@ -360,9 +360,6 @@ async fn adopt(inner: &Inner, client: &Client, data: &[u8]) -> Result<Option<Sta
     inner.state.send_replace(PersistentNodeState::Blocked {
         owner: stat.ephemeral_owner,
     });
-    let event = watcher.await;
-    if event.event_type == EventType::None {
-        return Err(watch_ended(&event));
-    }
+    fired(watcher).await?;
     Ok(None)
 }

@@ -5,13 +5,13 @@ use std::sync::Arc;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
-use zookeeper_tokio::{Client, CreateOptions, ErrorKind, EventType, Stat};
+use zookeeper_tokio::{Client, CreateOptions, ErrorKind, Stat};
 
 use super::{decode_i32, encode_i32};
 use crate::error::{Error, Result};
 use crate::node::ensure_path::{ensure_path, validate};
 use crate::session::sessions::Sessions;
-use crate::session::wait::{retried, wait_connected, watch_ended};
+use crate::session::wait::{fired, retried, wait_connected};
 
 /// A count and the node version it was read at: what [`SharedCount::try_set_count`] compares
 /// against (Curator's `VersionedValue<Integer>`).
@@ -312,9 +312,5 @@ async fn read_and_wait(client: &Client, path: &str, inner: &std::sync::Weak<Inne
         }
         Err(e) => return Err(e.into()),
     };
-    let event = watcher.await;
-    if event.event_type == EventType::None {
-        return Err(watch_ended(&event));
-    }
-    Ok(())
+    fired(watcher).await
 }

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use tokio::time::Instant;
-use zookeeper_tokio::{Client, ErrorKind, SessionState, WatchedEvent};
+use zookeeper_tokio::{Client, ErrorKind, EventType, OneshotWatcher, SessionState, WatchedEvent};
 
 use crate::error::{Error, Result};
 
@@ -48,6 +48,16 @@ pub(crate) async fn reconnected_or_ended(client: &Client) -> Result<()> {
         Err(Error::Client(e)) if e.is_session_terminal() => Ok(()),
         other => other,
     }
+}
+
+/// Waits for a one-shot watch to fire: only a reason to look again. Fails when the session
+/// ended it instead, naming the watch's path.
+pub(crate) async fn fired(watcher: OneshotWatcher) -> Result<()> {
+    let event = watcher.await;
+    if event.event_type == EventType::None {
+        return Err(watch_ended(&event));
+    }
+    Ok(())
 }
 
 /// The error of a watch that ended with its session: the session's end, naming the watch's
