@@ -190,7 +190,9 @@ impl ClientBuilder {
     }
 
     /// How long one connection attempt to one server may take, handshake included (default:
-    /// the negotiated session timeout divided by the number of servers; before the first
+    /// the negotiated session timeout divided by the number of servers, and at most half the
+    /// time left before the session would expire, so a silent server leaves time for another
+    /// attempt; before the first
     /// session, the connect timeout divided by one more than the number of servers, so that
     /// every server is tried before `connect` gives up; at least 100 ms either way; 1 ms to
     /// [`MAX_TIMEOUT`](crate::MAX_TIMEOUT) when set).

@@ -297,6 +297,38 @@ fn a_connect_failure_on_a_paused_clock_says_the_clock_ran_ahead() {
     assert!(!text.contains("paused"), "{text}");
 }
 
+/// A lone server restarting accepts connections while it loads and may never answer them. The
+/// session's reconnect that lands on such a connection gives up on it in time for another
+/// attempt, which takes the session back, rather than waiting out the session timeout.
+#[tokio::test]
+async fn a_reconnect_that_meets_a_silent_server_leaves_time_to_take_the_session_back() {
+    let (server, proxy, c) = behind_proxy(Duration::from_secs(10)).await;
+    let id = c.session_id();
+    c.create("/kept", b"", &CreateOptions::ephemeral())
+        .await
+        .unwrap();
+    let silent = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mut changes = c.state_changes();
+    proxy.set_upstreams(silent.local_addr().unwrap());
+    proxy.drop_all();
+    next_state(&mut changes, |s| s == SessionState::Disconnected).await;
+    // The reconnect reaches the silent server, which holds it open and answers nothing.
+    let (_held, _) = within("the reconnect", silent.accept()).await.unwrap();
+    proxy.set_upstreams(server.addr());
+    let state = next_state(&mut changes, |s| {
+        s == SessionState::Connected || s.is_terminal()
+    })
+    .await;
+    assert_eq!(state, SessionState::Connected);
+    assert_eq!(c.session_id(), id);
+    let stat = c
+        .exists("/kept")
+        .await
+        .unwrap()
+        .expect("ephemeral survives");
+    assert_eq!(stat.ephemeral_owner, id.0);
+}
+
 /// A silent server listed before a live one does not use up the connect wait.
 #[tokio::test]
 async fn a_silent_server_in_the_list_does_not_stop_connect() {

@@ -32,8 +32,9 @@ impl Session {
         self.out.clear();
         self.current_host = Some(host.clone());
         self.actions.push_back(Action::Connect(host));
+        self.attempt_allowed = self.attempt_timeout(now);
         self.phase = Phase::Connecting {
-            deadline: now + self.attempt_timeout(),
+            deadline: now + self.attempt_allowed,
         };
     }
 

@@ -171,6 +171,8 @@ pub(crate) struct Session {
     /// While on a read-only server: when to look for a read-write one.
     probe: Option<Probe>,
     current_host: Option<HostPort>,
+    /// How long the attempt under way was given.
+    attempt_allowed: Duration,
     /// The session id sent in the pending handshake.
     sent_session_id: i64,
     /// Highest zxid of an ordinary reply: sent on reconnect and with `setWatches`.
@@ -266,6 +268,7 @@ impl Session {
             in_flight: InFlight::new(),
             close_waiters: Vec::new(),
             epoch: 0,
+            attempt_allowed: Duration::ZERO,
             auth_replays: 0,
             sasl: None,
             moving_to: None,
@@ -526,7 +529,7 @@ impl Session {
         match self.phase {
             Phase::Backoff { until } if now >= until => self.start_attempt(now),
             Phase::Connecting { deadline } | Phase::Handshaking { deadline } if now >= deadline => {
-                let reason = format!("no answer within {:?}", self.attempt_timeout());
+                let reason = format!("no answer within {:?}", self.attempt_allowed);
                 debug!(reason, "connection attempt timed out");
                 // A late answer to a request for a new session is a session nobody uses; a
                 // late answer to a resume is this session, still in use.
@@ -606,12 +609,22 @@ impl Session {
         self.negotiated.unwrap_or(self.cfg.session_timeout)
     }
 
-    /// The configured attempt timeout as given, or a share of the session timeout.
-    fn attempt_timeout(&self) -> Duration {
+    /// How long an attempt starting at `now` may take: the configured attempt timeout as
+    /// given, or a share of the session timeout. While a session waits to be taken back, the
+    /// share also ends halfway to its local expiry, so that a server which accepts and then
+    /// stays silent (one still starting, say) leaves time for another attempt.
+    fn attempt_timeout(&self, now: Instant) -> Duration {
         self.cfg.attempt_timeout.unwrap_or_else(|| {
             let n = self.hosts.len().max(1) as u32;
             let share = match self.negotiated {
-                Some(t) => t / n,
+                Some(t) => {
+                    // From the last word of any server, whatever the phase being left.
+                    let left = self
+                        .last_heard
+                        .filter(|_| self.session_id != 0)
+                        .map_or(t, |heard| (heard + t).saturating_duration_since(now));
+                    (t / n).min(left / 2)
+                }
                 // `connect` is waiting: a round over every server, and a first retry, end
                 // before it gives up.
                 None => self.cfg.session_timeout.min(self.cfg.connect_timeout) / (n + 1),

@@ -167,6 +167,34 @@ fn once_a_session_exists_attempts_time_out_at_its_timeout_over_hosts() {
     assert!(matches!(h.actions().last(), Some(Action::Connect(_))));
 }
 
+/// A lone server restarting accepts a connection while it loads and never answers it. With
+/// the whole session timeout for that attempt, the session expired before the next one; the
+/// attempt now ends halfway to the expiry, and the next one takes the session back.
+#[test]
+fn a_silent_server_leaves_time_for_another_attempt_before_the_session_expires() {
+    let mut h = Harness::new(config(1));
+    h.establish(0x42, 30_000);
+    // The last word from the server came a read timeout before the loss was seen.
+    h.advance(Duration::from_secs(20));
+    h.s.on_disconnected(h.now, "read timeout");
+    let request = h.open_connection();
+    assert_eq!(request.session_id, 0x42);
+    let silent_from = h.now;
+    while matches!(h.s.phase, Phase::Handshaking { .. }) {
+        h.advance(Duration::from_millis(100));
+    }
+    assert_ne!(h.state(), SessionState::Expired, "no second attempt");
+    let given_up_after = h.now - silent_from;
+    assert!(
+        given_up_after <= Duration::from_secs(5),
+        "the silent attempt held on for {given_up_after:?} of the 10 s left"
+    );
+    let request = h.open_connection();
+    assert_eq!(request.session_id, 0x42, "the session is resumed");
+    h.answer_handshake(0x42, 30_000, false);
+    assert_eq!(h.state(), SessionState::Connected);
+}
+
 /// A server that accepts every handshake and closes at once used to get a connection per
 /// handshake, tens of thousands per second: the pauses now grow as if the handshakes had
 /// failed, to one connection per half second or more.
