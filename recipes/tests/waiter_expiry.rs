@@ -76,6 +76,10 @@ async fn a_waiter_whose_session_expires_ends_with_the_expiry() {
     let outcome = bounded("the waiter's end", waiter).await.unwrap();
     let error = outcome.expect_err("not granted: the lock is held");
     assert!(error.is_session_terminal(), "{error}");
+    assert!(
+        error.to_string().contains("/l"),
+        "names the lock: {error} {error:?}"
+    );
     held.release().await.unwrap();
 }
 
@@ -89,4 +93,8 @@ async fn an_acquire_begun_while_cut_off_ends_when_the_session_expires() {
     let outcome = bounded("the acquire's end", waiter).await.unwrap();
     let error = outcome.expect_err("the session expired before any grant");
     assert!(error.is_session_terminal(), "{error}");
+    assert!(
+        error.to_string().contains("/l"),
+        "names the lock: {error} {error:?}"
+    );
 }

@@ -32,7 +32,7 @@ use crate::error::{Error, Result};
 use crate::node::naming::Layout;
 use crate::node::path::{child_name, join};
 use crate::node::protection::{list_children, PendingNode};
-use crate::session::wait::{wait_connected, watch_ended};
+use crate::session::wait::{reconnected_after, watch_ended};
 
 pub(crate) use rule::{
     assess, predecessor, AheadRule, Assessment, Far, Rule, Verdict, Watch, WholeRule,
@@ -381,7 +381,7 @@ async fn again_after(client: &Client, e: zookeeper_tokio::Error) -> Result<()> {
     if e == ErrorKind::NoNode {
         Ok(())
     } else if e.is_retryable() {
-        wait_connected(client).await
+        reconnected_after(client, &e).await
     } else {
         Err(Error::Client(e))
     }

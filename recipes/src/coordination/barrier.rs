@@ -9,7 +9,7 @@ use zookeeper_tokio::{Client, CreateOptions, ErrorKind};
 use crate::error::{Error, Result};
 use crate::node::ensure_path::{ensure_path, validate};
 use crate::session::sessions::Sessions;
-use crate::session::wait::{by_deadline, fired, retried, wait_connected};
+use crate::session::wait::{by_deadline, fired, reconnected_after, retried};
 
 /// Holds waiters back while its node exists (Curator's `DistributedBarrier`: `<path>`,
 /// persistent, its parents as containers). Whoever sets it removes it, and everyone waiting
@@ -127,7 +127,7 @@ impl DistributedBarrier {
             match step.await {
                 Ok(true) => return Ok(true),
                 Ok(false) => {}
-                Err(e) if e.is_retryable() => wait_connected(&client).await?,
+                Err(Error::Client(e)) if e.is_retryable() => reconnected_after(&client, &e).await?,
                 Err(e) => return Err(e),
             }
         }

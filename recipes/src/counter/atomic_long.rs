@@ -345,11 +345,11 @@ impl DistributedAtomicLong {
             Err(e) if e == ErrorKind::BadVersion || e == ErrorKind::NodeExists => Ok(false),
             Err(e) if e == ErrorKind::NoNode => Ok(false),
             Err(e) if e.is_outcome_unknown() && e.is_retryable() => {
-                self.lost_reply(client, current).await
+                self.lost_reply(client, current, &e).await
             }
             // Not applied: the caller reads again and decides.
             Err(e) if e.is_retryable() => {
-                crate::session::wait::wait_connected(client).await?;
+                crate::session::wait::reconnected_after(client, &e).await?;
                 Ok(false)
             }
             Err(e) => Err(e.into()),
@@ -358,8 +358,13 @@ impl DistributedAtomicLong {
 
     /// The reply of a write was lost: whether it was applied shows only if the node did not
     /// move (then it was not).
-    async fn lost_reply(&self, client: &Client, current: &Current) -> Result<bool> {
-        crate::session::wait::wait_connected(client).await?;
+    async fn lost_reply(
+        &self,
+        client: &Client,
+        current: &Current,
+        failed: &zookeeper_tokio::Error,
+    ) -> Result<bool> {
+        crate::session::wait::reconnected_after(client, failed).await?;
         let now = self.read(client).await?;
         if now.version == current.version {
             return Ok(false);

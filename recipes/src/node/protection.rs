@@ -23,7 +23,7 @@ use crate::node::cleanup::run_detached;
 use crate::node::ensure_path::ensure_path;
 use crate::node::path::join;
 use crate::node::release::delete_until_gone;
-use crate::session::wait::{retried, wait_connected};
+use crate::session::wait::{reconnected_after, retried, wait_connected};
 
 type CreateFuture = Pin<Box<dyn Future<Output = zookeeper_tokio::Result<(String, Stat)>> + Send>>;
 
@@ -92,7 +92,7 @@ impl PendingNode {
                 }
                 Err(e) if e.is_outcome_unknown() && e.is_retryable() => {
                     self.maybe_applied = true;
-                    wait_connected(&self.client).await?;
+                    reconnected_after(&self.client, &e).await?;
                     if let Some(found) = find_ours(&self.client, &self.dir, &self.prefix).await? {
                         debug!(path = %found.0, "adopted our node after a lost create reply");
                         crate::node::sequence_wrap::check_created(
@@ -111,7 +111,7 @@ impl PendingNode {
                 // Never ran (not sent, or refused by a busy or read-only server): no node to
                 // look for.
                 Err(e) if e.is_retryable() => {
-                    wait_connected(&self.client).await?;
+                    reconnected_after(&self.client, &e).await?;
                     self.send_create();
                 }
                 Err(e) => return Err(Error::Client(e)),

@@ -39,6 +39,21 @@ pub(crate) async fn wait_connected(client: &Client) -> Result<()> {
     }
 }
 
+/// Waits out the lost connection that failed a call, before it is made again. When the
+/// session ends meanwhile, the error names that call's operation and path, as the call made
+/// again would have: `getData /lock/_c_..-0001: session expired`, not a bare expiry.
+pub(crate) async fn reconnected_after(
+    client: &Client,
+    failed: &zookeeper_tokio::Error,
+) -> Result<()> {
+    wait_connected(client)
+        .await
+        .map_err(|e| match (failed.operation(), failed.path()) {
+            (Some(operation), Some(path)) => e.at(operation, path),
+            _ => e,
+        })
+}
+
 /// Waits out a lost connection before a call is made again. When the session ends instead,
 /// returns as if it had reconnected: the call made again then fails at once with the
 /// session's end, naming its operation and path, which the wait alone cannot. Fails when the
