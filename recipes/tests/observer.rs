@@ -356,6 +356,27 @@ async fn observer_on_a_bare_client_ends_with_its_session_and_says_why() {
     .await;
     let error = observer.error().expect("a reason");
     assert!(error.is_session_terminal(), "{error}");
+    assert!(error.to_string().contains("/election"), "{error}");
+}
+
+/// Renewing sessions whose client its owner closes open no next session: the observer ends,
+/// and its error says what it was observing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observer_on_renewing_sessions_ends_when_they_are_closed_and_says_what_it_observed() {
+    let rig = common::faults::expiry_rig("observer_sessions_closed").await;
+    let observer = LeaderObserver::start(&rig.sessions, "/election", ElectionLayout::Latch)
+        .await
+        .unwrap();
+    let mut changes = observer.changes();
+    assert_eq!(bounded("first", changes.next()).await, Some(None));
+    rig.sessions.client().close().await;
+    bounded("the stream ends", async {
+        while changes.next().await.is_some() {}
+    })
+    .await;
+    let error = observer.error().expect("a reason");
+    assert!(error.is_session_terminal(), "{error}");
+    assert!(error.to_string().contains("/election"), "{error}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -407,13 +407,18 @@ impl Follow {
                 }
                 None => self.follow_anew(&client, &tx).await,
             };
-            match end {
+            let e = match end {
                 End::Session(e) if sessions.renews() => match sessions.replace(&client).await {
-                    Ok(next) => client = next,
-                    Err(_) => break e,
+                    Ok(next) => {
+                        client = next;
+                        continue;
+                    }
+                    // Closed by its owner: no next session.
+                    Err(_) => e,
                 },
-                End::Session(e) | End::Failed(e) => break e.at("observe", &self.path),
-            }
+                End::Session(e) | End::Failed(e) => e,
+            };
+            break e.at("observe", &self.path);
         };
         warn!(path = %self.path, error = %error, "no longer observing the election");
         *ended.lock().unwrap_or_else(|e| e.into_inner()) = Some(error);
