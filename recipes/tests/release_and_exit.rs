@@ -112,3 +112,47 @@ fn a_latch_dropped_outside_any_runtime_hands_the_leadership_on() {
         bounded("b leads", next.await_leadership()).await.unwrap();
     });
 }
+
+/// Threads of this process named for cleanups, alive now.
+fn cleanup_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|name| name.trim_end() == "zk-cleanup")
+        .count()
+}
+
+/// A program that drops many guards where no runtime runs: their cleanups share one thread
+/// (a thread each could run the system out of threads, and the node of a cleanup that got
+/// none stayed), and every node goes.
+#[test]
+fn many_guards_dropped_outside_any_runtime_share_one_cleanup_thread() {
+    const GUARDS: usize = 200;
+    let connect = chroot_connect("release_many_dropped_outside");
+    let program = runtime(false);
+    let (guards, watchers, _clients) = program.block_on(async {
+        let c = client_with_session(&connect, LONG_SESSION).await;
+        let watching = client(&connect).await;
+        let mut guards = Vec::new();
+        let mut watchers = Vec::new();
+        for i in 0..GUARDS {
+            let mutex = Mutex::new(&c, &format!("/lock{i}")).unwrap();
+            let guard = bounded("acquire", mutex.acquire()).await.unwrap();
+            let (stat, deleted) = watching.exists_and_watch(guard.path()).await.unwrap();
+            assert!(stat.is_some());
+            guards.push(guard);
+            watchers.push(deleted);
+        }
+        (guards, watchers, (c, watching))
+    });
+    drop(guards);
+    let threads = cleanup_threads();
+    assert!(threads <= 1, "{threads} cleanup threads for {GUARDS} drops");
+
+    program.block_on(async {
+        for deleted in watchers {
+            let event = bounded("a dropped guard's node deleted", deleted).await;
+            assert_eq!(event.event_type, EventType::NodeDeleted, "{event}");
+        }
+    });
+}
