@@ -338,6 +338,18 @@ async fn observer_on_renewing_sessions_carries_on_when_a_new_session_expires_in_
     assert_eq!(observer.error(), None);
 }
 
+/// Waits for the observer's stream to end, and checks that its error is the session's end
+/// and names the election.
+async fn ends_with_the_session(observer: &LeaderObserver, mut changes: LeaderChanges) {
+    bounded("the stream ends", async {
+        while changes.next().await.is_some() {}
+    })
+    .await;
+    let error = observer.error().expect("a reason");
+    assert!(error.is_session_terminal(), "{error}");
+    assert!(error.to_string().contains("/election"), "{error}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn observer_on_a_bare_client_ends_with_its_session_and_says_why() {
     let chroot = chroot_for("observer_expiry_fixed");
@@ -350,13 +362,7 @@ async fn observer_on_a_bare_client_ends_with_its_session_and_says_why() {
     let mut changes = observer.changes();
     assert_eq!(bounded("first", changes.next()).await, Some(None));
     common::faults::expire(&proxy, &direct, &watcher).await;
-    bounded("the stream ends", async {
-        while changes.next().await.is_some() {}
-    })
-    .await;
-    let error = observer.error().expect("a reason");
-    assert!(error.is_session_terminal(), "{error}");
-    assert!(error.to_string().contains("/election"), "{error}");
+    ends_with_the_session(&observer, changes).await;
 }
 
 /// Renewing sessions whose client its owner closes open no next session: the observer ends,
@@ -370,13 +376,7 @@ async fn observer_on_renewing_sessions_ends_when_they_are_closed_and_says_what_i
     let mut changes = observer.changes();
     assert_eq!(bounded("first", changes.next()).await, Some(None));
     rig.sessions.client().close().await;
-    bounded("the stream ends", async {
-        while changes.next().await.is_some() {}
-    })
-    .await;
-    let error = observer.error().expect("a reason");
-    assert!(error.is_session_terminal(), "{error}");
-    assert!(error.to_string().contains("/election"), "{error}");
+    ends_with_the_session(&observer, changes).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
