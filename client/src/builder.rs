@@ -509,6 +509,10 @@ impl ClientBuilder {
             sasl: self.sasl,
             seed,
             resume: self.resume,
+            #[cfg(feature = "tls")]
+            plain: self.connector.tls.is_none(),
+            #[cfg(not(feature = "tls"))]
+            plain: true,
         };
         let (state_tx, state_rx) = StatePublisher::new();
         // Every transition, from before the session starts: a session accepted and lost again

@@ -137,6 +137,7 @@ impl Run {
             sasl: None,
             seed: u64::from(input.byte()),
             resume: None,
+            plain: true,
         };
         let (publisher, _state) = StatePublisher::new();
         let now = Instant::now();

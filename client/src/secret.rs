@@ -100,6 +100,7 @@ mod tests {
             sasl: None,
             seed: 0,
             resume: Some((5, Secret::copy_from(SESSION_PASSWORD))),
+            plain: true,
         };
         assert_hidden("SessionConfig", &format!("{config:?}"));
 

@@ -329,6 +329,36 @@ async fn a_reconnect_that_meets_a_silent_server_leaves_time_to_take_the_session_
     assert_eq!(stat.ephemeral_owner, id.0);
 }
 
+/// A server that already has as many connections from this host as its `maxClientCnxns`
+/// closes every further one without a word: `connect`'s error names that among the causes.
+#[tokio::test]
+async fn a_server_over_its_connection_limit_is_named_in_the_connect_error() {
+    common::init_tracing();
+    let server = ZkServer::builder()
+        .config("maxClientCnxns", "1")
+        .start()
+        .await
+        .unwrap();
+    let connect = server.addr().to_string();
+    let first = within("the first client", Client::connect(&connect))
+        .await
+        .unwrap();
+    let err = within(
+        "the second client",
+        Client::builder(&connect)
+            .connect_timeout(Duration::from_secs(1))
+            .connect(),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Connect(_)), "{err:?}");
+    let text = err.to_string();
+    assert!(text.contains("before answering"), "{text}");
+    assert!(text.contains("maxClientCnxns"), "{text}");
+    assert!(text.contains("serves only TLS"), "{text}");
+    assert!(first.state().is_connected());
+}
+
 /// A silent server listed before a live one does not use up the connect wait.
 #[tokio::test]
 async fn a_silent_server_in_the_list_does_not_stop_connect() {

@@ -290,6 +290,23 @@ async fn tls_to_a_plain_port_is_never_downgraded() {
     assert!(matches!(err.kind(), ErrorKind::Connect(_)), "{err:?}");
 }
 
+/// A client without TLS on the secure port: the server closes the connection before
+/// answering, and the error names a TLS-only port among the causes.
+#[tokio::test]
+async fn plain_tcp_to_the_secure_port_names_a_tls_only_port_among_the_causes() {
+    let secure = server().secure_addr().expect("secure port").to_string();
+    let err = Client::builder(&secure)
+        .connect_timeout(Duration::from_secs(2))
+        .connect()
+        .await
+        .expect_err("the secure port speaks only TLS");
+    assert!(matches!(err.kind(), ErrorKind::Connect(_)), "{err:?}");
+    assert!(
+        err.to_string().contains("serves only TLS on this port"),
+        "{err}"
+    );
+}
+
 #[tokio::test]
 async fn hostname_verification_can_be_turned_off_but_the_chain_is_still_checked() {
     let alice = identity("alice-any-name");

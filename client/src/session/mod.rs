@@ -67,6 +67,14 @@ const REPLY_HEADER_LEN: usize = 16;
 /// timeout.
 const MIN_ATTEMPT_TIMEOUT: Duration = Duration::from_millis(100);
 
+/// Why a server closes a connection before answering its handshake.
+const NOT_SERVED: &str = "the server is not serving (starting, or cut off from its quorum), \
+     or already has as many connections from this host as its maxClientCnxns allows";
+/// The same, for a client speaking plain TCP, which a port serving only TLS closes too.
+const NOT_SERVED_PLAIN: &str = "the server is not serving (starting, or cut off from its \
+     quorum), serves only TLS on this port, or already has as many connections from this host \
+     as its maxClientCnxns allows";
+
 /// Everything the machine needs to know up front.
 #[derive(Debug, Clone)]
 pub(crate) struct SessionConfig {
@@ -99,6 +107,8 @@ pub(crate) struct SessionConfig {
     pub seed: u64,
     /// A session to resume instead of creating one: id and password.
     pub resume: Option<(i64, Secret)>,
+    /// Speaks plain TCP (no TLS of ours on the stream).
+    pub plain: bool,
 }
 
 /// What the driver must do with the connection.
@@ -419,6 +429,20 @@ impl Session {
 
     /// The connection failed or was closed by the peer (EOF, I/O error).
     pub fn on_disconnected(&mut self, now: Instant, reason: &str) {
+        if matches!(self.phase, Phase::Handshaking { .. }) {
+            // What a server does, without a word, to a connection it will not serve: the
+            // reason names the usual causes, for the error `connect` gives up with.
+            let causes = if self.cfg.plain {
+                NOT_SERVED_PLAIN
+            } else {
+                NOT_SERVED
+            };
+            return self.connection_ended(now, &format!("{reason} before answering: {causes}"));
+        }
+        self.connection_ended(now, reason)
+    }
+
+    fn connection_ended(&mut self, now: Instant, reason: &str) {
         match self.phase {
             Phase::Connecting { .. } | Phase::Handshaking { .. } => {
                 debug!(reason, "connection attempt failed");
@@ -439,11 +463,11 @@ impl Session {
             self.phase,
             Phase::Connecting { .. } | Phase::Handshaking { .. } | Phase::Connected
         ) {
-            return self.on_disconnected(now, &failure.to_string());
+            return self.connection_ended(now, &failure.to_string());
         }
         warn!(%failure, "TLS failure");
         let in_a_row = self.tls_failures_in_a_row + 1;
-        self.on_disconnected(now, &failure.to_string());
+        self.connection_ended(now, &failure.to_string());
         self.tls_failures_in_a_row = in_a_row;
         let every_server = in_a_row >= self.hosts.len();
         self.state_tx.info.failures.send_modify(|f| {

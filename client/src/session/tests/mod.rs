@@ -57,6 +57,7 @@ fn config(n: u16) -> SessionConfig {
         sasl: None,
         seed: 1,
         resume: None,
+        plain: true,
     }
 }
 
