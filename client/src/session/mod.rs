@@ -67,14 +67,6 @@ const REPLY_HEADER_LEN: usize = 16;
 /// timeout.
 const MIN_ATTEMPT_TIMEOUT: Duration = Duration::from_millis(100);
 
-/// Why a server closes a connection before answering its handshake.
-const NOT_SERVED: &str = "the server is not serving (starting, or cut off from its quorum), \
-     or already has as many connections from this host as its maxClientCnxns allows";
-/// The same, for a client speaking plain TCP, which a port serving only TLS closes too.
-const NOT_SERVED_PLAIN: &str = "the server is not serving (starting, or cut off from its \
-     quorum), serves only TLS on this port, or already has as many connections from this host \
-     as its maxClientCnxns allows";
-
 /// Everything the machine needs to know up front.
 #[derive(Debug, Clone)]
 pub(crate) struct SessionConfig {
@@ -432,14 +424,25 @@ impl Session {
         if matches!(self.phase, Phase::Handshaking { .. }) {
             // What a server does, without a word, to a connection it will not serve: the
             // reason names the usual causes, for the error `connect` gives up with.
-            let causes = if self.cfg.plain {
-                NOT_SERVED_PLAIN
-            } else {
-                NOT_SERVED
-            };
+            let causes = self.causes_of_no_answer();
             return self.connection_ended(now, &format!("{reason} before answering: {causes}"));
         }
         self.connection_ended(now, reason)
+    }
+
+    /// Why a server closes a connection before answering its handshake, as far as this
+    /// attempt could have met them.
+    fn causes_of_no_answer(&self) -> String {
+        let mut causes = vec!["the server is not serving (starting, or cut off from its quorum)"];
+        if self.cfg.plain {
+            causes.push("serves only TLS on this port");
+        }
+        if self.sent_session_id != 0 && self.last_zxid != 0 {
+            causes.push("has not yet seen every change this session has");
+        }
+        causes.push("already has as many connections from this host as its maxClientCnxns allows");
+        let last = causes.pop().unwrap_or_default();
+        format!("{}, or {last}", causes.join(", "))
     }
 
     fn connection_ended(&mut self, now: Instant, reason: &str) {

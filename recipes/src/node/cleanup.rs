@@ -45,10 +45,10 @@ where
     };
     match start_cleaner() {
         Ok(tx) => {
-            // Received by the thread just started, or given back to the warning below.
-            if tx.send(cleanup).is_ok() {
-                *cleaner = Some(tx);
-            }
+            // Queued for the thread just started: should it fail to build its runtime, it
+            // says so, and the next drop finds it gone and starts another.
+            let _ = tx.send(cleanup);
+            *cleaner = Some(tx);
         }
         Err(e) => {
             warn!(error = %e, "no thread for a cleanup: the node stays until the session ends")

@@ -195,6 +195,39 @@ fn a_silent_server_leaves_time_for_another_attempt_before_the_session_expires() 
     assert_eq!(h.state(), SessionState::Connected);
 }
 
+/// A connection closed before the handshake's answer is recorded with the usual causes; a
+/// resume also names a server behind the session's changes, and a TLS client no TLS-only port.
+#[test]
+fn a_handshake_closed_unanswered_names_the_causes_it_may_have() {
+    let reason = |h: &Harness| {
+        let failures = h.s.state_tx.info.failures.borrow();
+        failures.by_server.last().map(|(_, r)| r.clone()).unwrap()
+    };
+    let mut h = Harness::new(config(1));
+    h.open_connection();
+    h.s.on_disconnected(h.now, "connection closed by the server");
+    let new_session = reason(&h);
+    assert!(new_session.starts_with("connection closed by the server before answering: "));
+    assert!(new_session.contains("maxClientCnxns"), "{new_session}");
+    assert!(new_session.contains("serves only TLS"), "{new_session}");
+    assert!(!new_session.contains("change"), "{new_session}");
+
+    let mut cfg = config(1);
+    cfg.plain = false;
+    let mut h = Harness::new(cfg);
+    h.establish(0x42, 3000);
+    let _rx = h.get_data("/a");
+    let xid = h.xids()[0].0;
+    h.reply(xid, 7, ErrorCode::Ok, &[0, 0, 0, 0]);
+    h.advance(hosts::HEALTHY_AFTER);
+    h.s.on_disconnected(h.now, "reset by peer");
+    h.open_connection();
+    h.s.on_disconnected(h.now, "connection closed by the server");
+    let resume = reason(&h);
+    assert!(resume.contains("has not yet seen every change"), "{resume}");
+    assert!(!resume.contains("TLS"), "{resume}");
+}
+
 /// A server that accepts every handshake and closes at once used to get a connection per
 /// handshake, tens of thousands per second: the pauses now grow as if the handshakes had
 /// failed, to one connection per half second or more.
