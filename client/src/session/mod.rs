@@ -645,11 +645,10 @@ impl Session {
             let n = self.hosts.len().max(1) as u32;
             let share = match self.negotiated {
                 Some(t) => {
-                    // From the last word of any server, whatever the phase being left.
+                    // Whatever the phase being left.
                     let left = self
-                        .last_heard
-                        .filter(|_| self.session_id != 0)
-                        .map_or(t, |heard| (heard + t).saturating_duration_since(now));
+                        .session_expiry()
+                        .map_or(t, |expiry| expiry.saturating_duration_since(now));
                     (t / n).min(left / 2)
                 }
                 // `connect` is waiting: a round over every server, and a first retry, end
@@ -664,11 +663,16 @@ impl Session {
     fn expiry_deadline(&self) -> Option<Instant> {
         match self.phase {
             Phase::Connected | Phase::Closing { .. } | Phase::Terminated => None,
-            _ => self
-                .last_heard
-                .filter(|_| self.session_id != 0)
-                .map(|heard| heard + self.timeout()),
+            _ => self.session_expiry(),
         }
+    }
+
+    /// When the session expires unless a server is heard from: a session timeout after the
+    /// last word of any server, whatever the phase.
+    fn session_expiry(&self) -> Option<Instant> {
+        self.last_heard
+            .filter(|_| self.session_id != 0)
+            .map(|heard| heard + self.timeout())
     }
 
     fn next_xid(&mut self) -> i32 {

@@ -7,14 +7,14 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
-use zookeeper_tokio::{Client, CreateOptions, ErrorKind, EventType, Stat};
+use zookeeper_tokio::{Client, CreateOptions, ErrorKind, Stat};
 
 use crate::error::{Error, Result};
 use crate::node::cleanup::run_detached;
 use crate::node::ensure_path::{ensure_path, validate};
 use crate::node::release::delete_until_gone;
 use crate::session::sessions::Sessions;
-use crate::session::wait::{fired, wait_connected, watch_ended};
+use crate::session::wait::{fired, wait_connected};
 
 /// The first wait after a create the server refused for a reason other than a conflict (an
 /// ACL, say); doubled up to 5 seconds.
@@ -310,11 +310,7 @@ async fn keep_once(inner: &Inner, client: &Client) -> Result<()> {
         // The node's fate (or the session's end) before a write to it.
         tokio::select! {
             biased;
-            event = watcher => {
-                if event.event_type == EventType::None {
-                    return Err(watch_ended(&event));
-                }
-            }
+            fired = fired(watcher) => fired?,
             _ = inner.data_changed.notified() => {
                 let data = inner.data.lock().unwrap_or_else(|e| e.into_inner()).clone();
                 match client.set_data(path, &data, None).await {
