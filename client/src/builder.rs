@@ -298,7 +298,9 @@ impl ClientBuilder {
 
     /// The largest request frame sent (default 1,048,575 bytes, the server's `jute.maxbuffer`;
     /// [`MIN_FRAME_LIMIT`](crate::MIN_FRAME_LIMIT) to [`MAX_FRAME_LIMIT`](crate::MAX_FRAME_LIMIT)); larger requests fail with
-    /// [`ErrorKind::DataTooLarge`] before anything is sent.
+    /// [`ErrorKind::DataTooLarge`] before anything is sent. A watch is refused the same way on a
+    /// path (chroot included) longer than this less 40 bytes, which the frame setting it again
+    /// after a reconnect needs; those frames never exceed it.
     pub fn max_frame(mut self, bytes: usize) -> Self {
         self.max_frame = bytes;
         self
@@ -504,6 +506,7 @@ impl ClientBuilder {
             fail_fast: self.fail_fast,
             max_incoming_frame,
             set_watches_max_bytes,
+            max_frame,
             max_subtree_bytes: self.max_recursive_watch_memory,
             auth: self.auth,
             sasl: self.sasl,
@@ -536,6 +539,7 @@ impl ClientBuilder {
                 publisher: state_tx,
                 chroot,
                 max_frame,
+                max_incoming_frame,
                 max_queued_events,
                 metrics: crate::metrics::ClientMetrics::new(),
                 random,

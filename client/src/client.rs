@@ -15,6 +15,7 @@ use zookeeper_jute::{encode_request_frame, OpCode, Request};
 use crate::builder::ClientBuilder;
 use crate::error::{Error, ErrorKind, Result};
 use crate::home;
+use crate::limits;
 use crate::metrics::ClientMetrics;
 use crate::packet::{Envelope, Packet, PacketKind, RawReply, ReplyRx, WatchRegistration};
 use crate::path::{validate_path, Chroot};
@@ -83,6 +84,8 @@ pub(crate) struct Inner {
     pub publisher: StatePublisher,
     pub chroot: Chroot,
     pub max_frame: usize,
+    /// Largest reply read: a multi whose reply could exceed it is not sent.
+    pub max_incoming_frame: usize,
     /// Events a persistent watch's stream queues before it folds them (see `event_queue`).
     pub max_queued_events: usize,
     /// Handles on the request metrics (nothing without the `metrics` feature).
@@ -364,6 +367,10 @@ impl Client {
         self.inner.max_queued_events
     }
 
+    pub(crate) fn max_incoming_frame(&self) -> usize {
+        self.inner.max_incoming_frame
+    }
+
     pub(crate) fn chroot_ref(&self) -> &Chroot {
         &self.inner.chroot
     }
@@ -386,6 +393,9 @@ impl Client {
         xid: i32,
     ) -> Result<Call> {
         let len = Packet::frame_len(&request, self.inner.max_frame)?;
+        if let Some(path) = watch.as_ref().and_then(WatchRegistration::restored_path) {
+            limits::watch_fits(path.len(), self.inner.max_frame)?;
+        }
         let opcode = request.opcode();
         let span = RequestSpan::start(opcode, || {
             request_path(&request).map(|p| self.inner.chroot.strip(p))
@@ -424,6 +434,9 @@ impl Client {
                 max: self.inner.max_frame,
             }
             .into());
+        }
+        if watch.is_some() {
+            limits::watch_fits(server_len, self.inner.max_frame)?;
         }
         let flag = u8::from(watch.is_some());
         let registration = watch.map(|make| make(self.inner.chroot.prefix(path)));
@@ -525,6 +538,7 @@ mod tests {
                 publisher,
                 chroot: Chroot::new(chroot),
                 max_frame: 1 << 20,
+                max_incoming_frame: 1 << 20,
                 max_queued_events: 16,
                 metrics: crate::metrics::ClientMetrics::default(),
                 random: crate::random::Random::new(0),

@@ -155,7 +155,9 @@ pub enum ErrorKind {
     /// ([`ClientBuilder::max_incoming_frame`](crate::ClientBuilder::max_incoming_frame)): it
     /// was skipped unread, and only this request failed; the connection and every other
     /// request carry on. Not retryable: the same request gets the same reply. A listing of
-    /// very many children is the usual cause; raise the limit to read it.
+    /// very many children is the usual cause; raise the limit to read it. A
+    /// [`multi`](crate::Client::multi) whose reply could be larger fails with it before
+    /// anything is sent (`size` is then the largest reply it could get).
     #[error("reply of {size} bytes exceeds the incoming frame limit of {max} bytes")]
     ReplyTooLarge {
         /// The reply's frame payload, in bytes.

@@ -127,6 +127,7 @@ impl Run {
             fail_fast: flags & 16 != 0,
             max_incoming_frame,
             set_watches_max_bytes: 1 + usize::from(input.byte()),
+            max_frame: 1 << 20,
             // Small enough that recursive watches fold now and then.
             max_subtree_bytes: max_incoming_frame * 8,
             auth: if flags & 32 != 0 {

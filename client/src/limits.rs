@@ -68,6 +68,25 @@ pub(crate) fn chroot_fits(chroot: &str, max_frame: usize) -> Result<()> {
     Ok(())
 }
 
+/// Bytes of a `setWatches2` frame beyond its paths: header (8), relative zxid (8) and the five
+/// lists' lengths (20).
+pub(crate) const SET_WATCHES_OVERHEAD: usize = 36;
+
+/// A watched path must fit, alone, in the `setWatches` frame that sets it again after a
+/// reconnect: the server closes the connection on a larger frame, and would on every reconnect
+/// of the session, which could then never carry a request again.
+pub(crate) fn watch_fits(server_path_len: usize, max_frame: usize) -> Result<()> {
+    let size = SET_WATCHES_OVERHEAD + 4 + server_path_len;
+    if size > max_frame {
+        return Err(ErrorKind::DataTooLarge {
+            size,
+            max: max_frame,
+        }
+        .into());
+    }
+    Ok(())
+}
+
 /// An identity to replay on every connection must fit in one request frame: a server closes
 /// the connection on a larger one, and would do so on every reconnect.
 pub(crate) fn auth_fits(scheme: &str, auth_len: usize, max_frame: usize) -> Result<()> {
@@ -115,6 +134,14 @@ mod tests {
         assert!(matches!(
             auth_fits("digest", 1 << 20, 1 << 20).unwrap_err().kind(),
             ErrorKind::DataTooLarge { .. }
+        ));
+        assert!(watch_fits(1024 - 40, 1024).is_ok());
+        assert!(matches!(
+            watch_fits(1024 - 39, 1024).unwrap_err().kind(),
+            ErrorKind::DataTooLarge {
+                size: 1025,
+                max: 1024
+            }
         ));
     }
 }

@@ -62,6 +62,19 @@ pub(crate) enum WatchRegistration {
     Remove(String, WatcherType),
 }
 
+impl WatchRegistration {
+    /// The server path of a watch the session sets again after a reconnect.
+    pub fn restored_path(&self) -> Option<&str> {
+        match self {
+            WatchRegistration::Data(path, _)
+            | WatchRegistration::Exists(path, _)
+            | WatchRegistration::Child(path, _)
+            | WatchRegistration::Persistent { path, .. } => Some(path),
+            WatchRegistration::Remove(..) => None,
+        }
+    }
+}
+
 /// The xid after `xid`: user requests count up from 1 and wrap back to 1, clear of the
 /// negative xids the protocol reserves.
 pub(crate) fn xid_after(xid: i32) -> i32 {

@@ -138,6 +138,28 @@ impl TransactionOp for MultiOp {
         })
     }
 
+    fn largest_reply(ops: &[zookeeper_jute::MultiOp]) -> Option<usize> {
+        use zookeeper_jute::MultiOp as W;
+        // Each result: a header (type, done, err: 9 bytes), then the created path with its
+        // sequence suffix and the stat, or the stat, or nothing; in a failed transaction, an
+        // error code (4) in its place.
+        const HEADER: usize = 9;
+        const STAT: usize = 68;
+        let result = |op: &W| {
+            let success = match op {
+                W::Create(r) | W::Create2(r) | W::CreateContainer(r) => {
+                    HEADER + 4 + r.path.len() + 10 + STAT
+                }
+                W::CreateTtl(r) => HEADER + 4 + r.path.len() + 10 + STAT,
+                W::SetData(_) => HEADER + STAT,
+                _ => HEADER,
+            };
+            success.max(HEADER + 4)
+        };
+        // The reply header (16) and the end marker (a header).
+        Some(16 + HEADER + ops.iter().map(result).sum::<usize>())
+    }
+
     fn operation(&self) -> &'static str {
         match self {
             MultiOp::Create { .. } => "create",
@@ -224,6 +246,12 @@ impl TransactionOp for ReadOp {
         })
     }
 
+    fn largest_reply(_: &[zookeeper_jute::MultiOp]) -> Option<usize> {
+        // Data and listings have no bound short of the limit itself; a read that meets it
+        // fails alone, and changes nothing.
+        None
+    }
+
     fn operation(&self) -> &'static str {
         match self {
             ReadOp::GetData(_) => "get_data",
@@ -271,6 +299,12 @@ impl Client {
     /// (`multi: operation 1 (create /a/b) failed: node already exists`), and
     /// [`Error::multi_cause`] gives its own error. An empty list succeeds at once without a
     /// round trip.
+    ///
+    /// A transaction whose reply could exceed
+    /// [`ClientBuilder::max_incoming_frame`](crate::ClientBuilder::max_incoming_frame) (each
+    /// write's result takes 77 bytes for a `set_data`, up to 91 and its path for a create) fails with
+    /// [`ErrorKind::ReplyTooLarge`] before anything is sent: the server would apply it, and the
+    /// client could not read that it had. Split it, or raise the limit.
     ///
     /// A transaction that failed with [`Error::is_outcome_unknown`] may have been applied,
     /// whole (never in part). A `check` of a version it also bumps makes it safe to repeat:
@@ -398,7 +432,15 @@ impl Client {
                     })
                 })
                 .collect::<Result<Vec<_>>>()
-                .and_then(|ops| self.call(request(MultiRequest { ops }), None)),
+                .and_then(|ops| {
+                    let max = self.max_incoming_frame();
+                    match T::largest_reply(&ops) {
+                        Some(size) if size > max => {
+                            Err(ErrorKind::ReplyTooLarge { size, max }.into())
+                        }
+                        _ => self.call(request(MultiRequest { ops }), None),
+                    }
+                }),
         )
     }
 }
@@ -407,6 +449,10 @@ impl Client {
 trait TransactionOp {
     /// The wire operation, with the server path.
     fn to_wire(&self, chroot: &Chroot) -> Result<zookeeper_jute::MultiOp>;
+    /// The largest reply a transaction of these operations can get, if it is bounded. A write
+    /// transaction whose reply could exceed the incoming limit is not sent: the server would
+    /// apply it, and the client could not read that it had.
+    fn largest_reply(ops: &[zookeeper_jute::MultiOp]) -> Option<usize>;
     /// The client method this operation stands for (`"create"`, `"get_data"`, ...).
     fn operation(&self) -> &'static str;
     /// The path as the caller gave it.

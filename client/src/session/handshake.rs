@@ -52,9 +52,9 @@ pub(crate) fn write_auth(out: &mut BytesMut, scheme: &str, auth: &Secret) {
     encode_request_frame(out, xid::AUTH, &request);
 }
 
-/// Splits the watches to restore into frames holding at most about `max_bytes` of paths each
-/// (a frame may exceed it by one path). Paths go in the order data, exist, child, persistent,
-/// recursive. A frame with persistent paths is `setWatches2` (3.6+); one without is
+/// Splits the watches to restore into frames holding at most `max_bytes` of paths each, a path
+/// counting its length and 4 (only a path longer than that alone exceeds it, in a frame of its
+/// own). Paths go in the order data, exist, child, persistent, recursive. A frame with persistent paths is `setWatches2` (3.6+); one without is
 /// `setWatches`, which every server version accepts.
 pub(crate) fn set_watches_batches(
     set: WatchSet,
@@ -76,12 +76,13 @@ pub(crate) fn set_watches_batches(
     ];
     for (kind, paths) in lists.into_iter().enumerate() {
         for path in paths {
+            let cost = path.len() + 4;
             let batch = batches.last_mut().expect("never empty");
-            if batch.bytes >= max_bytes {
+            if batch.bytes > 0 && batch.bytes + cost > max_bytes {
                 batches.push(Batch::default());
             }
             let batch = batches.last_mut().expect("never empty");
-            batch.bytes += path.len() + 4;
+            batch.bytes += cost;
             batch.lists[kind].push(path);
         }
     }
@@ -167,6 +168,44 @@ mod tests {
             }
         }
         assert_eq!(total, 102);
+    }
+
+    /// Each frame fits the server's limit, so that restoring watches never makes the server
+    /// close the connection (it would again on every reconnect).
+    #[test]
+    fn no_frame_exceeds_the_frame_limit() {
+        let max_frame = 2048;
+        let set = WatchSet {
+            data: (0..300)
+                .map(|i| format!("/d/{}", "x".repeat(i % 97)))
+                .collect(),
+            exist: vec![format!("/{}", "e".repeat(max_frame - 41))],
+            child: (0..50).map(|i| format!("/c/{i}")).collect(),
+            persistent: vec!["/p".into()],
+            recursive: vec![format!("/{}", "r".repeat(1500))],
+        };
+        let limit = max_frame - crate::limits::SET_WATCHES_OVERHEAD;
+        let batches = set_watches_batches(set, 7, limit);
+        let mut paths = 0;
+        for request in &batches {
+            let mut frame = BytesMut::new();
+            encode_request_frame(&mut frame, 1, request);
+            assert!(frame.len() - 4 <= max_frame, "{}", frame.len() - 4);
+            paths += match request {
+                Request::SetWatches(s) => {
+                    s.data_watches.len() + s.exist_watches.len() + s.child_watches.len()
+                }
+                Request::SetWatches2(s) => {
+                    s.data_watches.len()
+                        + s.exist_watches.len()
+                        + s.child_watches.len()
+                        + s.persistent_watches.len()
+                        + s.persistent_recursive_watches.len()
+                }
+                other => panic!("{other:?}"),
+            };
+        }
+        assert_eq!(paths, 353);
     }
 
     #[test]

@@ -81,7 +81,8 @@ impl Session {
                 ..WatchSet::default()
             }
         };
-        let batches = handshake::set_watches_batches(set, self.last_zxid, usize::MAX);
+        let batches =
+            handshake::set_watches_batches(set, self.last_zxid, self.cfg.set_watches_limit());
         for request in batches {
             let xid = self.next_xid();
             encode_request_frame(&mut self.out, xid, &request);

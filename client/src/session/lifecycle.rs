@@ -318,7 +318,7 @@ impl Session {
             let batches = handshake::set_watches_batches(
                 wanted,
                 self.last_zxid,
-                self.cfg.set_watches_max_bytes,
+                self.cfg.set_watches_limit(),
             );
             debug!(frames = batches.len(), "re-registering watches");
             self.watches.reregistering(batches.len());

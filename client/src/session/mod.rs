@@ -89,6 +89,8 @@ pub(crate) struct SessionConfig {
     pub max_incoming_frame: usize,
     /// Bytes of paths per `setWatches` frame.
     pub set_watches_max_bytes: usize,
+    /// Largest frame payload sent: no `setWatches` frame exceeds it.
+    pub max_frame: usize,
     /// Bytes of its subtree a recursive watch remembers at most.
     pub max_subtree_bytes: usize,
     /// Identities to authenticate with on every connection (`digest` and the like).
@@ -101,6 +103,16 @@ pub(crate) struct SessionConfig {
     pub resume: Option<(i64, Secret)>,
     /// Speaks plain TCP (no TLS of ours on the stream).
     pub plain: bool,
+}
+
+impl SessionConfig {
+    /// Bytes of paths per `setWatches` frame: the setting, within what a frame may carry.
+    pub(crate) fn set_watches_limit(&self) -> usize {
+        self.set_watches_max_bytes.min(
+            self.max_frame
+                .saturating_sub(crate::limits::SET_WATCHES_OVERHEAD),
+        )
+    }
 }
 
 /// What the driver must do with the connection.

@@ -52,6 +52,7 @@ fn config(n: u16) -> SessionConfig {
         fail_fast: false,
         max_incoming_frame: 1 << 20,
         set_watches_max_bytes: SET_WATCHES_MAX_BYTES,
+        max_frame: 1 << 20,
         max_subtree_bytes: usize::MAX,
         auth: Vec::new(),
         sasl: None,
