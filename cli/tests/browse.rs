@@ -3,9 +3,13 @@
 
 mod common;
 
+use std::process::Stdio;
+use std::time::Duration;
+
 use base64::Engine;
 use common::{bounded, chroot, run, run_with, zk, Running};
 use serde_json::json;
+use tokio::io::AsyncWriteExt;
 use zookeeper_tokio::{CreateOptions, ErrorKind};
 
 const BINARY: &[u8] = &[0, 0xff, 0xfe, b'\n', 1, 2, 3, 0x80];
@@ -422,4 +426,45 @@ async fn deleting_the_root_is_a_usage_error_that_says_so() {
         r.stderr,
         "Error: delete /: the root node cannot be deleted\n"
     );
+}
+
+/// Data piped in slowly is read before the session opens: the read used to hold the session's
+/// only thread, so that no ping went out, and a write sent after a pause longer than the
+/// session timeout failed on an expired session (or after the server had applied it).
+#[tokio::test]
+async fn data_piped_in_slowly_is_written_on_a_live_session() {
+    let (connect, client) = chroot("cli_slow_stdin").await;
+    client
+        .create("/n", b"old", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    let mut cmd = zk(&connect);
+    cmd.args(["--session-timeout", "1s", "set", "/n", "-"])
+        .stdin(Stdio::piped());
+    let mut running = Running::start(cmd);
+    let mut stdin = running.child.stdin.take().unwrap();
+    stdin.write_all(b"new").await.unwrap();
+    // The pause the scenario needs: past the session timeout, with the input still open.
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    drop(stdin);
+    let status = running.wait().await;
+    let stderr = running.stderr().await;
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert_eq!(&client.get_data("/n").await.unwrap().0[..], b"new");
+}
+
+/// `--timeout` bounds a read of standard input that does not end.
+#[tokio::test]
+async fn the_timeout_bounds_a_read_of_standard_input() {
+    let (connect, client) = chroot("cli_stdin_timeout").await;
+    let mut cmd = zk(&connect);
+    cmd.args(["--timeout", "1s", "create", "/n", "-"])
+        .stdin(Stdio::piped());
+    let mut running = Running::start(cmd);
+    let _stdin = running.child.stdin.take().unwrap();
+    let status = running.wait().await;
+    let stderr = running.stderr().await;
+    assert_eq!(status.code(), Some(124), "{stderr}");
+    assert_eq!(stderr, "Error: timed out reading standard input\n");
+    assert_eq!(client.exists("/n").await.unwrap(), None);
 }

@@ -5,10 +5,13 @@ use std::io::Read;
 use std::os::unix::ffi::OsStringExt;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use clap::Args;
 use serde_json::json;
 use zookeeper_tokio::{perms, Acl, Client, CreateMode, CreateOptions, Id, SessionState};
 
+use crate::cli::Command;
 use crate::commands::browse::print_identities;
 use crate::connection::duration;
 use crate::exit::{self, Failure, Outcome};
@@ -17,18 +20,44 @@ use crate::output::{stat_json, stat_lines, Out};
 use crate::supervise::lost_message;
 use crate::walk::Walk;
 
-/// Node data from the command line: the argument's bytes as given, or standard input for `-`.
-fn read_data(arg: Option<OsString>) -> Result<Vec<u8>, Failure> {
-    match arg {
-        None => Ok(Vec::new()),
-        Some(arg) if arg == "-" => {
-            let mut data = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut data)
-                .map_err(|e| Failure::new(exit::IO, format!("reading standard input: {e}")))?;
-            Ok(data)
-        }
-        Some(arg) => Ok(arg.into_vec()),
+/// Reads standard input for a command whose data is `-`, before the session is opened: a
+/// pipe that fills slowly would otherwise hold the session's only thread, so that no ping went
+/// out and the session could expire under the write, which then failed after the server had
+/// applied it. Bounded by `--timeout` (`deadline`); the read runs on a thread of its own, so
+/// that the bound holds while it blocks.
+pub async fn read_input(command: &mut Command, deadline: Option<Instant>) -> Result<(), Failure> {
+    let (data, input) = match command {
+        Command::Set(args) => (Some(&args.data), &mut args.input),
+        Command::Create(args) => (args.data.as_ref(), &mut args.input),
+        _ => return Ok(()),
+    };
+    if !matches!(data, Some(d) if d == "-") {
+        return Ok(());
+    }
+    let read = tokio::task::spawn_blocking(|| {
+        let mut data = Vec::new();
+        std::io::stdin().read_to_end(&mut data).map(|_| data)
+    });
+    let read = match deadline {
+        Some(deadline) => tokio::time::timeout_at(deadline, read)
+            .await
+            .map_err(|_| Failure::new(exit::TIMEOUT, "timed out reading standard input"))?,
+        None => read.await,
+    };
+    let data = read
+        .map_err(|e| Failure::new(exit::IO, format!("reading standard input: {e}")))?
+        .map_err(|e| Failure::new(exit::IO, format!("reading standard input: {e}")))?;
+    *input = Some(data);
+    Ok(())
+}
+
+/// Node data from the command line: the argument's bytes as given, or standard input (read by
+/// [`read_input`]) for `-`.
+fn data_of(arg: Option<OsString>, input: Option<Vec<u8>>) -> Vec<u8> {
+    match (input, arg) {
+        (Some(input), _) => input,
+        (None, None) => Vec::new(),
+        (None, Some(arg)) => arg.into_vec(),
     }
 }
 
@@ -44,10 +73,13 @@ pub struct Set {
     path: String,
     /// The data; `-` reads standard input.
     data: OsString,
+    /// Standard input, when the data is `-`.
+    #[arg(skip)]
+    input: Option<Vec<u8>>,
 }
 
 pub async fn set(client: &Client, args: Set, out: &mut Out) -> Outcome {
-    let data = read_data(Some(args.data))?;
+    let data = data_of(Some(args.data), args.input);
     let stat = client
         .set_data(&args.path, &data, args.expected_version)
         .await?;
@@ -86,6 +118,9 @@ pub struct Create {
     path: String,
     /// The data; `-` reads standard input.
     data: Option<OsString>,
+    /// Standard input, when the data is `-`.
+    #[arg(skip)]
+    input: Option<Vec<u8>>,
 }
 
 pub async fn create(client: &Client, args: Create, out: &mut Out) -> Outcome {
@@ -116,7 +151,7 @@ pub async fn create(client: &Client, args: Create, out: &mut Out) -> Outcome {
     } else {
         None
     };
-    let data = read_data(args.data)?;
+    let data = data_of(args.data, args.input);
     let (path, stat) = client.create(&args.path, &data, &options).await?;
     if out.json {
         out.json(&json!({ "path": path, "stat": stat_json(&stat) }))?;

@@ -44,10 +44,15 @@ fn timed_out(limit: Duration) -> Failure {
     )
 }
 
-pub async fn run(cli: Cli) -> Outcome {
+pub async fn run(mut cli: Cli) -> Outcome {
     let started = tokio::time::Instant::now();
     let mut out = Out::new(cli.json);
     let connection = cli.connection;
+    edit::read_input(
+        &mut cli.command,
+        connection.timeout.map(|limit| started + limit),
+    )
+    .await?;
     let client = match &cli.command {
         Command::Completions { shell } => {
             let mut command = Cli::command();
