@@ -27,13 +27,13 @@ fn main() -> ExitCode {
     }
     // One line on stderr, never a backtrace.
     std::panic::set_hook(Box::new(|info| {
-        eprintln!("Error: internal error: {info}");
+        crate::output::note(format_args!("Error: internal error: {info}"));
     }));
     let args = cli::normalize(std::env::args_os());
     let cli = match cli::Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) if e.use_stderr() => {
-            eprintln!("Error: {}", one_line(&e.render().to_string()));
+            crate::output::note(format_args!("Error: {}", one_line(&e.render().to_string())));
             return ExitCode::from(exit::USAGE);
         }
         // --help, --version.
@@ -50,7 +50,7 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("Error: cannot start: {e}");
+            crate::output::note(format_args!("Error: cannot start: {e}"));
             return ExitCode::from(1);
         }
     };
@@ -61,7 +61,7 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(failure) => {
             if let Some(message) = failure.message {
-                eprintln!("Error: {message}");
+                crate::output::note(format_args!("Error: {message}"));
             }
             ExitCode::from(failure.code)
         }

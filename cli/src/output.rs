@@ -16,6 +16,13 @@ use zookeeper_tokio::Stat;
 
 use crate::exit::{Failure, IO};
 
+/// A line on standard error. One that cannot be written (a full disk, a closed pipe, a logger
+/// gone) is lost rather than panicking, as `eprintln!` would: the exit code stays the
+/// command's, and a long `watch` or `lock` runs on.
+pub fn note(line: std::fmt::Arguments) {
+    let _ = writeln!(io::stderr().lock(), "{line}");
+}
+
 /// The command's standard output.
 pub struct Out {
     writer: BufWriter<Stdout>,

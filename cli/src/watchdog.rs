@@ -52,7 +52,7 @@ pub fn run_if_asked() -> Option<ExitCode> {
     Some(match parse(&setting.to_string_lossy()) {
         Some((fd, signal, grace, left)) => run(fd, signal, grace, left, command),
         None => {
-            eprintln!("Error: internal error: bad {ENV} setting");
+            crate::output::note(format_args!("Error: internal error: bad {ENV} setting"));
             ExitCode::from(crate::exit::USAGE)
         }
     })

@@ -468,3 +468,18 @@ async fn the_timeout_bounds_a_read_of_standard_input() {
     assert_eq!(stderr, "Error: timed out reading standard input\n");
     assert_eq!(client.exists("/n").await.unwrap(), None);
 }
+
+/// A standard error that cannot be written loses its lines, not the exit code: `eprintln!`
+/// panicked there, and the panic's own line aborted the process (134).
+#[tokio::test]
+async fn an_unwritable_stderr_keeps_the_exit_code() {
+    let (connect, _client) = chroot("cli_full_stderr").await;
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let mut cmd = zk(&connect);
+    cmd.args(["get", "/nope"]).stderr(Stdio::from(full));
+    let status = bounded("zk", cmd.status()).await.unwrap();
+    assert_eq!(status.code(), Some(65), "{status:?}");
+}

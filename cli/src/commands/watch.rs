@@ -38,7 +38,7 @@ pub async fn watch(client: &Client, args: Watch, out: &mut Out) -> Outcome {
     let mut states = client.state_changes();
     let mut watcher = client.add_watch(&args.path, mode).await?;
     // From here on no change goes unreported; say so for whoever waits to make changes.
-    eprintln!("zk: watching {}", args.path);
+    crate::output::note(format_args!("zk: watching {}", args.path));
     let mut cut_off = false;
     loop {
         tokio::select! {
@@ -57,11 +57,11 @@ pub async fn watch(client: &Client, args: Watch, out: &mut Out) -> Outcome {
             Some(state) = states.next() => match state {
                 SessionState::Disconnected => {
                     cut_off = true;
-                    eprintln!("zk: connection lost; reconnecting");
+                    crate::output::note(format_args!("zk: connection lost; reconnecting"));
                 }
                 SessionState::Connected if cut_off => {
                     cut_off = false;
-                    eprintln!("zk: reconnected; changes missed meanwhile follow");
+                    crate::output::note(format_args!("zk: reconnected; changes missed meanwhile follow"));
                 }
                 _ => {}
             },
