@@ -25,6 +25,7 @@ fn main() -> ExitCode {
     if let Some(code) = watchdog::run_if_asked() {
         return code;
     }
+    interrupt::remember_ignored();
     // One line on stderr, never a backtrace.
     std::panic::set_hook(Box::new(|info| {
         crate::output::note(format_args!("Error: internal error: {info}"));

@@ -336,6 +336,17 @@ enum Stop {
     Interrupted,
 }
 
+/// The program running now, to start as the watchdog. On Linux the kernel's link to it, which
+/// still starts this very program after its file was removed or replaced (a package upgraded
+/// during a long wait for a lock); its path would then name nothing, or another version.
+fn own_executable() -> std::io::Result<std::path::PathBuf> {
+    if cfg!(target_os = "linux") {
+        Ok("/proc/self/exe".into())
+    } else {
+        std::env::current_exe()
+    }
+}
+
 /// Starts this program again as the watchdog of `command` (see `watchdog`), handing it the
 /// socket `fd`.
 fn spawn_watchdog(
@@ -348,8 +359,7 @@ fn spawn_watchdog(
     if command.is_empty() {
         return Err(Failure::usage("no command given after --"));
     }
-    let exe = std::env::current_exe()?;
-    let mut cmd = Command::new(exe);
+    let mut cmd = Command::new(own_executable()?);
     cmd.args(command).envs(env.iter().map(|(k, v)| (k, v))).env(
         watchdog::ENV,
         format!(

@@ -20,7 +20,8 @@
 //!
 //! The watchdog is `zk` started with [`ENV`] set, which `main` checks before anything else.
 //! It ignores the terminal's signals (SIGINT, SIGHUP, SIGQUIT, SIGTERM): `zk` passes them on
-//! to the group itself; they are restored for the command. What no process can cover: the
+//! to the group itself; the command gets them as `zk` was started with them (ignored under
+//! `nohup`, by default otherwise). What no process can cover: the
 //! whole machine frozen (the monotonic clock stands still with it), or the watchdog stopped
 //! together with `zk` (SIGSTOP sent to their process group).
 
@@ -35,6 +36,8 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 use tokio::time::Instant;
+
+use crate::interrupt::{self, TERMINAL_SIGNALS};
 
 /// Set in the watchdog's environment: `FD SIGNAL GRACE_MS LEFT_MS`, the socket to `zk`, the
 /// stop signal, the grace, and the time left on the session's lease when `zk` started it (so
@@ -69,7 +72,7 @@ fn parse(setting: &str) -> Option<(RawFd, i32, Duration, Duration)> {
 
 /// Ignores the terminal's signals in this process: `zk` passes them on itself.
 fn ignore_interrupts() {
-    for signal in [libc::SIGINT, libc::SIGHUP, libc::SIGQUIT, libc::SIGTERM] {
+    for signal in TERMINAL_SIGNALS {
         // SAFETY: setting a signal's disposition to SIG_IGN touches no memory of ours.
         unsafe {
             libc::signal(signal, libc::SIG_IGN);
@@ -84,6 +87,8 @@ fn run(
     left: Duration,
     command: Vec<OsString>,
 ) -> ExitCode {
+    // Those `zk` was started with ignored it left ignored, and so were they here.
+    interrupt::remember_ignored();
     ignore_interrupts();
     // SAFETY: `zk` handed this descriptor over for us alone; nothing else in this process
     // owns it.
@@ -202,8 +207,8 @@ pub async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
-/// Starts the command in a process group of its own, with the terminal's signals restored and
-/// `ENV` removed.
+/// Starts the command in a process group of its own, with the terminal's signals as `zk` was
+/// started with them (by default, or ignored under `nohup`) and `ENV` removed.
 fn spawn(command: &[OsString]) -> io::Result<tokio::process::Child> {
     let (program, args) = command
         .split_first()
@@ -212,11 +217,19 @@ fn spawn(command: &[OsString]) -> io::Result<tokio::process::Child> {
     cmd.args(args).env_remove(ENV).process_group(0);
     // SAFETY: the closure runs in the child between fork and exec and only makes
     // async-signal-safe calls (signal, prctl, getppid, kill) on integers.
+    let dispositions = TERMINAL_SIGNALS.map(|signal| {
+        let disposition = if interrupt::ignored_at_start(signal) {
+            libc::SIG_IGN
+        } else {
+            libc::SIG_DFL
+        };
+        (signal, disposition)
+    });
     unsafe {
         let parent = std::process::id() as i32;
         cmd.pre_exec(move || {
-            for signal in [libc::SIGINT, libc::SIGHUP, libc::SIGQUIT, libc::SIGTERM] {
-                libc::signal(signal, libc::SIG_DFL);
+            for (signal, disposition) in dispositions {
+                libc::signal(signal, disposition);
             }
             die_with_parent(parent);
             Ok(())

@@ -277,3 +277,74 @@ async fn a_grace_that_outlasts_the_session_is_refused() {
     // Within the bounds it runs.
     run(&connect, &lock(&["--grace", "1s"])).await.ok();
 }
+
+/// Started with SIGHUP ignored (as `nohup` starts it), `zk` leaves it ignored, and so does its
+/// command: both used to set it back to its default, which ended them both on a hang-up.
+#[tokio::test]
+async fn a_signal_zk_was_started_with_ignored_stays_ignored_for_its_command() {
+    let (connect, _client) = chroot("cli_nohup").await;
+    let mut cmd = zk(&connect);
+    cmd.args(["lock", "/l", "--"])
+        .args(sh("kill -HUP $$; echo alive"));
+    // SAFETY: between fork and exec, only signal(2), which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let r = common::finish(cmd).await;
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.stdout, b"alive\n");
+}
+
+/// A `--grace` the session cannot hold is refused before the wait for the lock, not after a
+/// wait that may be long.
+#[tokio::test]
+async fn a_grace_that_outlasts_the_session_is_refused_before_the_wait() {
+    let (connect, _client) = chroot("cli_grace_first").await;
+    let (mut first, _log) = holder(&connect, "grace_first").await;
+    for command in [&["lock"][..], &["semaphore", "--permits", "1"], &["elect"]] {
+        let mut args = vec!["--session-timeout", "4s"];
+        args.extend_from_slice(command);
+        args.extend_from_slice(&["--grace", "3s", "/l", "--", "true"]);
+        let refused = first.meanwhile(run(&connect, &args)).await;
+        let message = refused.failed(64);
+        assert!(message.contains("--grace 3s"), "{command:?}: {message}");
+    }
+    first.signal(libc::SIGTERM);
+    first.wait().await;
+}
+
+/// A `zk` whose file is removed while it waits for the lock (a package upgrade) still starts
+/// its command once granted: it starts its watchdog from the program it runs, not its path.
+#[tokio::test]
+async fn a_zk_whose_file_was_removed_while_waiting_still_runs_its_command() {
+    let (connect, client) = chroot("cli_removed_binary").await;
+    let copy = scratch("removed_binary").join("zk");
+    std::fs::copy(env!("CARGO_BIN_EXE_zk"), &copy).unwrap();
+    let (mut first, _log) = holder(&connect, "removed_binary_holder").await;
+    let mut cmd = tokio::process::Command::new(&copy);
+    cmd.env("ZK_SERVER", &connect)
+        .args(["lock", "/l", "--", "echo", "ran"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let waiter = cmd.spawn().unwrap();
+    bounded("the second zk to queue", async {
+        while client.get_children("/l").await.map_or(0, |(c, _)| c.len()) < 2 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    std::fs::remove_file(&copy).unwrap();
+    first.signal(libc::SIGTERM);
+    first.wait().await;
+    let out = bounded("the second zk", waiter.wait_with_output())
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(out.stdout, b"ran\n");
+}

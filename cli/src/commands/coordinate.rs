@@ -90,6 +90,7 @@ pub fn identity() -> String {
 
 pub async fn lock(client: &Client, conn: &Connection, args: Lock, _out: &mut Out) -> Outcome {
     let mut interrupts = Interrupts::catch()?;
+    refuse_bad_timing(client, &args.supervision)?;
     let sessions = conn.renewing(client)?;
     let mutex = Mutex::with_layout(&sessions, &args.path, args.layout.into())?
         .with_data(identity().as_bytes());
@@ -121,6 +122,7 @@ pub async fn lock(client: &Client, conn: &Connection, args: Lock, _out: &mut Out
 
 pub async fn rwlock(client: &Client, conn: &Connection, args: Rwlock, _out: &mut Out) -> Outcome {
     let mut interrupts = Interrupts::catch()?;
+    refuse_bad_timing(client, &args.supervision)?;
     let sessions = conn.renewing(client)?;
     let lock = ReadWriteLock::new(&sessions, &args.path)?.with_data(identity().as_bytes());
     let what = if args.read { "read lock" } else { "write lock" };
@@ -169,6 +171,7 @@ pub async fn semaphore(
     _out: &mut Out,
 ) -> Outcome {
     let mut interrupts = Interrupts::catch()?;
+    refuse_bad_timing(client, &args.supervision)?;
     let sessions = conn.renewing(client)?;
     let pool = Semaphore::new(&sessions, &args.path, args.permits as usize)?
         .with_data(identity().as_bytes());
@@ -196,6 +199,13 @@ pub async fn semaphore(
     .await;
     close_renewed(client, &live).await;
     outcome
+}
+
+/// Refuses a `--grace` or `--suspend-limit` the session's timeout cannot hold before the wait
+/// for the lock, which may be long, rather than once it is granted. Checked again on the
+/// session the lock is granted on (a renewed one may have been given another timeout).
+pub fn refuse_bad_timing(client: &Client, supervision: &Supervision) -> Result<(), Failure> {
+    supervision.timing(client.session_timeout()).map(drop)
 }
 
 /// Closes `live`, the session a lock was granted on, when it is not `first` (which `zk`

@@ -13,7 +13,7 @@ use zookeeper_recipes::{ElectionLayout, Holding, Layout, LeaderLatch, LeaderObse
 use zookeeper_tokio::Client;
 
 use crate::commands::coordinate::{
-    acquire, close_renewed, finish, hold, identity, lock_env, LayoutArg,
+    acquire, close_renewed, finish, hold, identity, lock_env, refuse_bad_timing, LayoutArg,
 };
 use crate::connection::Connection;
 use crate::exit::{self, Failure, Outcome};
@@ -67,6 +67,7 @@ pub async fn elect(client: &Client, conn: &Connection, args: Elect, out: &mut Ou
             None => watching.await,
         };
     }
+    refuse_bad_timing(client, &args.supervision)?;
     let id = args.id.clone().unwrap_or_else(identity);
     if args.layout == LayoutArg::Kazoo {
         let sessions = conn.renewing(client)?;
