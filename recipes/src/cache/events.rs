@@ -163,6 +163,13 @@ impl FoldRule for NodeFolds {
         fold.now = now(event);
     }
 
+    /// A node that came and went while the consumer was behind is no change: forgotten, so
+    /// that what is held stays bounded by the nodes that are, or were, there (sequential lock
+    /// and queue nodes would otherwise pile up, one per name, until the consumer reads).
+    fn is_nothing(&self, fold: &Fold) -> bool {
+        fold.before.is_none() && fold.now.is_none()
+    }
+
     fn hold_unkeyed(&mut self, event: &CacheEvent) {
         self.zxid = self.zxid.max(event.zxid());
         self.initialized = true;
@@ -308,6 +315,24 @@ mod tests {
         // Then event by event again.
         q.push(&[created("/f", node(3000, 0), 3000)]);
         assert_eq!(drain(&q), vec![created("/f", node(3000, 0), 3000)]);
+    }
+
+    /// Nodes that come and go under a consumer that does not read leave nothing held.
+    #[test]
+    fn nodes_that_came_and_went_are_not_held() {
+        let q = SubQueue::new(1);
+        q.push(&[created("/a", node(1, 0), 1)]);
+        for i in 0..10_000 {
+            let path = format!("/q/n{i:010}");
+            q.push(&[created(&path, node(10 + i, 0), 10 + i)]);
+            q.push(&[CacheEvent::Deleted {
+                path,
+                old: node(10 + i, 0),
+                zxid: 20_000 + i,
+            }]);
+        }
+        assert_eq!(q.state().events.held_keys(), 0);
+        assert_eq!(drain(&q), vec![created("/a", node(1, 0), 1)]);
     }
 
     #[test]
