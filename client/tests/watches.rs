@@ -429,3 +429,124 @@ async fn a_persistent_watch_outlives_a_child_watch_fired_on_its_path() {
         ]
     );
 }
+
+/// A second client on the chroot of `c`, to make changes the watching one only hears of.
+async fn admin(c: &Client) -> Client {
+    let server = zookeeper_testkit::shared_server();
+    Client::connect(&server.connect_string_with_chroot(c.chroot().unwrap()))
+        .await
+        .unwrap()
+}
+
+/// A 3.8 server keeps one watch per connection, path and table (ZOOKEEPER-4466). A one-shot
+/// data watch set on a recursive watch's root took its place there: the recursive watch heard
+/// nothing below its root until the one-shot fired. A cache on a path that a recipe also
+/// watches (a persistent node's `exists`, a shared count's data) went stale that way.
+#[tokio::test]
+async fn a_one_shot_watch_on_a_recursive_watchs_root_leaves_it_whole() {
+    let c = client("oneshot_on_recursive_root").await;
+    let other = admin(&c).await;
+    c.create("/p", b"0", &persistent()).await.unwrap();
+    let mut below = c
+        .add_watch("/p", AddWatchMode::PersistentRecursive)
+        .await
+        .unwrap();
+    let (_, _, once) = c.get_data_and_watch("/p").await.unwrap();
+    let (_, exists_once) = c.exists_and_watch("/p").await.unwrap();
+
+    other.create("/p/a", b"", &persistent()).await.unwrap();
+    other.set_data("/p/a", b"1", None).await.unwrap();
+    assert_eq!(
+        next_events(&mut below, 2).await,
+        vec![
+            (EventType::NodeCreated, "/p/a".to_string()),
+            (EventType::NodeDataChanged, "/p/a".to_string()),
+        ]
+    );
+    other.set_data("/p", b"1", None).await.unwrap();
+    assert_eq!(
+        within("the one-shot", once).await.event_type,
+        EventType::NodeDataChanged
+    );
+    assert_eq!(
+        within("the exists one-shot", exists_once).await.event_type,
+        EventType::NodeDataChanged
+    );
+    assert_eq!(
+        next_events(&mut below, 1).await,
+        vec![(EventType::NodeDataChanged, "/p".to_string())]
+    );
+    other.create("/p/b", b"", &persistent()).await.unwrap();
+    assert_eq!(
+        next_events(&mut below, 1).await,
+        vec![(EventType::NodeCreated, "/p/b".to_string())]
+    );
+}
+
+/// A persistent watch set on a recursive watch's root took its place on the server for good:
+/// the recursive watch heard nothing below its root again. Set the other way round, the
+/// persistent watch heard no child events. In either order both are kept whole, and each event
+/// comes once.
+#[tokio::test]
+async fn a_persistent_and_a_recursive_watch_on_one_path_both_stay_whole() {
+    for recursive_first in [true, false] {
+        let c = client("persistent_beside_recursive").await;
+        let other = admin(&c).await;
+        c.create("/p", b"0", &persistent()).await.unwrap();
+        let (mut below, mut on_p) = if recursive_first {
+            let below = c.add_watch("/p", AddWatchMode::PersistentRecursive);
+            let below = below.await.unwrap();
+            (below, c.add_watch("/p", AddWatchMode::Persistent).await.unwrap())
+        } else {
+            let on_p = c.add_watch("/p", AddWatchMode::Persistent).await.unwrap();
+            let below = c.add_watch("/p", AddWatchMode::PersistentRecursive);
+            (below.await.unwrap(), on_p)
+        };
+
+        other.create("/p/a", b"", &persistent()).await.unwrap();
+        other.delete("/p/a", None).await.unwrap();
+        other.set_data("/p", b"1", None).await.unwrap();
+        assert_eq!(
+            next_events(&mut below, 3).await,
+            vec![
+                (EventType::NodeCreated, "/p/a".to_string()),
+                (EventType::NodeDeleted, "/p/a".to_string()),
+                (EventType::NodeDataChanged, "/p".to_string()),
+            ],
+            "recursive first: {recursive_first}"
+        );
+        assert_eq!(
+            next_events(&mut on_p, 3).await,
+            vec![
+                (EventType::NodeChildrenChanged, "/p".to_string()),
+                (EventType::NodeChildrenChanged, "/p".to_string()),
+                (EventType::NodeDataChanged, "/p".to_string()),
+            ],
+            "recursive first: {recursive_first}"
+        );
+    }
+}
+
+/// Removing the data watches of a path takes a recursive watch on it off the server too: the
+/// session sets it again, so that it goes on hearing its subtree.
+#[tokio::test]
+async fn removing_data_watches_leaves_a_recursive_watch_on_the_path_whole() {
+    let c = client("remove_data_beside_recursive").await;
+    let other = admin(&c).await;
+    c.create("/p", b"0", &persistent()).await.unwrap();
+    let mut below = c
+        .add_watch("/p", AddWatchMode::PersistentRecursive)
+        .await
+        .unwrap();
+    let (_, _, once) = c.get_data_and_watch("/p").await.unwrap();
+    c.remove_watches("/p", WatcherType::Data).await.unwrap();
+    assert_eq!(
+        within("removed", once).await.event_type,
+        EventType::DataWatchRemoved
+    );
+    other.create("/p/a", b"", &persistent()).await.unwrap();
+    assert_eq!(
+        next_events(&mut below, 1).await,
+        vec![(EventType::NodeCreated, "/p/a".to_string())]
+    );
+}

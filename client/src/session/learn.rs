@@ -60,6 +60,30 @@ impl Session {
             FollowUp::Node(path) => self.read_node(path),
             FollowUp::Stat { root, path } => self.send_learn_read(LearnRead::Stat { root, path }),
             FollowUp::Restore { path, recursive } => self.restore(path, recursive),
+            FollowUp::Oneshots(path) => self.set_oneshots_again(path),
+        }
+    }
+
+    /// Sets the one-shot watches on `path` again, as a reconnect would: the server fires any
+    /// whose node changed since the last zxid the session saw.
+    fn set_oneshots_again(&mut self, path: String) {
+        let set = self.watches.oneshots_on(&path);
+        if set.is_empty() {
+            return;
+        }
+        debug!(path, "setting one-shot watches again");
+        let batches =
+            handshake::set_watches_batches(set, self.last_zxid, self.cfg.set_watches_limit());
+        for request in batches {
+            let xid = self.next_xid();
+            encode_request_frame(&mut self.out, xid, &request);
+            self.pending.push(
+                Pending::SetWatches {
+                    xid,
+                    reconnect: false,
+                },
+                self.last_recv,
+            );
         }
     }
 

@@ -5,9 +5,10 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use tracing::{debug, trace, warn};
-use zookeeper_jute::{xid, Decode, ErrorCode, EventType, ReplyHeader, WatcherEvent};
+use zookeeper_jute::{xid, Decode, ErrorCode, EventType, ReplyHeader, WatcherEvent, WatcherType};
 
 use super::pending::Pending;
+use super::watches::{FollowUp, Touched};
 use super::Session;
 use crate::ensemble_config::CONFIG_NODE;
 use crate::error::{Error, ErrorKind};
@@ -256,16 +257,31 @@ impl Session {
     /// Records a watch the server set: `ok` says the reply succeeded, else it was `NONODE`
     /// (where only `exists` leaves a watch behind). Returns the persistent watch whose reply
     /// must wait until its node or subtree is read.
+    ///
+    /// Then sets again on the server what the request took off it there (see
+    /// `WatchRegistry::displaced`).
     pub(super) fn register_watch(
         &mut self,
         watch: WatchRegistration,
         ok: bool,
     ) -> Option<(String, bool)> {
-        match (watch, ok) {
-            (WatchRegistration::Data(path, tx), true) => self.watches.add_data(path, tx),
-            (WatchRegistration::Exists(path, tx), true) => self.watches.add_data(path, tx),
-            (WatchRegistration::Exists(path, tx), false) => self.watches.add_exist(path, tx),
-            (WatchRegistration::Child(path, tx), true) => self.watches.add_child(path, tx),
+        let (path, touched) = match (watch, ok) {
+            (WatchRegistration::Data(path, tx), true) => {
+                self.watches.add_data(path.clone(), tx);
+                (path, Touched::Data)
+            }
+            (WatchRegistration::Exists(path, tx), true) => {
+                self.watches.add_data(path.clone(), tx);
+                (path, Touched::Data)
+            }
+            (WatchRegistration::Exists(path, tx), false) => {
+                self.watches.add_exist(path.clone(), tx);
+                (path, Touched::Data)
+            }
+            (WatchRegistration::Child(path, tx), true) => {
+                self.watches.add_child(path.clone(), tx);
+                (path, Touched::Children)
+            }
             (
                 WatchRegistration::Persistent {
                     path,
@@ -275,15 +291,31 @@ impl Session {
                 true,
             ) => {
                 let learn = self.watches.add_persistent(path.clone(), recursive, tx);
-                if self.learn(path.clone(), learn) {
-                    return Some((path, recursive));
+                let held = self.learn(path.clone(), learn);
+                if !recursive {
+                    // It took both tables, and so the place of a recursive watch there.
+                    self.set_again(self.watches.displaced(&path, Touched::Persistent));
                 }
+                return held.then_some((path, recursive));
             }
             (WatchRegistration::Remove(path, watcher_type), true) => {
-                self.watches.remove(&path, watcher_type, &self.cfg.chroot)
+                self.watches.remove(&path, watcher_type, &self.cfg.chroot);
+                let touched = match watcher_type {
+                    WatcherType::Data => Touched::Data,
+                    WatcherType::Children => Touched::Children,
+                    _ => Touched::RemovedPersistent,
+                };
+                (path, touched)
             }
-            _ => {}
-        }
+            _ => return None,
+        };
+        self.set_again(self.watches.displaced(&path, touched));
         None
+    }
+
+    fn set_again(&mut self, follow: Vec<FollowUp>) {
+        for read in follow {
+            self.follow_up(read);
+        }
     }
 }

@@ -83,8 +83,27 @@ pub(crate) enum FollowUp {
     /// Read `path` in the subtree of the recursive watch on `root`.
     Stat { root: String, path: String },
     /// Set the persistent (or recursive) watch on `path` again on the server, and read what
-    /// it watches to report what it missed meanwhile (see `restore_beside_oneshots`).
+    /// it watches to report what it missed meanwhile (see `displaced`).
     Restore { path: String, recursive: bool },
+    /// Set the one-shot watches on `path` again on the server (see `displaced`).
+    Oneshots(String),
+}
+
+/// What a request did on the server to the watches of one path. A 3.8 server keeps one watch
+/// per connection, path and table: data and existence watches in one table, child watches in
+/// the other; a persistent watch in both, a recursive one in the data table. Each watch set
+/// takes the place of what the session held in its tables there, and a removal takes the
+/// path's entry out of its table whatever its kind (ZOOKEEPER-4466).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Touched {
+    /// A one-shot data or existence watch was set, or data watches removed.
+    Data,
+    /// A one-shot child watch was set, or child watches removed.
+    Children,
+    /// A persistent (not recursive) watch was set.
+    Persistent,
+    /// Persistent, recursive or all watches were removed.
+    RemovedPersistent,
 }
 
 /// What a new persistent watch needs before its node or subtree is known.
@@ -255,27 +274,30 @@ impl WatchRegistry {
             EventType::NodeDeleted => (true, true, true),
             _ => (false, false, false),
         };
-        let mut fired_data = false;
-        let mut fired_child = false;
         if data {
-            fired_data |= fire_oneshots(&mut self.data, server_path, &event);
+            fire_oneshots(&mut self.data, server_path, &event);
         }
         if exist {
-            fired_data |= fire_oneshots(&mut self.exist, server_path, &event);
+            fire_oneshots(&mut self.exist, server_path, &event);
         }
         if child {
-            fired_child = fire_oneshots(&mut self.child, server_path, &event);
+            fire_oneshots(&mut self.child, server_path, &event);
         }
-        self.restore_beside_oneshots(server_path, fired_data, fired_child, &mut follow);
         if matches!(event_type, EventType::NodeCreated | EventType::NodeDeleted) {
-            if let Some(parent) = self.fire_child_watches_of_parent(server_path, chroot) {
-                self.restore_beside_oneshots(&parent, false, true, &mut follow);
-            }
+            self.fire_child_watches_of_parent(server_path, chroot);
         }
         if self.reregistering > 0 {
             return follow;
         }
-        if let Some(entry) = self.persistent.get_mut(server_path) {
+        // Beside a recursive watch on its path, a persistent watch hears its children change
+        // from the recursive watch's creations and deletions below (see `children_beside`).
+        let beside_recursive = event_type == EventType::NodeChildrenChanged
+            && self.recursive.contains_key(server_path);
+        if let Some(entry) = self
+            .persistent
+            .get_mut(server_path)
+            .filter(|_| !beside_recursive)
+        {
             let missed = entry.node.on_event(event_type, zxid);
             if let Some(missed) = missed {
                 send_all(&mut entry.txs, &with_type(&event, missed));
@@ -291,6 +313,9 @@ impl WatchRegistry {
                     release(entry.held);
                 }
             }
+        }
+        if matches!(event_type, EventType::NodeCreated | EventType::NodeDeleted) {
+            self.children_beside(server_path, zxid, chroot);
         }
         if event_type != EventType::NodeChildrenChanged && !self.recursive.is_empty() {
             let mut path = server_path;
@@ -330,18 +355,16 @@ impl WatchRegistry {
     /// connection and path, so a recursive watch set on the same path, by `addWatch` or by the
     /// `setWatches2` that restores both after a reconnect, turns the child watch recursive, and
     /// recursive watchers get no child events (ZOOKEEPER-4466). Where the server does send it,
-    /// the watches have already fired and it finds none. Returns the parent if any fired.
-    fn fire_child_watches_of_parent(
-        &mut self,
-        server_path: &str,
-        chroot: &Chroot,
-    ) -> Option<String> {
+    /// the watches have already fired and it finds none.
+    fn fire_child_watches_of_parent(&mut self, server_path: &str, chroot: &Chroot) {
         if self.child.is_empty() || self.recursive.is_empty() {
-            return None;
+            return;
         }
-        let parent = parent_of(server_path)?;
+        let Some(parent) = parent_of(server_path) else {
+            return;
+        };
         if !self.child.contains_key(parent) {
-            return None;
+            return;
         }
         let mut covering = Some(parent);
         while let Some(path) = covering {
@@ -352,36 +375,101 @@ impl WatchRegistry {
                     path: chroot.strip(parent),
                 };
                 fire_oneshots(&mut self.child, parent, &event);
-                return Some(parent.to_string());
+                return;
             }
             covering = parent_of(path);
         }
-        None
     }
 
-    /// After one-shot watches on `path` fired: a 3.8 server keeps one watch per connection,
-    /// path and kind of event (data and existence, or children), so a one-shot watch set on
-    /// the path of a persistent one took its place, and firing removed both
-    /// (ZOOKEEPER-4466). The persistent watch is set again. A recursive watch gets no child
-    /// events, so only data and existence watches displace it.
-    fn restore_beside_oneshots(
-        &self,
-        path: &str,
-        fired_data: bool,
-        fired_child: bool,
-        follow: &mut Vec<FollowUp>,
-    ) {
-        if (fired_data || fired_child) && self.persistent.contains_key(path) {
-            follow.push(FollowUp::Restore {
-                path: path.to_string(),
-                recursive: false,
-            });
+    /// Tells the persistent watch on the parent of `server_path`, just created or deleted, that
+    /// its children changed, when a recursive watch is set on that parent too. A 3.8 server
+    /// sends a connection holding both watches on one path no child events for it (only one
+    /// of the two takes effect there, see [`Touched`]); the recursive watch hears every
+    /// creation and deletion below, which are those events. The server's own, where it sends
+    /// one, is not passed on (`beside_recursive` in `dispatch`), so that each is told once.
+    fn children_beside(&mut self, server_path: &str, zxid: Option<i64>, chroot: &Chroot) {
+        let Some(parent) = parent_of(server_path) else {
+            return;
+        };
+        if !self.recursive.contains_key(parent) {
+            return;
         }
-        if fired_data && self.recursive.contains_key(path) {
-            follow.push(FollowUp::Restore {
-                path: path.to_string(),
-                recursive: true,
-            });
+        if let Some(entry) = self.persistent.get_mut(parent) {
+            let event = WatchedEvent {
+                event_type: EventType::NodeChildrenChanged,
+                state: SessionState::Connected,
+                path: chroot.strip(parent),
+            };
+            if let Some(missed) = entry.node.on_event(event.event_type, zxid) {
+                send_all(&mut entry.txs, &with_type(&event, missed));
+            }
+            send_all(&mut entry.txs, &event);
+        }
+    }
+
+    /// What the session must set again on the server after a request `touched` the watches of
+    /// `path` there (see [`Touched`]), in this order: the persistent watch (which takes both
+    /// tables), then the recursive one (which then takes the data table back), each followed
+    /// by a read that reports what it missed meanwhile; or, once persistent watches were
+    /// removed, the one-shot watches they stood for. A one-shot watch whose place a persistent
+    /// one takes is fired by the persistent watch's events, which include its own.
+    ///
+    /// Without this, a one-shot watch set on a recursive watch's root (a cache's root that a
+    /// recipe also watches) silenced the recursive watch below it until the one-shot fired,
+    /// and a persistent watch set on its root for good.
+    pub fn displaced(&self, path: &str, touched: Touched) -> Vec<FollowUp> {
+        let persistent = self.persistent.contains_key(path);
+        let recursive = self.recursive.contains_key(path);
+        let restore = |recursive| FollowUp::Restore {
+            path: path.to_string(),
+            recursive,
+        };
+        let mut follow = vec![];
+        match touched {
+            Touched::Data | Touched::Children => {
+                if persistent {
+                    follow.push(restore(false));
+                }
+                if recursive && (touched == Touched::Data || persistent) {
+                    follow.push(restore(true));
+                }
+            }
+            Touched::Persistent => {
+                if recursive {
+                    follow.push(restore(true));
+                }
+            }
+            Touched::RemovedPersistent => {
+                if self.data.contains_key(path)
+                    || self.exist.contains_key(path)
+                    || self.child.contains_key(path)
+                {
+                    follow.push(FollowUp::Oneshots(path.to_string()));
+                }
+                if persistent {
+                    follow.push(restore(false));
+                }
+                if recursive {
+                    follow.push(restore(true));
+                }
+            }
+        }
+        follow
+    }
+
+    /// The one-shot watches held on `path`, to set again on the server.
+    pub fn oneshots_on(&self, path: &str) -> WatchSet {
+        let on = |map: &HashMap<String, Vec<OneshotTx>>| {
+            map.get(path)
+                .filter(|txs| txs.iter().any(|tx| !tx.is_closed()))
+                .map(|_| vec![path.to_string()])
+                .unwrap_or_default()
+        };
+        WatchSet {
+            data: on(&self.data),
+            exist: on(&self.exist),
+            child: on(&self.child),
+            ..WatchSet::default()
         }
     }
 
