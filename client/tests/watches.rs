@@ -496,7 +496,10 @@ async fn a_persistent_and_a_recursive_watch_on_one_path_both_stay_whole() {
         let (mut below, mut on_p) = if recursive_first {
             let below = c.add_watch("/p", AddWatchMode::PersistentRecursive);
             let below = below.await.unwrap();
-            (below, c.add_watch("/p", AddWatchMode::Persistent).await.unwrap())
+            (
+                below,
+                c.add_watch("/p", AddWatchMode::Persistent).await.unwrap(),
+            )
         } else {
             let on_p = c.add_watch("/p", AddWatchMode::Persistent).await.unwrap();
             let below = c.add_watch("/p", AddWatchMode::PersistentRecursive);

@@ -1,5 +1,6 @@
 //! `create` with missing ancestors made first (`CreateOptions::creating_parents`).
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
@@ -111,21 +112,33 @@ impl MissingParents {
         };
         let mut last = None;
         for _ in 0..ROUNDS {
-            let ancestors: Vec<_> = ancestors(&self.path)
-                .map(|a| self.client.create(a, b"", &ancestor))
-                .collect();
-            let created = self.client.create(&self.path, &self.data, &node);
             // The first ancestor that could not be made, for when the node then finds no
             // parent: "create /a: not authorised" says more than "no node".
             let mut refused: Option<Error> = None;
-            for reply in ancestors {
-                match reply.await {
-                    Ok(_) => {}
-                    Err(e) if e == ErrorKind::NodeExists => {}
-                    Err(e) => {
-                        refused.get_or_insert(e);
-                    }
+            let mut note = |reply: Result<_>| match reply {
+                Ok(_) => {}
+                Err(e) if e == ErrorKind::NodeExists => {}
+                Err(e) => {
+                    refused.get_or_insert(e);
                 }
+            };
+            // Made in order, a window of them in flight: the requests of a path of n
+            // segments hold its prefixes, n²/2 bytes together, all queued at once (1.3 GB
+            // for a 40 KB path of 20,000 segments).
+            let mut in_flight = VecDeque::new();
+            let mut bytes = 0;
+            for a in ancestors(&self.path) {
+                while bytes > ANCESTOR_BYTES_IN_FLIGHT {
+                    let (reply, len) = in_flight.pop_front().expect("bytes are in flight");
+                    bytes -= len;
+                    note(reply.await);
+                }
+                in_flight.push_back((self.client.create(a, b"", &ancestor), a.len()));
+                bytes += a.len();
+            }
+            let created = self.client.create(&self.path, &self.data, &node);
+            for (reply, _) in in_flight {
+                note(reply.await);
             }
             match created.await {
                 Err(e) if e == ErrorKind::NoNode => match refused {
@@ -138,6 +151,9 @@ impl MissingParents {
         Err(last.unwrap_or_else(|| ErrorKind::NoNode.into()))
     }
 }
+
+/// Bytes of ancestors' paths whose creates are in flight at once, beyond the last one made.
+const ANCESTOR_BYTES_IN_FLIGHT: usize = 256 * 1024;
 
 /// The proper ancestors of `path`, root first, without `/` itself: `/a/b/c` gives `/a`, `/a/b`.
 fn ancestors(path: &str) -> impl Iterator<Item = &str> {
