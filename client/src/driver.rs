@@ -18,7 +18,7 @@ use crate::connect_string::HostPort;
 use crate::home;
 use crate::metrics;
 use crate::orphan;
-use crate::queue::{Item, Lend, RequestQueue};
+use crate::queue::{Item, Lend, RequestQueue, INITIAL_BUFFER, RETAINED_BUFFER};
 use crate::session::{Action, Session};
 use crate::transport::{ConnectError, Connector, Reader, Stream, Writer};
 
@@ -109,6 +109,8 @@ async fn run(session: Session, queue: Arc<RequestQueue>, connector: Connector) {
     let mut lent = false;
     // Requests taken from the queue in the last turn.
     let mut taken = 0;
+    // The most output held at once since the output buffer was last given back.
+    let mut output_peak = 0;
 
     loop {
         let here = home::thread_token();
@@ -268,6 +270,12 @@ async fn run(session: Session, queue: Arc<RequestQueue>, connector: Connector) {
         // while frames are being handled, and batching them into one write is what keeps
         // pipelining cheap.
         taken += take_requests(&queue, &mut session, &mut items, now);
+        let out = session.output();
+        output_peak = output_peak.max(out.len());
+        if out.is_empty() && output_peak > RETAINED_BUFFER {
+            *out = BytesMut::with_capacity(INITIAL_BUFFER);
+            output_peak = 0;
+        }
         // Write what is ready now rather than on the next turn: one wake-up less per batch.
         if let Some(w) = writer.as_mut() {
             let out = session.output();

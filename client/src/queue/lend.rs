@@ -86,7 +86,9 @@ impl RequestQueue {
         } else {
             Bytes::copy_from_slice(&inner.staging[written..])
         };
+        let held = inner.staging.len();
         inner.staging.clear();
+        super::staging::emptied(&mut inner.staging, held);
         let complete = rest.is_empty();
         let mut tell = !complete;
         let mut xid = lend.xid;

@@ -36,6 +36,13 @@ pub(crate) use staging::{Request, Staged};
 use admission::Tickets;
 use bell::{Bell, Locked};
 
+/// The capacity a buffer of requests starts with.
+pub(crate) const INITIAL_BUFFER: usize = 64 * 1024;
+
+/// A buffer of requests that held more than this at once is given back once empty: a burst
+/// of large writes would otherwise keep its size allocated for the life of the session.
+pub(crate) const RETAINED_BUFFER: usize = 1 << 20;
+
 /// What the session task takes from the queue.
 #[derive(Debug)]
 pub(crate) enum Item {
@@ -93,7 +100,7 @@ impl RequestQueue {
         std::sync::Arc::new(RequestQueue {
             inner: Mutex::new(Inner {
                 items: Vec::new(),
-                staging: BytesMut::with_capacity(64 * 1024),
+                staging: BytesMut::with_capacity(INITIAL_BUFFER),
                 tickets: Tickets::new(limit),
                 closed: None,
                 lend: None,
