@@ -311,8 +311,13 @@ impl ClientBuilder {
     /// [`MAX_FRAME_LIMIT`](crate::MAX_FRAME_LIMIT)). A larger reply is skipped as it arrives,
     /// never buffered, and fails only its own request, with [`ErrorKind::ReplyTooLarge`]; the
     /// connection and every other request carry on. A recursive watch whose subtree holds a
-    /// listing over the limit fails `add_watch` the same way. Raise it to read larger listings
-    /// (a child costs its name's length plus 4 bytes); each read buffers at most this much.
+    /// listing over the limit fails `add_watch` the same way, and one met when the subtree is
+    /// read again after a reconnect ends the watch with
+    /// [`EventType::PersistentWatchRemoved`](crate::EventType::PersistentWatchRemoved), as does
+    /// an event below it whose path is over the limit: what changed there cannot be known. A
+    /// watch on a path whose events would be over the limit is refused with
+    /// [`ErrorKind::ReplyTooLarge`]. Raise it to read larger listings (a child costs its
+    /// name's length plus 4 bytes); each read buffers at most this much.
     pub fn max_incoming_frame(mut self, bytes: usize) -> Self {
         self.max_incoming_frame = bytes;
         self

@@ -394,7 +394,11 @@ impl Client {
     ) -> Result<Call> {
         let len = Packet::frame_len(&request, self.inner.max_frame)?;
         if let Some(path) = watch.as_ref().and_then(WatchRegistration::restored_path) {
-            limits::watch_fits(path.len(), self.inner.max_frame)?;
+            limits::watch_fits(
+                path.len(),
+                self.inner.max_frame,
+                self.inner.max_incoming_frame,
+            )?;
         }
         let opcode = request.opcode();
         let span = RequestSpan::start(opcode, || {
@@ -436,7 +440,11 @@ impl Client {
             .into());
         }
         if watch.is_some() {
-            limits::watch_fits(server_len, self.inner.max_frame)?;
+            limits::watch_fits(
+                server_len,
+                self.inner.max_frame,
+                self.inner.max_incoming_frame,
+            )?;
         }
         let flag = u8::from(watch.is_some());
         let registration = watch.map(|make| make(self.inner.chroot.prefix(path)));

@@ -72,15 +72,32 @@ pub(crate) fn chroot_fits(chroot: &str, max_frame: usize) -> Result<()> {
 /// lists' lengths (20).
 pub(crate) const SET_WATCHES_OVERHEAD: usize = 36;
 
+/// Bytes of a notification beyond its path: reply header (16), type, state and the path's
+/// length (12).
+const NOTIFICATION_OVERHEAD: usize = 28;
+
 /// A watched path must fit, alone, in the `setWatches` frame that sets it again after a
 /// reconnect: the server closes the connection on a larger frame, and would on every reconnect
-/// of the session, which could then never carry a request again.
-pub(crate) fn watch_fits(server_path_len: usize, max_frame: usize) -> Result<()> {
+/// of the session, which could then never carry a request again. Its events must fit the
+/// incoming limit, or they could not be read.
+pub(crate) fn watch_fits(
+    server_path_len: usize,
+    max_frame: usize,
+    max_incoming: usize,
+) -> Result<()> {
     let size = SET_WATCHES_OVERHEAD + 4 + server_path_len;
     if size > max_frame {
         return Err(ErrorKind::DataTooLarge {
             size,
             max: max_frame,
+        }
+        .into());
+    }
+    let size = NOTIFICATION_OVERHEAD + server_path_len;
+    if size > max_incoming {
+        return Err(ErrorKind::ReplyTooLarge {
+            size,
+            max: max_incoming,
         }
         .into());
     }
@@ -135,10 +152,18 @@ mod tests {
             auth_fits("digest", 1 << 20, 1 << 20).unwrap_err().kind(),
             ErrorKind::DataTooLarge { .. }
         ));
-        assert!(watch_fits(1024 - 40, 1024).is_ok());
+        assert!(watch_fits(1024 - 40, 1024, 1 << 20).is_ok());
         assert!(matches!(
-            watch_fits(1024 - 39, 1024).unwrap_err().kind(),
+            watch_fits(1024 - 39, 1024, 1 << 20).unwrap_err().kind(),
             ErrorKind::DataTooLarge {
+                size: 1025,
+                max: 1024
+            }
+        ));
+        assert!(watch_fits(1024 - 28, 1 << 20, 1024).is_ok());
+        assert!(matches!(
+            watch_fits(1024 - 27, 1 << 20, 1024).unwrap_err().kind(),
+            ErrorKind::ReplyTooLarge {
                 size: 1025,
                 max: 1024
             }

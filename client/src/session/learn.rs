@@ -10,7 +10,7 @@ use bytes::Bytes;
 use tracing::{debug, warn};
 use zookeeper_jute::{
     encode_request_frame, Decode, ErrorCode, ExistsRequest, ExistsResponse, GetChildren2Request,
-    GetChildren2Response, ReplyHeader, Request,
+    GetChildren2Response, ReplyHeader, Request, WatcherType,
 };
 
 use super::handshake;
@@ -163,9 +163,14 @@ impl Session {
     pub(super) fn on_learn_too_large(&mut self, read: LearnRead, err: Error) {
         warn!(?read, %err, "a read behind a persistent watch is over the incoming limit");
         match read {
-            LearnRead::Listing { root, tag, path } => {
+            LearnRead::Listing { root, tag, .. } => {
+                // What changed below that node cannot be known: the watch ends, and says so,
+                // rather than going on without it (a walk after a reconnect met it).
                 self.watches.fail_held(&root, true, &err);
-                self.watches.skip_listing(&root, tag, &path);
+                if self.watches.is_walk(&root, tag) {
+                    self.watches
+                        .remove(&root, WatcherType::PersistentRecursive, &self.cfg.chroot);
+                }
             }
             LearnRead::Node { path, .. } => self.watches.fail_held(&path, false, &err),
             LearnRead::Stat { .. } => {}

@@ -63,6 +63,10 @@ pub(crate) const SET_WATCHES_MAX_BYTES: usize = 128 * 1024;
 /// Bytes of a `ReplyHeader`: xid, zxid, err.
 const REPLY_HEADER_LEN: usize = 16;
 
+/// Bytes of a notification over the incoming limit kept past its header: its type, state and
+/// the start of its path.
+const NOTIFICATION_HEAD: usize = 4096;
+
 /// Shortest time given to one connection attempt when its timeout is a share of the session
 /// timeout.
 const MIN_ATTEMPT_TIMEOUT: Duration = Duration::from_millis(100);
@@ -505,8 +509,10 @@ impl Session {
     fn read_frames(&mut self, buf: &mut BytesMut, now: Instant) {
         let epoch = self.epoch;
         loop {
+            // A notification's path too: what it may concern (see `on_oversized_reply`).
+            // Never more than the limit, so that every oversized frame has as much.
             let keep_head = matches!(self.phase, Phase::Connected | Phase::Closing { .. })
-                .then_some(REPLY_HEADER_LEN);
+                .then_some((REPLY_HEADER_LEN + NOTIFICATION_HEAD).min(self.cfg.max_incoming_frame));
             let before = buf.len();
             let next = self.frames.next(buf, keep_head);
             if buf.len() < before {

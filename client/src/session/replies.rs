@@ -99,17 +99,27 @@ impl Session {
 
     /// The header of a reply over the incoming limit, whose `size`-byte body is being skipped:
     /// the request it answers fails with `ReplyTooLarge`, and nothing else does.
-    pub(super) fn on_oversized_reply(&mut self, mut header: Bytes, size: usize, now: Instant) {
+    pub(super) fn on_oversized_reply(&mut self, mut head: Bytes, size: usize, now: Instant) {
         self.answers.send_all();
         let max = self.cfg.max_incoming_frame;
-        let header = match ReplyHeader::decode(&mut header) {
+        let header = match ReplyHeader::decode(&mut head) {
             Ok(h) => h,
             Err(e) => return self.protocol_error(now, &e.to_string()),
         };
+        let header_rest = head;
         if header.xid == xid::NOTIFICATION {
-            // No path fits a frame that large unless the limit was set very low: the event
-            // cannot be read, so it cannot be delivered.
-            warn!(size, max, "notification over the incoming limit dropped");
+            // Only a node below a recursive watch can have a path that long (a watch is set
+            // only on a path whose events fit the limit). The event cannot be delivered, and
+            // the watches it may concern would go on as if it had not happened: they end,
+            // and say so.
+            let prefix = notification_path_prefix(header_rest);
+            warn!(
+                size,
+                max,
+                path_start = %String::from_utf8_lossy(&prefix[..prefix.len().min(200)]),
+                "notification over the incoming limit: the recursive watches it may concern end"
+            );
+            self.watches.end_unreadable(&prefix, &self.cfg.chroot);
             return;
         }
         let front = self.pending.front_xid();
@@ -318,4 +328,15 @@ impl Session {
             self.follow_up(read);
         }
     }
+}
+
+/// The start of the path of a notification read only as far as `body` (type, state, then the
+/// path's length and bytes); empty when even that is cut short.
+fn notification_path_prefix(mut body: Bytes) -> Vec<u8> {
+    use bytes::Buf;
+    if body.len() < 12 {
+        return Vec::new();
+    }
+    body.advance(12);
+    body.to_vec()
 }

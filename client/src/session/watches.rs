@@ -6,6 +6,8 @@
 
 use std::collections::HashMap;
 
+use tracing::warn;
+
 use tokio::sync::oneshot;
 use zookeeper_jute::{EventType, Stat, WatcherType};
 
@@ -529,6 +531,11 @@ impl WatchRegistry {
         self.recursive.get(root).map_or(0, |e| e.cache.len())
     }
 
+    /// Whether `tag` is the walk under way of the recursive watch on `root`.
+    pub fn is_walk(&self, root: &str, tag: u64) -> bool {
+        self.recursive.get(root).is_some_and(|e| e.walk == tag)
+    }
+
     /// The walk `tag` of the recursive watch on `root`, if it is still the one under way.
     fn walk_of(&mut self, root: &str, tag: u64) -> Option<&mut Recursive> {
         self.recursive.get_mut(root).filter(|e| e.walk == tag)
@@ -634,6 +641,32 @@ impl WatchRegistry {
                 release(entry.held);
                 send_all(&mut entry.txs, &removed);
             }
+        }
+    }
+
+    /// Ends the recursive watches that may cover a node whose notification could not be read,
+    /// its path beginning with `prefix`: each would otherwise go on as if the change had not
+    /// happened. Its watchers are told the watch was removed.
+    pub fn end_unreadable(&mut self, prefix: &[u8], chroot: &Chroot) {
+        let may_cover = |root: &str| {
+            let root = root.as_bytes();
+            root == b"/"
+                || match prefix.get(root.len()) {
+                    Some(&next) => prefix.starts_with(root) && next == b'/',
+                    // The path is cut short before the root ends: it may be below it.
+                    None => root.starts_with(prefix),
+                }
+        };
+        let ending: Vec<String> = sorted_keys(&self.recursive)
+            .into_iter()
+            .filter(|root| may_cover(root))
+            .collect();
+        for root in ending {
+            warn!(
+                root,
+                "a recursive watch ends: a change below it could not be read"
+            );
+            self.remove(&root, WatcherType::PersistentRecursive, chroot);
         }
     }
 

@@ -225,6 +225,7 @@ fn a_walk_that_meets_an_oversized_listing_fails_the_call_and_keeps_the_connectio
         err: ErrorCode::Ok,
     }
     .encode(&mut buf);
+    buf.extend_from_slice(&[0; 4096]);
     h.s.on_bytes(&mut buf, h.now);
     assert_eq!(
         result(&mut reply),
@@ -233,7 +234,7 @@ fn a_walk_that_meets_an_oversized_listing_fails_the_call_and_keeps_the_connectio
             max: 1 << 20
         }))
     );
-    let mut rest = BytesMut::from(&vec![0u8; (5 << 20) - 16][..]);
+    let mut rest = BytesMut::from(&vec![0u8; (5 << 20) - 16 - 4096][..]);
     h.s.on_bytes(&mut rest, h.now);
     assert!(h.sent().is_empty(), "the walk ended");
     assert_eq!(h.state(), SessionState::Connected);
@@ -821,4 +822,74 @@ fn a_node_created_while_cut_off_and_changed_before_its_read_is_reported_created_
         events(&mut below),
         vec![ev(EventType::NodeDataChanged, "/w/a/y")]
     );
+}
+
+/// An oversized frame of `len` bytes whose reply header has `xid`, and the first `body` bytes
+/// of what follows it.
+fn oversized(len: usize, xid: i32, body: &[u8]) -> BytesMut {
+    let mut buf = BytesMut::new();
+    buf.put_i32(len as i32);
+    ReplyHeader {
+        xid,
+        zxid: 0x20,
+        err: ErrorCode::Ok,
+    }
+    .encode(&mut buf);
+    buf.extend_from_slice(body);
+    buf.resize(4 + len, 0);
+    buf
+}
+
+/// A notification over the incoming limit (a node below a recursive watch named with more
+/// bytes than the client reads) cannot be delivered: the recursive watches it may concern end
+/// and say so, rather than go on as if nothing had changed; the others and the connection
+/// carry on.
+#[test]
+fn a_notification_over_the_limit_ends_the_recursive_watches_it_may_concern() {
+    let mut h = connected();
+    let (_, mut below_r) = add_watch(&mut h, "/r", true);
+    let (_, mut below_s) = add_watch(&mut h, "/s", true);
+    let tree: &[(&str, &[&str], Stat)] = &[("/r", &[], stat(9, 0, 0)), ("/s", &[], stat(8, 0, 0))];
+    serve(&mut h, 0x10, tree);
+
+    let mut body = BytesMut::new();
+    body.put_i32(i32::from(EventType::NodeCreated));
+    body.put_i32(3);
+    let name = format!("/r/{}", "n".repeat(2 << 20));
+    body.put_i32(name.len() as i32);
+    body.extend_from_slice(name.as_bytes());
+    let mut buf = oversized(16 + body.len(), -1, &body);
+    h.s.on_bytes(&mut buf, h.now);
+    assert!(buf.is_empty());
+    assert_eq!(
+        events(&mut below_r),
+        vec![ev(EventType::PersistentWatchRemoved, "/r")]
+    );
+    h.notify(EventType::NodeCreated, "/s/a");
+    assert_eq!(
+        events(&mut below_s),
+        vec![ev(EventType::NodeCreated, "/s/a")]
+    );
+    assert_eq!(h.state(), SessionState::Connected);
+    assert!(h.actions().is_empty(), "no reconnect");
+}
+
+/// A walk after a reconnect that meets a listing over the incoming limit cannot know what
+/// changed below it: the watch ends and says so, where it used to go on without it.
+#[test]
+fn a_walk_after_a_reconnect_that_meets_an_oversized_listing_ends_the_watch() {
+    let mut h = connected();
+    let (_, mut below) = add_watch(&mut h, "/r", true);
+    serve(&mut h, 0x10, &[("/r", &[], stat(9, 0, 0))]);
+    let sw = bounce(&mut h);
+    h.reply(sw, 0x30, ErrorCode::Ok, &[]);
+    let read = one_read(&mut h, list("/r"));
+    let mut buf = oversized(3 << 20, read, &[]);
+    h.s.on_bytes(&mut buf, h.now);
+    assert_eq!(
+        events(&mut below),
+        vec![ev(EventType::PersistentWatchRemoved, "/r")]
+    );
+    assert_eq!(h.state(), SessionState::Connected);
+    assert!(h.sent().is_empty(), "the walk ended");
 }
