@@ -324,6 +324,13 @@ async fn multi_commits_atomically_and_reports_the_failing_op() {
     assert!(matches!(&results[1], MultiResult::Create { path, .. } if path == "/m/s-0000000000"));
     assert!(matches!(&results[2], MultiResult::SetData { stat } if stat.version == 1));
     assert_eq!(results[3], MultiResult::Check);
+    // A 3.8 server gives a created node's path alone: no stat, rather than one of zeros.
+    for result in &results[..2] {
+        let MultiResult::Create { stat, .. } = result else {
+            panic!("{result:?}")
+        };
+        assert!(!matches!(stat, Some(s) if s.czxid == 0), "{result:?}");
+    }
 
     let err = c
         .multi(vec![

@@ -317,7 +317,10 @@ case!(multi_with_check, |c| {
         results
             .iter()
             .map(|x| match x {
-                MultiResult::Create { path, stat } => format!("create {path} {}", c.stat(stat)),
+                MultiResult::Create { path, stat } => format!(
+                    "create {path} {}",
+                    stat.as_ref().map_or("without stat".into(), |s| c.stat(s))
+                ),
                 MultiResult::SetData { stat } => format!("set {}", c.stat(stat)),
                 other => format!("{other:?}"),
             })

@@ -195,8 +195,9 @@ pub enum MultiResult {
     Create {
         /// Actual path.
         path: String,
-        /// The new node's stat.
-        stat: Stat,
+        /// The new node's stat, when the server gives it: ZooKeeper 3.5 to 3.8 answer a
+        /// create inside a transaction with its path alone (`None`).
+        stat: Option<Stat>,
     },
     /// The node was deleted.
     Delete,
@@ -334,11 +335,11 @@ impl Client {
                 .map(|r| match r {
                     MultiOpResult::Create { path } => Ok(MultiResult::Create {
                         path: chroot.strip(&path),
-                        stat: Stat::default(),
+                        stat: None,
                     }),
                     MultiOpResult::Create2 { path, stat } => Ok(MultiResult::Create {
                         path: chroot.strip(&path),
-                        stat,
+                        stat: Some(stat),
                     }),
                     MultiOpResult::Delete => Ok(MultiResult::Delete),
                     MultiOpResult::SetData { stat } => Ok(MultiResult::SetData { stat }),
