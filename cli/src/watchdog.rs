@@ -254,11 +254,17 @@ fn die_with_parent(parent: i32) {
 #[cfg(not(target_os = "linux"))]
 fn die_with_parent(_parent: i32) {}
 
-/// Sends `signal` to every process of the group; a group already gone is fine.
+/// Sends `signal` to every process of the group; a group already gone is fine. Then SIGCONT,
+/// as `kill` in a shell does for a stopped job: a process stopped (by SIGSTOP, or SIGTTIN for
+/// reading the terminal from the background) acts on no other signal until it runs again,
+/// and would otherwise sit out `--grace` until SIGKILL.
 pub fn kill_group(group: i32, signal: i32) {
     // SAFETY: kill(2) takes plain integers and touches no memory of ours.
     unsafe {
         libc::kill(-group, signal);
+        if signal != libc::SIGKILL && signal != libc::SIGCONT {
+            libc::kill(-group, libc::SIGCONT);
+        }
     }
 }
 

@@ -348,3 +348,47 @@ async fn a_zk_whose_file_was_removed_while_waiting_still_runs_its_command() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert_eq!(out.stdout, b"ran\n");
 }
+
+/// A command that stopped itself (SIGSTOP, or SIGTTIN reading the terminal from the
+/// background) is continued after the signal zk passes on, so that it acts on it: it used to
+/// sit out --grace and be killed.
+#[tokio::test]
+async fn a_stopped_command_is_continued_to_act_on_the_signal() {
+    let (connect, _client) = chroot("cli_stopped_command").await;
+    let dir = scratch("stopped_command");
+    let pid_file = dir.join("pid");
+    let script = format!(
+        "trap 'exit 42' TERM; echo $$ > {p}.tmp; mv {p}.tmp {p}; kill -STOP $$; sleep 300",
+        p = pid_file.display()
+    );
+    let mut cmd = zk(&connect);
+    cmd.args([
+        "--session-timeout",
+        "20s",
+        "lock",
+        "--grace",
+        "8s",
+        "/l",
+        "--",
+    ])
+    .args(sh(&script));
+    let mut tool = Running::start(cmd);
+    wait_file(&pid_file).await;
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let stat = format!("/proc/{}/stat", pid.trim());
+    bounded("the command to stop", async {
+        // The state is the field after the command's name in parentheses.
+        while !std::fs::read_to_string(&stat)
+            .unwrap_or_default()
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('T'))
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    tool.signal(libc::SIGTERM);
+    let status = tool.wait().await;
+    assert_eq!(status.code(), Some(42), "{status:?}");
+}
