@@ -167,7 +167,7 @@ pub enum ErrorKind {
     },
 
     /// A path was rejected before anything was sent.
-    #[error("invalid path {path:?}: {reason}")]
+    #[error("invalid path {}: {reason}", Shown { path, quoted: true })]
     InvalidPath {
         /// The path as given.
         path: String,
@@ -590,7 +590,7 @@ impl fmt::Display for Error {
         if let Some(op) = &context.failed_op {
             write!(f, ": operation {} ({}", op.index, op.operation)?;
             if shows_path {
-                write!(f, " {}", op.path)?;
+                write!(f, " {}", Shown::plain(&op.path))?;
             }
             return match &self.kind {
                 ErrorKind::MultiFailed { code, .. } => {
@@ -600,7 +600,7 @@ impl fmt::Display for Error {
             };
         }
         if let (Some(path), true) = (&context.path, shows_path) {
-            write!(f, " {path}")?;
+            write!(f, " {}", Shown::plain(path))?;
         }
         write!(f, ": {}", self.kind)?;
         if let Some(chroot) = &context.missing_chroot {
@@ -611,6 +611,47 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// A path in a message: whole up to [`Shown::WHOLE`] bytes, else its start and its length, so
+/// that an error about a path of a megabyte is not a line of a megabyte.
+struct Shown<'a> {
+    path: &'a str,
+    /// As `{:?}` shows it.
+    quoted: bool,
+}
+
+impl Shown<'_> {
+    const WHOLE: usize = 256;
+
+    fn plain(path: &str) -> Shown<'_> {
+        Shown {
+            path,
+            quoted: false,
+        }
+    }
+}
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (start, cut) = if self.path.len() <= Self::WHOLE {
+            (self.path, false)
+        } else {
+            let mut end = Self::WHOLE / 2;
+            while !self.path.is_char_boundary(end) {
+                end -= 1;
+            }
+            (&self.path[..end], true)
+        };
+        match (self.quoted, cut) {
+            (true, _) => write!(f, "{start:?}")?,
+            (false, _) => f.write_str(start)?,
+        }
+        if cut {
+            write!(f, "... ({} bytes)", self.path.len())?;
+        }
+        Ok(())
+    }
+}
 
 impl From<ErrorKind> for Error {
     fn from(kind: ErrorKind) -> Self {
@@ -727,6 +768,29 @@ mod tests {
         assert_eq!(err.to_string(), "connection lost");
         assert_eq!((err.operation(), err.path()), (None, None));
         assert_eq!(err.to_string(), ErrorKind::ConnectionLoss.to_string());
+    }
+
+    #[test]
+    fn a_long_path_is_shown_by_its_start_and_length() {
+        let long = format!("/{}", "é".repeat(200_000));
+        let e = Error::from(ErrorKind::DataTooLarge { size: 2, max: 1 })
+            .at("create", Some(long.clone()));
+        let shown = e.to_string();
+        assert!(shown.len() < 400, "{}", shown.len());
+        assert!(shown.starts_with("create /éé"), "{shown}");
+        assert!(
+            shown.contains("... (400001 bytes): request of 2 bytes"),
+            "{shown}"
+        );
+        let e = Error::from(ErrorKind::InvalidPath {
+            path: long,
+            reason: "ends with /",
+        });
+        let shown = e.to_string();
+        assert!(shown.len() < 400, "{}", shown.len());
+        assert!(shown.starts_with("invalid path \"/éé"), "{shown}");
+        let short = Error::from(ErrorKind::NoNode).at("get_data", Some("/a".into()));
+        assert_eq!(short.to_string(), "get_data /a: node does not exist");
     }
 
     #[test]
