@@ -6,6 +6,8 @@
 //! watches when it answers them: a change after a read arrives as a live event, a change before
 //! it shows in the read.
 
+use std::time::Instant;
+
 use bytes::Bytes;
 use tracing::{debug, warn};
 use zookeeper_jute::{
@@ -72,19 +74,28 @@ impl Session {
             return;
         }
         debug!(path, "setting one-shot watches again");
+        self.send_set_watches(set, false, self.last_recv);
+    }
+
+    /// Sends `set` in `setWatches` frames with the last zxid the session saw, sent at `now`;
+    /// `reconnect` for those that set every watch again after a reconnect. Returns how many
+    /// frames went.
+    pub(super) fn send_set_watches(
+        &mut self,
+        set: WatchSet,
+        reconnect: bool,
+        now: Instant,
+    ) -> usize {
         let batches =
             handshake::set_watches_batches(set, self.last_zxid, self.cfg.set_watches_limit());
+        let frames = batches.len();
         for request in batches {
             let xid = self.next_xid();
             encode_request_frame(&mut self.out, xid, &request);
-            self.pending.push(
-                Pending::SetWatches {
-                    xid,
-                    reconnect: false,
-                },
-                self.last_recv,
-            );
+            self.pending
+                .push(Pending::SetWatches { xid, reconnect }, now);
         }
+        frames
     }
 
     /// Sets a persistent watch the server dropped again, then reads what it watches: as after
@@ -105,19 +116,7 @@ impl Session {
                 ..WatchSet::default()
             }
         };
-        let batches =
-            handshake::set_watches_batches(set, self.last_zxid, self.cfg.set_watches_limit());
-        for request in batches {
-            let xid = self.next_xid();
-            encode_request_frame(&mut self.out, xid, &request);
-            self.pending.push(
-                Pending::SetWatches {
-                    xid,
-                    reconnect: false,
-                },
-                self.last_recv,
-            );
-        }
+        self.send_set_watches(set, false, self.last_recv);
         if recursive {
             self.start_walk(path);
         } else {

@@ -6,9 +6,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use tracing::field::display;
 use tracing::{debug, info, warn};
-use zookeeper_jute::encode_request_frame;
 
-use super::pending::{Pending, PendingAuth};
+use super::pending::PendingAuth;
 use super::{handshake, hosts};
 use super::{Action, Phase, Probe, Session, PROBE_MIN};
 use crate::connect_string::HostPort;
@@ -315,24 +314,10 @@ impl Session {
         let wanted = self.watches.wanted();
         let relearn = (wanted.persistent.clone(), wanted.recursive.clone());
         if !wanted.is_empty() {
-            let batches = handshake::set_watches_batches(
-                wanted,
-                self.last_zxid,
-                self.cfg.set_watches_limit(),
-            );
-            debug!(frames = batches.len(), "re-registering watches");
-            self.watches.reregistering(batches.len());
-            for request in batches {
-                let xid = self.next_xid();
-                encode_request_frame(&mut self.out, xid, &request);
-                self.pending.push(
-                    Pending::SetWatches {
-                        xid,
-                        reconnect: true,
-                    },
-                    now,
-                );
-            }
+            // Counted before any answer can come: they are answered on a later read.
+            let frames = self.send_set_watches(wanted, true, now);
+            debug!(frames, "re-registering watches");
+            self.watches.reregistering(frames);
         }
         self.relearn(relearn.0, relearn.1);
         self.last_send = now;
