@@ -178,3 +178,43 @@ async fn a_node_cache_follows_its_node_into_a_new_session_after_expiry() {
     assert_eq!(zxid, stat.mzxid);
     assert_ne!(cache.sessions().client().session_id(), first);
 }
+
+/// A tree cache and a persistent node on one path and one client, as a service that watches
+/// what registers under a node it keeps: the node's `exists` watch, set after the cache's
+/// recursive watch, took its place on the server (ZOOKEEPER-4466), and the cache missed every
+/// node created under it until the kept node itself changed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tree_cache_beside_a_persistent_node_on_its_root_misses_nothing() {
+    let connect = chroot_connect("cache_beside_persistent_node");
+    let c = client(&connect).await;
+    let other = client(&connect).await;
+    let cache = bounded("start", TreeCache::start(&c, "/svc"))
+        .await
+        .unwrap();
+    let node =
+        zookeeper_recipes::PersistentNode::start(&c, "/svc", b"", CreateOptions::persistent())
+            .unwrap();
+    let mut states = node.states();
+    bounded(
+        "the node created",
+        states.wait_for(|s| matches!(s, zookeeper_recipes::PersistentNodeState::Created(_))),
+    )
+    .await
+    .unwrap();
+    let mut events = cache.events();
+    for name in ["a", "b"] {
+        let path = format!("/svc/{name}");
+        other
+            .create(&path, b"", &CreateOptions::persistent())
+            .await
+            .unwrap();
+        loop {
+            match next(&mut events).await {
+                CacheEvent::Created { path: p, .. } if p == path => break,
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(cache.children("/svc").unwrap().len(), 2);
+    drop(node);
+}

@@ -52,6 +52,18 @@ pub fn zk(connect: &str) -> Command {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    // As a terminal starts it, whatever started these tests: `zk` leaves ignored a signal it
+    // was started with ignored (a script's background job has SIGINT ignored), and the tests
+    // send it signals.
+    // SAFETY: between fork and exec, only signal(2), which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
     cmd
 }
 
