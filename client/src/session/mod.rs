@@ -506,14 +506,29 @@ impl Session {
         self.answers.send_all();
     }
 
+    /// How much of an oversized frame starting `buf` (when `at_frame`) is read before it is
+    /// handled: a reply's header, enough to fail its request at once; of a notification, also
+    /// the start of its path, which tells what it may concern (see `on_oversized_reply`).
+    /// Never more than the limit, so that every oversized frame has as much.
+    fn head_to_keep(&self, buf: &[u8], at_frame: bool) -> usize {
+        let notification = at_frame
+            && buf.get(4..8).is_some_and(|x| {
+                i32::from_be_bytes(x.try_into().expect("4 bytes")) == xid::NOTIFICATION
+            });
+        if notification {
+            (REPLY_HEADER_LEN + NOTIFICATION_HEAD).min(self.cfg.max_incoming_frame)
+        } else {
+            REPLY_HEADER_LEN
+        }
+    }
+
     fn read_frames(&mut self, buf: &mut BytesMut, now: Instant) {
         let epoch = self.epoch;
         loop {
-            // A notification's path too: what it may concern (see `on_oversized_reply`).
-            // Never more than the limit, so that every oversized frame has as much.
-            let keep_head = matches!(self.phase, Phase::Connected | Phase::Closing { .. })
-                .then_some((REPLY_HEADER_LEN + NOTIFICATION_HEAD).min(self.cfg.max_incoming_frame));
             let before = buf.len();
+            let at_frame = self.frames.skip(buf);
+            let keep_head = matches!(self.phase, Phase::Connected | Phase::Closing { .. })
+                .then(|| self.head_to_keep(buf, at_frame));
             let next = self.frames.next(buf, keep_head);
             if buf.len() < before {
                 self.last_recv = now;

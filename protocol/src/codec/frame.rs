@@ -98,6 +98,16 @@ impl FrameReader {
         self.skipping = 0;
     }
 
+    /// Drops what arrived of an oversized frame being skipped; true once none is left to
+    /// drop, when `src` starts at a frame (so that a caller may look at it before
+    /// [`next`](Self::next)).
+    pub fn skip(&mut self, src: &mut BytesMut) -> bool {
+        let n = self.skipping.min(src.len());
+        src.advance(n);
+        self.skipping -= n;
+        self.skipping == 0
+    }
+
     /// Drops what arrived of an oversized frame being skipped, then splits the next frame off
     /// `src`.
     ///
@@ -110,13 +120,8 @@ impl FrameReader {
         src: &mut BytesMut,
         keep_head: Option<usize>,
     ) -> Result<Option<Frame>, DecodeError> {
-        if self.skipping > 0 {
-            let n = self.skipping.min(src.len());
-            src.advance(n);
-            self.skipping -= n;
-            if self.skipping > 0 {
-                return Ok(None);
-            }
+        if !self.skip(src) {
+            return Ok(None);
         }
         // One limit, one check: what decode_frame refuses is what may be skipped.
         match decode_frame(src, self.max_frame) {
