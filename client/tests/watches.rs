@@ -438,19 +438,25 @@ async fn admin(c: &Client) -> Client {
         .unwrap()
 }
 
+/// A client watching `/p` and below, and another to change what it watches.
+async fn recursive_on_p(test: &str) -> (Client, Client, zookeeper_tokio::PersistentWatcher) {
+    let c = client(test).await;
+    let other = admin(&c).await;
+    c.create("/p", b"0", &persistent()).await.unwrap();
+    let below = c
+        .add_watch("/p", AddWatchMode::PersistentRecursive)
+        .await
+        .unwrap();
+    (c, other, below)
+}
+
 /// A 3.8 server keeps one watch per connection, path and table (ZOOKEEPER-4466). A one-shot
 /// data watch set on a recursive watch's root took its place there: the recursive watch heard
 /// nothing below its root until the one-shot fired. A cache on a path that a recipe also
 /// watches (a persistent node's `exists`, a shared count's data) went stale that way.
 #[tokio::test]
 async fn a_one_shot_watch_on_a_recursive_watchs_root_leaves_it_whole() {
-    let c = client("oneshot_on_recursive_root").await;
-    let other = admin(&c).await;
-    c.create("/p", b"0", &persistent()).await.unwrap();
-    let mut below = c
-        .add_watch("/p", AddWatchMode::PersistentRecursive)
-        .await
-        .unwrap();
+    let (c, other, mut below) = recursive_on_p("oneshot_on_recursive_root").await;
     let (_, _, once) = c.get_data_and_watch("/p").await.unwrap();
     let (_, exists_once) = c.exists_and_watch("/p").await.unwrap();
 
@@ -534,13 +540,7 @@ async fn a_persistent_and_a_recursive_watch_on_one_path_both_stay_whole() {
 /// session sets it again, so that it goes on hearing its subtree.
 #[tokio::test]
 async fn removing_data_watches_leaves_a_recursive_watch_on_the_path_whole() {
-    let c = client("remove_data_beside_recursive").await;
-    let other = admin(&c).await;
-    c.create("/p", b"0", &persistent()).await.unwrap();
-    let mut below = c
-        .add_watch("/p", AddWatchMode::PersistentRecursive)
-        .await
-        .unwrap();
+    let (c, other, mut below) = recursive_on_p("remove_data_beside_recursive").await;
     let (_, _, once) = c.get_data_and_watch("/p").await.unwrap();
     c.remove_watches("/p", WatcherType::Data).await.unwrap();
     assert_eq!(
