@@ -18,7 +18,7 @@ use crate::connect_string::HostPort;
 use crate::home;
 use crate::metrics;
 use crate::orphan;
-use crate::queue::{Item, Lend, RequestQueue, INITIAL_BUFFER, RETAINED_BUFFER};
+use crate::queue::{self, Item, Lend, RequestQueue};
 use crate::session::{Action, Session};
 use crate::transport::{ConnectError, Connector, Reader, Stream, Writer};
 
@@ -272,8 +272,7 @@ async fn run(session: Session, queue: Arc<RequestQueue>, connector: Connector) {
         taken += take_requests(&queue, &mut session, &mut items, now);
         let out = session.output();
         output_peak = output_peak.max(out.len());
-        if out.is_empty() && output_peak > RETAINED_BUFFER {
-            *out = BytesMut::with_capacity(INITIAL_BUFFER);
+        if out.is_empty() && queue::give_back(out, output_peak) {
             output_peak = 0;
         }
         // Write what is ready now rather than on the next turn: one wake-up less per batch.

@@ -642,9 +642,10 @@ impl fmt::Display for Shown<'_> {
             }
             (&self.path[..end], true)
         };
-        match (self.quoted, cut) {
-            (true, _) => write!(f, "{start:?}")?,
-            (false, _) => f.write_str(start)?,
+        if self.quoted {
+            write!(f, "{start:?}")?;
+        } else {
+            f.write_str(start)?;
         }
         if cut {
             write!(f, "... ({} bytes)", self.path.len())?;

@@ -145,12 +145,11 @@ impl TransactionOp for MultiOp {
         // error code (4) in its place.
         const HEADER: usize = 9;
         const STAT: usize = 68;
+        let created = |path: &str| HEADER + 4 + path.len() + 10 + STAT;
         let result = |op: &W| {
             let success = match op {
-                W::Create(r) | W::Create2(r) | W::CreateContainer(r) => {
-                    HEADER + 4 + r.path.len() + 10 + STAT
-                }
-                W::CreateTtl(r) => HEADER + 4 + r.path.len() + 10 + STAT,
+                W::Create(r) | W::Create2(r) | W::CreateContainer(r) => created(&r.path),
+                W::CreateTtl(r) => created(&r.path),
                 W::SetData(_) => HEADER + STAT,
                 _ => HEADER,
             };
@@ -303,9 +302,9 @@ impl Client {
     ///
     /// A transaction whose reply could exceed
     /// [`ClientBuilder::max_incoming_frame`](crate::ClientBuilder::max_incoming_frame) (each
-    /// write's result takes 77 bytes for a `set_data`, up to 91 and its path for a create) fails with
-    /// [`ErrorKind::ReplyTooLarge`] before anything is sent: the server would apply it, and the
-    /// client could not read that it had. Split it, or raise the limit.
+    /// write's result takes 77 bytes for a `set_data`, up to 91 and its path for a create)
+    /// fails with [`ErrorKind::ReplyTooLarge`] before anything is sent: the server would apply
+    /// it, and the client could not read that it had. Split it, or raise the limit.
     ///
     /// A transaction that failed with [`Error::is_outcome_unknown`] may have been applied,
     /// whole (never in part). A `check` of a version it also bumps makes it safe to repeat:

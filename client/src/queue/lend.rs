@@ -88,7 +88,7 @@ impl RequestQueue {
         };
         let held = inner.staging.len();
         inner.staging.clear();
-        super::staging::emptied(&mut inner.staging, held);
+        super::give_back(&mut inner.staging, held);
         let complete = rest.is_empty();
         let mut tell = !complete;
         let mut xid = lend.xid;

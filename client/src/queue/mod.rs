@@ -41,7 +41,18 @@ pub(crate) const INITIAL_BUFFER: usize = 64 * 1024;
 
 /// A buffer of requests that held more than this at once is given back once empty: a burst
 /// of large writes would otherwise keep its size allocated for the life of the session.
-pub(crate) const RETAINED_BUFFER: usize = 1 << 20;
+const RETAINED_BUFFER: usize = 1 << 20;
+
+/// Replaces the empty `buf`, which held `held` bytes at most since it was made, by a fresh
+/// one when that was more than [`RETAINED_BUFFER`]; says whether it did.
+pub(crate) fn give_back(buf: &mut BytesMut, held: usize) -> bool {
+    debug_assert!(buf.is_empty());
+    let burst = held > RETAINED_BUFFER;
+    if burst {
+        *buf = BytesMut::with_capacity(INITIAL_BUFFER);
+    }
+    burst
+}
 
 /// What the session task takes from the queue.
 #[derive(Debug)]

@@ -126,17 +126,9 @@ impl RequestQueue {
         // would allocate a new one on every turn. The next request's own reserve reclaims the
         // buffer in place once the session task has dropped this batch.
         let batch = inner.staging.split().freeze();
-        // The buffer goes with the batch (see `emptied`).
-        emptied(&mut inner.staging, batch.len());
+        // A burst's buffer goes with the batch.
+        super::give_back(&mut inner.staging, batch.len());
         batch
-    }
-}
-
-/// After the staging buffer gave up the `held` bytes it held: one that held a burst of large
-/// writes is replaced, rather than keeping the burst's size for the life of the session.
-pub(super) fn emptied(staging: &mut BytesMut, held: usize) {
-    if held > super::RETAINED_BUFFER {
-        *staging = BytesMut::with_capacity(super::INITIAL_BUFFER);
     }
 }
 

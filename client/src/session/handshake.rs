@@ -54,8 +54,9 @@ pub(crate) fn write_auth(out: &mut BytesMut, scheme: &str, auth: &Secret) {
 
 /// Splits the watches to restore into frames holding at most `max_bytes` of paths each, a path
 /// counting its length and 4 (only a path longer than that alone exceeds it, in a frame of its
-/// own). Paths go in the order data, exist, child, persistent, recursive. A frame with persistent paths is `setWatches2` (3.6+); one without is
-/// `setWatches`, which every server version accepts.
+/// own). Paths go in the order data, exist, child, persistent, recursive. A frame with
+/// persistent paths is `setWatches2` (3.6+); one without is `setWatches`, which every server
+/// version accepts.
 pub(crate) fn set_watches_batches(
     set: WatchSet,
     relative_zxid: i64,

@@ -106,13 +106,12 @@ impl Session {
             Ok(h) => h,
             Err(e) => return self.protocol_error(now, &e.to_string()),
         };
-        let header_rest = head;
         if header.xid == xid::NOTIFICATION {
             // Only a node below a recursive watch can have a path that long (a watch is set
             // only on a path whose events fit the limit). The event cannot be delivered, and
             // the watches it may concern would go on as if it had not happened: they end,
             // and say so.
-            let prefix = notification_path_prefix(header_rest);
+            let prefix = notification_path_prefix(&head);
             warn!(
                 size,
                 max,
@@ -332,11 +331,6 @@ impl Session {
 
 /// The start of the path of a notification read only as far as `body` (type, state, then the
 /// path's length and bytes); empty when even that is cut short.
-fn notification_path_prefix(mut body: Bytes) -> Vec<u8> {
-    use bytes::Buf;
-    if body.len() < 12 {
-        return Vec::new();
-    }
-    body.advance(12);
-    body.to_vec()
+fn notification_path_prefix(body: &[u8]) -> Vec<u8> {
+    body.get(12..).map_or_else(Vec::new, <[u8]>::to_vec)
 }
