@@ -44,9 +44,9 @@ pub async fn read_input(command: &mut Command, deadline: Option<Instant>) -> Res
             .map_err(|_| Failure::new(exit::TIMEOUT, "timed out reading standard input"))?,
         None => read.await,
     };
-    let data = read
-        .map_err(|e| Failure::new(exit::IO, format!("reading standard input: {e}")))?
-        .map_err(|e| Failure::new(exit::IO, format!("reading standard input: {e}")))?;
+    let failed =
+        |e: &dyn std::fmt::Display| Failure::new(exit::IO, format!("reading standard input: {e}"));
+    let data = read.map_err(|e| failed(&e))?.map_err(|e| failed(&e))?;
     *input = Some(data);
     Ok(())
 }

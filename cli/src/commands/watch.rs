@@ -8,7 +8,7 @@ use zookeeper_tokio::{
 
 use crate::exit::{self, Failure, Outcome};
 use crate::interrupt::Interrupts;
-use crate::output::{data_json, now_ms, stat_json, time, Out};
+use crate::output::{data_json, note, now_ms, stat_json, time, Out};
 
 #[derive(Args, Debug)]
 pub struct Watch {
@@ -38,7 +38,7 @@ pub async fn watch(client: &Client, args: Watch, out: &mut Out) -> Outcome {
     let mut states = client.state_changes();
     let mut watcher = client.add_watch(&args.path, mode).await?;
     // From here on no change goes unreported; say so for whoever waits to make changes.
-    crate::output::note(format_args!("zk: watching {}", args.path));
+    note(format_args!("zk: watching {}", args.path));
     let mut cut_off = false;
     loop {
         tokio::select! {
@@ -57,11 +57,11 @@ pub async fn watch(client: &Client, args: Watch, out: &mut Out) -> Outcome {
             Some(state) = states.next() => match state {
                 SessionState::Disconnected => {
                     cut_off = true;
-                    crate::output::note(format_args!("zk: connection lost; reconnecting"));
+                    note(format_args!("zk: connection lost; reconnecting"));
                 }
                 SessionState::Connected if cut_off => {
                     cut_off = false;
-                    crate::output::note(format_args!("zk: reconnected; changes missed meanwhile follow"));
+                    note(format_args!("zk: reconnected; changes missed meanwhile follow"));
                 }
                 _ => {}
             },
